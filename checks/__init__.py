@@ -1,0 +1,41 @@
+"""Drift detection, share-stability statistics and the go/no-go gate for shadowd.
+
+A leaf library over numpy arrays and plain dicts (numpy, scipy, river): it imports nothing
+from ``shadowd``, ``storage`` or ``alerts``; the daemon wires it.
+
+- drift: ``DriftMonitor`` (per-class Page-Hinkley and ADWIN on standardised residuals,
+  thresholds from ``calibration.calibrate``), ``CoefficientDrift``, ``EnvelopeMonitor``;
+  every detection is a ``DriftEvent``.
+- stability: ``share_stability.stability_report`` and ``cost_per_work_by_strata``.
+- gate: ``GatePolicy`` + ``Evidence`` → ``Gate.evaluate`` → ``Decision`` (``exit_code``).
+"""
+
+from checks.adwin import AdwinDetector
+from checks.calibration import (calibrate, calibrate_class, measure_detection_delay,
+                                measure_false_alarm_rate, synthetic_residuals)
+from checks.check_result import CheckResult
+from checks.coefficient_drift import CoefficientDrift, nnls_fit, ridge_fit
+from checks.decision import EXIT_ERROR, Decision, effective_verdict, exit_code
+from checks.detector import ResidualDetector
+from checks.drift_calibration import DriftCalibration
+from checks.drift_event import DriftEvent
+from checks.envelope import EnvelopeMonitor, WorkloadEnvelope
+from checks.evidence import ClassAccuracy, Evidence
+from checks.gate import Gate, GateState
+from checks.page_hinkley import PageHinkleyDetector
+from checks.policy import STEP_CLASSES, GatePolicy
+from checks.residual_drift import DriftMonitor, relative_residual
+from checks.share_stability import (composition_effect, cost_per_work_by_strata, shape_buckets,
+                                    stability_report)
+
+DETECTORS = (PageHinkleyDetector, AdwinDetector)
+
+__all__ = [
+    "AdwinDetector", "CheckResult", "ClassAccuracy", "CoefficientDrift", "DETECTORS", "Decision",
+    "DriftCalibration", "DriftEvent", "DriftMonitor", "EXIT_ERROR", "EnvelopeMonitor", "Evidence",
+    "Gate", "GatePolicy", "GateState", "PageHinkleyDetector", "ResidualDetector", "STEP_CLASSES",
+    "WorkloadEnvelope", "calibrate", "calibrate_class", "composition_effect",
+    "cost_per_work_by_strata", "effective_verdict", "exit_code", "measure_detection_delay",
+    "measure_false_alarm_rate", "nnls_fit", "relative_residual", "ridge_fit", "shape_buckets",
+    "stability_report", "synthetic_residuals",
+]

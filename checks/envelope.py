@@ -1,0 +1,144 @@
+"""The workload envelope the latency model was calibrated on, and steps that leave it.
+
+A piecewise-linear latency model is only validated where calibration had data: a context,
+batch size or per-step token count beyond that range is extrapolation, and a tenant the
+calibration never saw has unvalidated shares. ``WorkloadEnvelope`` records the range
+(longest context, p99 batch size, most tokens per step, the tenant set);
+``EnvelopeMonitor`` flags steps beyond it as drift events (at most one per dimension per
+``cooldown_steps``, one per new tenant) and keeps the fractions the gate's coverage check reads.
+
+>>> env = WorkloadEnvelope.from_calibration(
+...     context=[100, 2000, 4096], batch_size=[1, 8, 32], tokens_per_step=[64, 512, 2048],
+...     tenants=["acme", "globex"])
+>>> env.max_context, env.max_tokens_per_step, sorted(env.tenants)
+(4096, 2048, ['acme', 'globex'])
+>>> mon = EnvelopeMonitor(env)
+>>> [e.detector for e in mon.update(1, 0.0, max_context=9000, batch_size=4, tokens=100,
+...                                 tenants=["acme", "initech"])]
+['envelope.context', 'envelope.new_tenant']
+>>> mon.update(2, 0.1, max_context=9001, batch_size=4, tokens=100)  # within the cooldown
+[]
+>>> s = mon.summary()
+>>> s["extrapolated_steps"], s["new_tenants"]
+(2, ['initech'])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+
+from checks.drift_event import DriftEvent
+
+
+@dataclass(frozen=True)
+class WorkloadEnvelope:
+    """Range of the calibration workload; numeric limits are inclusive."""
+
+    max_context: int
+    max_batch_size: float
+    max_tokens_per_step: int
+    tenants: frozenset[str] = field(default_factory=frozenset)
+
+    @classmethod
+    def from_calibration(cls, context: Iterable[float], batch_size: Iterable[float],
+                         tokens_per_step: Iterable[float], tenants: Iterable[str] = (), *,
+                         batch_quantile: float = 0.99, margin: float = 0.0) -> "WorkloadEnvelope":
+        """Longest context and most tokens seen, ``batch_quantile`` of batch size, +``margin``."""
+        ctx = np.asarray(list(context), dtype=float)
+        bs = np.asarray(list(batch_size), dtype=float)
+        tok = np.asarray(list(tokens_per_step), dtype=float)
+        if not (len(ctx) and len(bs) and len(tok)):
+            raise ValueError("calibration arrays must not be empty")
+        m = 1.0 + margin
+        return cls(max_context=int(np.nanmax(ctx) * m),
+                   max_batch_size=float(np.nanquantile(bs, batch_quantile) * m),
+                   max_tokens_per_step=int(np.nanmax(tok) * m),
+                   tenants=frozenset(str(t) for t in tenants))
+
+    def limits(self) -> dict[str, float]:
+        return {"context": self.max_context, "batch_size": self.max_batch_size,
+                "tokens": self.max_tokens_per_step}
+
+    def violations(self, *, max_context: float | None = None, batch_size: float | None = None,
+                   tokens: float | None = None) -> dict[str, float]:
+        """Dimensions of one step beyond the envelope, with the observed value."""
+        seen = {"context": max_context, "batch_size": batch_size, "tokens": tokens}
+        return {k: float(v) for k, v in seen.items()
+                if v is not None and v > self.limits()[k]}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"max_context": self.max_context, "max_batch_size": self.max_batch_size,
+                "max_tokens_per_step": self.max_tokens_per_step, "tenants": sorted(self.tenants)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "WorkloadEnvelope":
+        known = {"max_context", "max_batch_size", "max_tokens_per_step", "tenants"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown WorkloadEnvelope key(s) {unknown}; known: {sorted(known)}")
+        return cls(max_context=int(data["max_context"]),
+                   max_batch_size=float(data["max_batch_size"]),
+                   max_tokens_per_step=int(data["max_tokens_per_step"]),
+                   tenants=frozenset(data.get("tenants", ())))
+
+
+class EnvelopeMonitor:
+    """Counts steps beyond a ``WorkloadEnvelope`` and reports them as drift events."""
+
+    def __init__(self, envelope: WorkloadEnvelope, cooldown_steps: int = 1000) -> None:
+        self.envelope = envelope
+        self.cooldown_steps = int(cooldown_steps)
+        self.steps = 0
+        self.extrapolated_steps = 0
+        self.by_dimension = {k: 0 for k in envelope.limits()}
+        self.max_seen = {k: 0.0 for k in envelope.limits()}
+        self.new_tenants: dict[str, int] = {}  # tenant -> step_seq first seen
+        self._last_event: dict[str, int] = {}
+
+    def update(self, step_seq: int, ts: float, *, max_context: float | None = None,
+               batch_size: float | None = None, tokens: float | None = None,
+               tenants: Iterable[str] = (), step_class: str | None = None) -> list[DriftEvent]:
+        """Check one step; returns the events it raises."""
+        self.steps += 1
+        seen = {"context": max_context, "batch_size": batch_size, "tokens": tokens}
+        for k, v in seen.items():
+            if v is not None:
+                self.max_seen[k] = max(self.max_seen[k], float(v))
+        beyond = self.envelope.violations(max_context=max_context, batch_size=batch_size,
+                                          tokens=tokens)
+        events = []
+        if beyond:
+            self.extrapolated_steps += 1
+        limits = self.envelope.limits()
+        for dim, value in beyond.items():
+            self.by_dimension[dim] += 1
+            last = self._last_event.get(dim)
+            if last is None or step_seq - last >= self.cooldown_steps:
+                self._last_event[dim] = step_seq
+                events.append(DriftEvent(ts=float(ts), step_seq=int(step_seq),
+                                         detector=f"envelope.{dim}", statistic=value,
+                                         threshold=float(limits[dim]), step_class=step_class,
+                                         details={"steps_beyond": self.by_dimension[dim]}))
+        for tenant in tenants:
+            if tenant not in self.envelope.tenants and tenant not in self.new_tenants:
+                self.new_tenants[tenant] = int(step_seq)
+                events.append(DriftEvent(ts=float(ts), step_seq=int(step_seq),
+                                         detector="envelope.new_tenant", statistic=1.0,
+                                         threshold=0.0, step_class=step_class,
+                                         details={"tenant": tenant}))
+        return events
+
+    def summary(self) -> dict[str, Any]:
+        """Fractions and counts for the gate's coverage check and for reports."""
+        return {
+            "steps": self.steps,
+            "extrapolated_steps": self.extrapolated_steps,
+            "extrapolated_fraction": self.extrapolated_steps / self.steps if self.steps else None,
+            "by_dimension": dict(self.by_dimension),
+            "max_seen": dict(self.max_seen),
+            "limits": self.envelope.limits(),
+            "new_tenants": sorted(self.new_tenants),
+        }

@@ -1,0 +1,87 @@
+"""What the gate judges: numbers the daemon reads from its database, as plain data.
+
+Every field may be missing (``None``): the gate treats missing evidence as inconclusive,
+never as a pass. ``Evidence.from_dict`` rejects unknown keys, so a renamed column in the
+daemon's query cannot quietly turn into missing evidence.
+
+>>> ev = Evidence.from_dict({
+...     "accuracy": {"decode": {"steps": 6000, "p90": 0.04, "p99": 0.09,
+...                             "baseline_p90": 0.11, "baseline_p99": 0.30}},
+...     "calibrated_platform_key": "h200/llama-8b/bf16/tp1/vllm-0.33/flash",
+...     "running_platform_key": "h200/llama-8b/bf16/tp1/vllm-0.33/flash",
+...     "last_step_ts": 1000.0})
+>>> ev.accuracy["decode"].p90, ev.tap_drop_rate is None
+(0.04, True)
+>>> Evidence.from_dict({"tenant_seen": 3})
+Traceback (most recent call last):
+...
+ValueError: unknown evidence key 'tenant_seen' (did you mean 'tenants_seen'?)
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Mapping
+
+
+def _reject_unknown(cls: type, data: Mapping[str, Any], what: str) -> None:
+    known = [f.name for f in fields(cls)]
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {sorted(known)}"
+            raise ValueError(f"unknown {what} key {key!r}{hint}")
+
+
+@dataclass(frozen=True)
+class ClassAccuracy:
+    """Out-of-sample relative step-latency errors of one step class, model and token baseline."""
+
+    steps: int | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    r2: float | None = None
+    baseline_p90: float | None = None
+    baseline_p99: float | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ClassAccuracy":
+        _reject_unknown(cls, data, "accuracy")
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Inputs of one gate evaluation. Times are seconds (``last_step_ts`` on the gate's clock).
+
+    ``stability`` maps split name → ``{'effect', 'ci_low', 'ci_high'[, 'computed_at']}`` as
+    produced by ``checks.share_stability``. ``extrapolated_fraction`` and ``new_tenants`` come
+    from ``checks.envelope.EnvelopeMonitor.summary()`` over the evaluation window.
+    """
+
+    accuracy: dict[str, ClassAccuracy] = field(default_factory=dict)
+    shadow_duration_s: float | None = None
+    tenants_seen: int | None = None
+    max_context_seen: int | None = None
+    unresolved_drift_events: int | None = None
+    stability: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calibrated_platform_key: str | None = None
+    running_platform_key: str | None = None
+    tap_drop_rate: float | None = None
+    last_step_ts: float | None = None
+    extrapolated_fraction: float | None = None
+    new_tenants: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Evidence":
+        _reject_unknown(cls, data, "evidence")
+        d = dict(data)
+        d["accuracy"] = {str(k): v if isinstance(v, ClassAccuracy) else ClassAccuracy.from_dict(v)
+                         for k, v in (d.get("accuracy") or {}).items()}
+        d["stability"] = {str(k): dict(v) for k, v in (d.get("stability") or {}).items()}
+        return cls(**d)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

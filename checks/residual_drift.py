@@ -1,0 +1,121 @@
+"""Online drift detection on the latency model's residuals, per step class.
+
+Each step's relative residual ``r = (T - T_hat) / T_hat`` (measured vs predicted step
+latency) is standardised with its class's calibration (``checks.drift_calibration``) and fed
+to that class's detectors (Page-Hinkley and ADWIN, river). Steps of different classes
+(prefill-only, decode-only, mixed) have different error laws, so each class has its own
+detectors and thresholds. A detection becomes a ``DriftEvent``; river resets a detector after
+it fires, so the monitor keeps the counts. Classes without a calibration are counted and
+skipped, never guessed at. Detector state is in memory only: after a restart the detectors
+learn their running mean again (``ph_min_instances`` steps before Page-Hinkley can fire).
+
+>>> import numpy as np
+>>> from checks.drift_calibration import DriftCalibration
+>>> cal = DriftCalibration(step_class="decode", mean=0.0, std=0.03, ph_threshold=21.0,
+...                        adwin_delta=0.002)
+>>> mon = DriftMonitor({"decode": cal})
+>>> rng = np.random.default_rng(0)
+>>> r = np.r_[rng.normal(0, 0.03, 2000), 1.08 * (1 + rng.normal(0, 0.03, 500)) - 1]
+>>> events = mon.update_many(np.arange(2500), ["decode"] * 2500, r, np.arange(2500) * 0.02)
+>>> first = min(e.step_seq for e in events)
+>>> 2000 <= first < 2100, sorted({e.detector for e in events})
+(True, ['adwin', 'page_hinkley'])
+>>> mon.counts()["decode"]["page_hinkley"] >= 1
+True
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from checks.drift_calibration import DriftCalibration
+from checks.drift_event import DriftEvent
+
+def relative_residual(measured: np.ndarray | float, predicted: np.ndarray | float) -> np.ndarray:
+    """``(T - T_hat) / T_hat``; NaN where the prediction is not positive."""
+    t = np.asarray(measured, dtype=float)
+    p = np.asarray(predicted, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(p > 0, (t - p) / p, np.nan)
+
+
+class DriftMonitor:
+    """Per-class Page-Hinkley and ADWIN over standardised relative residuals."""
+
+    def __init__(self, calibrations: Mapping[str, DriftCalibration]) -> None:
+        self.calibrations = dict(calibrations)
+        self._detectors = {cls: cal.detectors() for cls, cal in self.calibrations.items()}
+        self.n_seen: dict[str, int] = {cls: 0 for cls in self.calibrations}
+        self.n_skipped = 0  # uncalibrated class or non-finite residual
+
+    def update(self, step_seq: int, step_class: str, residual: float,
+               ts: float) -> list[DriftEvent]:
+        """Feed one step; returns the detections it completed (usually none)."""
+        cal = self.calibrations.get(step_class)
+        if cal is None or not math.isfinite(residual):
+            self.n_skipped += 1
+            return []
+        z = min(max((residual - cal.mean) / cal.std, -cal.clip), cal.clip)
+        return self._feed(step_class, z, int(step_seq), float(ts), residual)
+
+    def _feed(self, step_class: str, z: float, step_seq: int, ts: float,
+              residual: float) -> list[DriftEvent]:
+        self.n_seen[step_class] += 1
+        events = []
+        for det in self._detectors[step_class]:
+            if det.update(z):
+                info = dict(det.last_detection or {})
+                events.append(DriftEvent(
+                    ts=ts, step_seq=step_seq, detector=det.name,
+                    statistic=float(info.pop("statistic", math.nan)),
+                    threshold=float(info.pop("threshold", det.threshold)),
+                    step_class=step_class,
+                    details={**info, "residual": residual, "z": z,
+                             "n_detections": det.n_detections}))
+        return events
+
+    def update_many(self, step_seq: Sequence[int] | np.ndarray,
+                    step_class: Sequence[str] | np.ndarray,
+                    residual: Sequence[float] | np.ndarray,
+                    ts: Sequence[float] | np.ndarray) -> list[DriftEvent]:
+        """Feed steps in order (arrays of equal length); events sorted by ``step_seq``.
+
+        Classes are independent, so each class's steps are standardised in one vector
+        operation and then streamed through its detectors.
+        """
+        seq = np.asarray(step_seq)
+        cls = np.asarray(step_class)
+        r = np.asarray(residual, dtype=float)
+        t = np.asarray(ts, dtype=float)
+        if not (len(seq) == len(cls) == len(r) == len(t)):
+            raise ValueError("step_seq, step_class, residual and ts must have equal lengths")
+        events: list[DriftEvent] = []
+        handled = np.zeros(len(r), dtype=bool)
+        for name, cal in self.calibrations.items():
+            idx = np.flatnonzero((cls == name) & np.isfinite(r))
+            handled[idx] = True
+            z = cal.standardise(r[idx])
+            for i, zi in zip(idx.tolist(), z.tolist()):
+                events.extend(self._feed(name, zi, int(seq[i]), float(t[i]), float(r[i])))
+        self.n_skipped += int((~handled).sum())
+        events.sort(key=lambda e: (e.step_seq, e.detector))
+        return events
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Steps seen and detections so far, per class and detector."""
+        out: dict[str, dict[str, int]] = {}
+        for cls, dets in self._detectors.items():
+            out[cls] = {"steps": self.n_seen[cls], **{d.name: d.n_detections for d in dets}}
+        return out
+
+    def state(self) -> dict[str, Any]:
+        """Counts plus each detector's last detection, for /metrics and reports."""
+        return {"skipped": self.n_skipped, "classes": {
+            cls: {"steps": self.n_seen[cls],
+                  "detectors": {d.name: {"detections": d.n_detections,
+                                         "threshold": d.threshold,
+                                         "last_detection": d.last_detection} for d in dets}}
+            for cls, dets in self._detectors.items()}}

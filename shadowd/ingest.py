@@ -1,0 +1,172 @@
+"""Frame receiver: the daemon's end of the tap socket.
+
+A zmq PULL socket bound at the listen endpoint; one thread receives frames,
+decodes them, and hands batches of decoded frames to a consumer (the
+pipeline).  Bad input never stops it: oversized, undecodable, malformed and
+wrong-version frames are counted per kind, logged (rate-limited) and
+skipped.  Gaps in a run's ``step_seq`` that the tap's own drop counter does
+not explain (frames lost in transit, e.g. across a daemon restart) are
+counted too, so no step is lost silently.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+import zmq
+
+from shadowd.tap.frame import FrameError, StepFrame, decode_frame
+
+log = logging.getLogger("shadowd.ingest")
+MAX_FRAME_BYTES = 8 << 20
+
+
+class RunTracker:
+    """Per (engine, run): last step_seq and drop count seen, to find unexplained gaps."""
+
+    def __init__(self, known: dict[tuple[str, str], tuple[int, int]] | None = None) -> None:
+        self._last: dict[tuple[str, str], tuple[int, int]] = dict(known or {})
+
+    def observe(self, frame: StepFrame) -> int:
+        """Steps missing before ``frame`` that neither the tap counted nor we received."""
+        key = (frame.engine_id, frame.run_id)
+        prev = self._last.get(key)
+        self._last[key] = (frame.step_seq, frame.dropped_total)
+        if prev is None:
+            return 0      # a run this database has never seen: what came before is unknowable
+        seq, dropped = prev
+        if frame.step_seq <= seq:
+            return 0
+        return max(0, frame.step_seq - seq - 1 - (frame.dropped_total - dropped))
+
+    def runs(self) -> dict[tuple[str, str], tuple[int, int]]:
+        return dict(self._last)
+
+
+class FrameReceiver:
+    """Receives and decodes frames on its own thread; calls ``consume(frames)`` in batches."""
+
+    def __init__(self, endpoint: str, consume: Callable[[list[StepFrame]], None], *,
+                 batch_frames: int = 2000, batch_interval_s: float = 0.05,
+                 max_frame_bytes: int = MAX_FRAME_BYTES, socket_mode: int | None = 0o660,
+                 known_runs: dict[tuple[str, str], tuple[int, int]] | None = None) -> None:
+        self.endpoint = endpoint
+        self.consume = consume
+        self.batch_frames = batch_frames
+        self.batch_interval_s = batch_interval_s
+        self.max_frame_bytes = max_frame_bytes
+        self.socket_mode = socket_mode
+        self.faults: Counter[str] = Counter()
+        self.frames_received = 0
+        self.rows_received = 0
+        self.last_frame_monotonic = 0.0
+        self.last_loop_monotonic = time.monotonic()
+        self.tracker = RunTracker(known_runs)
+        self._stop = threading.Event()
+        self._ctx = zmq.Context()
+        self._sock = self._ctx.socket(zmq.PULL)
+        self._sock.setsockopt(zmq.RCVHWM, 100_000)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        self._bind()
+        self._thread = threading.Thread(target=self._run, name="shadowd-ingest", daemon=True)
+        self._last_log = 0.0
+
+    def _bind(self) -> None:
+        if self.endpoint.startswith("ipc://"):
+            path = Path(self.endpoint[len("ipc://"):])
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists():
+                path.unlink()          # a stale socket from a previous daemon
+        try:
+            self._sock.bind(self.endpoint)
+        except zmq.ZMQError as exc:
+            raise OSError(f"cannot listen on {self.endpoint}: {exc}; pick another --listen "
+                          "endpoint or stop the process holding it") from None
+        if self.endpoint.startswith("ipc://") and self.socket_mode is not None:
+            os.chmod(self.endpoint[len("ipc://"):], self.socket_mode)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, drain: bool = True, timeout: float = 30.0) -> None:
+        """Stop receiving; with ``drain``, first consume every frame already queued."""
+        self._drain_on_stop = drain
+        self._stop.set()
+        self._thread.join(timeout)
+        self._sock.close(linger=0)
+        self._ctx.term()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def _run(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self._sock, zmq.POLLIN)
+        batch: list[StepFrame] = []
+        deadline = time.monotonic() + self.batch_interval_s
+        while not self._stop.is_set():
+            self.last_loop_monotonic = time.monotonic()
+            if poller.poll(timeout=max(1, int(self.batch_interval_s * 1000))):
+                self._recv_available(batch)
+            if batch and (len(batch) >= self.batch_frames or time.monotonic() >= deadline):
+                self._hand_over(batch)
+                batch = []
+            if not batch:
+                deadline = time.monotonic() + self.batch_interval_s
+        if getattr(self, "_drain_on_stop", True):
+            self._recv_available(batch, limit=None)
+        if batch:
+            self._hand_over(batch)
+
+    def _recv_available(self, batch: list[StepFrame], limit: int | None = 10_000) -> None:
+        n = 0
+        while limit is None or n < limit:
+            try:
+                data = self._sock.recv(zmq.NOBLOCK, copy=False)
+            except zmq.Again:
+                return
+            n += 1
+            frame = self._decode(data.buffer)
+            if frame is not None:
+                batch.append(frame)
+                if len(batch) >= self.batch_frames:
+                    self._hand_over(batch)
+                    batch.clear()
+
+    def _decode(self, data: memoryview) -> StepFrame | None:
+        if len(data) > self.max_frame_bytes:
+            return self._fault("oversized", f"{len(data)} bytes > {self.max_frame_bytes}")
+        try:
+            frame = decode_frame(data)
+        except FrameError as exc:
+            return self._fault("version" if "version" in str(exc) else "malformed", str(exc))
+        except Exception as exc:      # anything else the decoder might raise
+            return self._fault("malformed", f"{type(exc).__name__}: {exc}")
+        gap = self.tracker.observe(frame)
+        if gap:
+            self.faults["gap"] += gap
+        self.frames_received += 1
+        self.rows_received += len(frame.req_ids)
+        self.last_frame_monotonic = time.monotonic()
+        return frame
+
+    def _hand_over(self, batch: list[StepFrame]) -> None:
+        try:
+            self.consume(list(batch))
+        except Exception:
+            self.faults["consumer"] += 1
+            log.exception("ingest: consumer failed on %d frames (dropped, counted)", len(batch))
+
+    def _fault(self, kind: str, detail: str) -> None:
+        self.faults[kind] += 1
+        now = time.monotonic()
+        if now - self._last_log > 10.0:
+            self._last_log = now
+            log.warning("ingest: %s frame skipped (%s); totals %s", kind, detail, dict(self.faults))
+        return None

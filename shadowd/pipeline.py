@@ -1,0 +1,85 @@
+"""What the daemon does with each batch of frames.
+
+Frames -> columns -> (attribution with the current model version, if any) ->
+the single writer.  Observers (drift monitor, metrics, the calibration
+buffer) see every batch after it is queued for storage; an observer that
+fails is counted and logged, and never stops ingest.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Callable, Protocol, Sequence
+
+import numpy as np
+
+from shadowd.step_columns import StepColumns, frames_to_columns
+from shadowd.tap.frame import StepFrame
+from storage.writer import Writer
+
+log = logging.getLogger("shadowd.pipeline")
+
+STEP_ATTRIBUTION = ("predicted_ms", "baseline_ms")
+REQUEST_ATTRIBUTION = ("llmvisor_ms", "llmvisor_measured_ms", "vtc_ms", "vtc_tokens")
+
+
+class Attributor(Protocol):
+    version: str
+
+    def attribute_columns(self, cols: StepColumns) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """Per-step and per-request attribution columns for ``cols``."""
+
+
+Observer = Callable[[StepColumns], None]
+
+
+class IngestPipeline:
+    """Consumes frame batches; one instance per daemon."""
+
+    def __init__(self, writer: Writer) -> None:
+        self.writer = writer
+        self.observers: list[Observer] = []
+        self.attributor: Attributor | None = None
+        self.steps_ingested = 0
+        self.rows_ingested = 0
+        self.observer_errors = 0
+        self._lock = threading.Lock()
+
+    def set_attributor(self, attributor: Attributor | None) -> None:
+        with self._lock:
+            self.attributor = attributor
+
+    def __call__(self, frames: Sequence[StepFrame]) -> None:
+        cols = frames_to_columns(frames)
+        self._attribute(cols)
+        self.writer.append("steps", cols.steps)
+        self.writer.append("step_requests", cols.requests)
+        self.steps_ingested += cols.num_steps
+        self.rows_ingested += cols.num_requests
+        for observe in self.observers:
+            try:
+                observe(cols)
+            except Exception:
+                self.observer_errors += 1
+                log.exception("observer %r failed (ingest continues)", observe)
+
+    def _attribute(self, cols: StepColumns) -> None:
+        with self._lock:
+            attributor = self.attributor
+        s, r = cols.num_steps, cols.num_requests
+        step_cols = {k: np.full(s, np.nan) for k in STEP_ATTRIBUTION}
+        req_cols = {k: np.full(r, np.nan, dtype=np.float32) for k in REQUEST_ATTRIBUTION}
+        version = None
+        if attributor is not None:
+            try:
+                got_s, got_r = attributor.attribute_columns(cols)
+                step_cols.update(got_s)
+                req_cols.update({k: np.asarray(v, dtype=np.float32) for k, v in got_r.items()})
+                version = attributor.version
+            except Exception:
+                self.observer_errors += 1
+                log.exception("attribution failed; rows stored unattributed")
+        cols.steps.update(step_cols)
+        cols.requests.update(req_cols)
+        cols.steps["model_version"] = np.full(s, version, dtype=object)
+        cols.requests["model_version"] = np.full(r, version, dtype=object)

@@ -1,0 +1,89 @@
+"""Decoded frames -> columns for the ``steps`` and ``step_requests`` tables.
+
+One call converts a whole batch of frames with numpy, so per-request Python
+work is limited to flattening the frames' lists.  The result also exposes the
+batch as a ``StepBatch`` for attribution and drift checks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import chain
+from typing import Sequence
+
+import numpy as np
+
+from shadowd.latency import step_latency_ms
+from shadowd.stepbatch import KIND_NAMES, StepBatch, step_kinds
+from shadowd.tap.frame import StepFrame
+
+_PHASES = np.array(["decode", "prefill"], dtype=object)
+_KINDS = np.array(KIND_NAMES, dtype=object)
+
+
+@dataclass
+class StepColumns:
+    steps: dict[str, np.ndarray]
+    requests: dict[str, np.ndarray]
+    batch: StepBatch
+
+    @property
+    def num_steps(self) -> int:
+        return len(self.steps["step_seq"])
+
+    @property
+    def num_requests(self) -> int:
+        return len(self.requests["req_id"])
+
+
+def _flat(frames: Sequence[StepFrame], name: str, dtype: type, count: int) -> np.ndarray:
+    return np.fromiter(chain.from_iterable(getattr(f, name) for f in frames), dtype=dtype, count=count)
+
+
+def _flat_obj(frames: Sequence[StepFrame], name: str) -> np.ndarray:
+    out = list(chain.from_iterable(getattr(f, name) for f in frames))
+    arr = np.empty(len(out), dtype=object)
+    arr[:] = out
+    return arr
+
+
+def frames_to_columns(frames: Sequence[StepFrame]) -> StepColumns:
+    """Columns of both tables for ``frames`` (all decoded and validated)."""
+    sizes = np.fromiter((len(f.req_ids) for f in frames), dtype=np.int64, count=len(frames))
+    n_req = int(sizes.sum())
+    req_step = np.repeat(np.arange(len(frames)), sizes)
+    stamp = lambda name: np.fromiter((getattr(f, name) for f in frames), np.int64, len(frames))  # noqa: E731
+    t_done, t_prev, t_sched_end = stamp("t_done"), stamp("t_prev_done"), stamp("t_sched_end")
+    new_tokens = _flat(frames, "new_tokens", np.int64, n_req)
+    prefill = _flat(frames, "prefill", np.bool_, n_req)
+    kind = step_kinds(req_step, prefill, len(frames))
+    pre_tok = np.bincount(req_step, weights=new_tokens * prefill, minlength=len(frames)).astype(np.int64)
+    all_tok = np.bincount(req_step, weights=new_tokens, minlength=len(frames)).astype(np.int64)
+    engine = np.array([f.engine_id for f in frames], dtype=object)
+    run = np.array([f.run_id for f in frames], dtype=object)
+    seq = stamp("step_seq")
+    latency = step_latency_ms(t_done, t_prev, t_sched_end)
+    ts = stamp("wall_ns").astype("datetime64[ns]").astype("datetime64[us]")
+    steps = {
+        "engine_id": engine, "run_id": run, "step_seq": seq, "ts": ts, "latency_ms": latency,
+        "kind": _KINDS[kind], "num_requests": sizes.astype(np.int32),
+        "prefill_tokens": pre_tok.astype(np.int32), "decode_tokens": (all_tok - pre_tok).astype(np.int32),
+        "t_sched_start_ns": stamp("t_sched_start"), "t_sched_end_ns": t_sched_end,
+        "t_done_ns": t_done, "t_prev_done_ns": t_prev, "dropped_frames_total": stamp("dropped_total"),
+    }
+    ctx = _flat(frames, "context_tokens", np.int64, n_req)
+    prompt = _flat(frames, "prompt_tokens", np.int64, n_req)
+    spec = _flat(frames, "spec_tokens", np.int64, n_req)
+    tenant = _flat_obj(frames, "tenants")
+    req_id = _flat_obj(frames, "req_ids")
+    requests = {
+        "engine_id": engine[req_step], "run_id": run[req_step], "step_seq": seq[req_step],
+        "req_id": req_id, "tenant": tenant, "phase": _PHASES[prefill.astype(np.int8)],
+        "new_tokens": new_tokens.astype(np.int32), "context_tokens": ctx.astype(np.int32),
+        "prompt_tokens": prompt.astype(np.int32), "spec_tokens": spec.astype(np.int32),
+        "preemptions": _flat(frames, "preemptions", np.int16, n_req),
+    }
+    batch = StepBatch(latency_ms=latency, req_step=req_step, new_tokens=new_tokens,
+                      context_tokens=ctx, prompt_tokens=prompt, prefill=prefill, spec_tokens=spec,
+                      tenant=tenant, req_id=req_id, step_seq=seq, engine_id=engine, run_id=run,
+                      ts=ts, kind=kind)
+    return StepColumns(steps=steps, requests=requests, batch=batch)

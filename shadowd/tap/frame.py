@@ -1,0 +1,97 @@
+"""The wire format between the tap (inside vLLM) and the daemon.
+
+One ``StepFrame`` per non-empty engine step, MessagePack-encoded by msgspec as a
+positional array (compact, no per-field names on the wire).  The first element
+is the format version, so a daemon can refuse frames it does not understand
+without guessing.  Request columns are parallel lists: the tap copies lists the
+scheduler already holds instead of building one object per request.
+
+Timestamps are raw ``time.monotonic_ns()`` readings of the engine process, plus
+one wall-clock reading at output arrival for the ``ts`` column; latencies are
+computed from the monotonic readings only, so a wall-clock jump cannot make
+them negative.
+
+No prompt text, token ids or sampling content ever appear here: only counts,
+request ids (opaque, chosen by the client or gateway) and tenant labels.
+
+>>> f = StepFrame(version=FRAME_VERSION, engine_id="e", run_id="r", step_seq=1, t_sched_start=0, t_sched_end=5,
+...               t_done=90, t_prev_done=40, wall_ns=0, dropped_total=0,
+...               req_ids=["a"], tenants=["acme"], new_tokens=[1], context_tokens=[7],
+...               prompt_tokens=[5], spec_tokens=[0], prefill=[False], preemptions=[0])
+>>> decode_frame(encode_frame(f)) == f
+True
+"""
+from __future__ import annotations
+
+import msgspec
+
+FRAME_VERSION = 1
+
+
+class StepFrame(msgspec.Struct, array_like=True, frozen=True):
+    """One engine step as the tap saw it (version ``FRAME_VERSION``)."""
+
+    version: int             # FRAME_VERSION; first on the wire
+    engine_id: str
+    run_id: str
+    step_seq: int            # per run, increments once per non-empty step
+    t_sched_start: int       # monotonic ns, schedule() entry
+    t_sched_end: int         # monotonic ns, schedule() return
+    t_done: int              # monotonic ns, update_from_output() entry (output arrival)
+    t_prev_done: int         # monotonic ns, previous step's t_done in this run (0 if none)
+    wall_ns: int             # wall clock (time.time_ns) at output arrival
+    dropped_total: int       # frames this tap has dropped so far in this run
+    req_ids: list[str]
+    tenants: list[str]
+    new_tokens: list[int]        # tokens processed this step, speculative drafts included
+    context_tokens: list[int]    # tokens already in the KV cache before the step
+    prompt_tokens: list[int]
+    spec_tokens: list[int]       # speculative draft tokens scheduled this step
+    prefill: list[bool]          # prefill-like work (prompt chunk or recompute after preemption)
+    preemptions: list[int]       # times this request has been preempted so far
+
+
+class FrameError(ValueError):
+    """A frame could not be decoded; the message says why (never fatal to the daemon)."""
+
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(StepFrame)
+_COLUMNS = ("tenants", "new_tokens", "context_tokens", "prompt_tokens",
+            "spec_tokens", "prefill", "preemptions")
+
+
+def encode_frame(frame: StepFrame) -> bytes:
+    return _encoder.encode(frame)
+
+
+def decode_frame(data: bytes) -> StepFrame:
+    """Decode and validate one frame, raising ``FrameError`` with the reason."""
+    try:
+        frame = _decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        version = _peek_version(data)
+        if version is not None and version != FRAME_VERSION:
+            raise FrameError(f"unsupported frame version {version} (this daemon reads "
+                             f"{FRAME_VERSION}); upgrade shadowd to match the tap") from None
+        raise FrameError(f"malformed frame: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise FrameError(f"undecodable frame: {exc}") from None
+    if frame.version != FRAME_VERSION:
+        raise FrameError(f"unsupported frame version {frame.version} (this daemon reads "
+                         f"{FRAME_VERSION}); upgrade shadowd to match the tap")
+    n = len(frame.req_ids)
+    for name in _COLUMNS:
+        if len(getattr(frame, name)) != n:
+            raise FrameError(f"column {name} has {len(getattr(frame, name))} rows, req_ids has {n}")
+    return frame
+
+
+def _peek_version(data: bytes) -> int | None:
+    try:
+        head = msgspec.msgpack.decode(data)
+    except msgspec.DecodeError:
+        return None
+    if isinstance(head, list) and head and isinstance(head[0], int):
+        return head[0]
+    return None

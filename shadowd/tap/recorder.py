@@ -1,0 +1,156 @@
+"""Turns scheduler outputs into ``StepFrame``s, cheaply, inside the engine.
+
+``on_schedule`` runs right after the scheduler returns a ``SchedulerOutput``:
+it copies the request columns the scheduler already holds (request ids,
+computed-token counts, scheduled-token counts) into lists.  ``on_output``
+runs when that step's model output arrives: it stamps the time and sends the
+frame.  Per-request facts that never change (tenant, prompt length) are
+resolved once, at admission, and looked up by ``map`` over dicts.
+
+Both hooks swallow every exception (counted as a dropped frame): the engine
+must never see an error from the tap.
+"""
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections import deque
+from typing import Any, Callable
+
+from shadowd.tap.frame import FRAME_VERSION, StepFrame, encode_frame
+from shadowd.tap.tenant import TenantResolver
+
+log = logging.getLogger("shadowd.tap")
+PRUNE_EVERY_STEPS = 4096
+
+
+class _RequestFacts(dict):
+    """rid -> fact, filled at admission; falls back to the live request if missed."""
+
+    def __init__(self, lookup: Callable[[str], Any]) -> None:
+        super().__init__()
+        self._lookup = lookup
+
+    def __missing__(self, rid: str) -> Any:
+        value = self[rid] = self._lookup(rid)
+        return value
+
+
+class StepRecorder:
+    """Owns the tap's per-run state: step counter, pending steps, drop count."""
+
+    def __init__(self, send: Callable[[bytes], bool], *, engine_id: str,
+                 requests: dict[str, Any], tenants: TenantResolver,
+                 clock: Callable[[], int] = time.monotonic_ns,
+                 wall_clock: Callable[[], int] = time.time_ns) -> None:
+        self.engine_id = engine_id
+        self.run_id = uuid.uuid4().hex[:16]
+        self.step_seq = 0
+        self.dropped = 0            # frames not produced because of a tap error
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self._send = send
+        self._send_dropped: Callable[[], int] = lambda: 0
+        self._requests = requests
+        self._tenants = tenants
+        self._tenant_of = _RequestFacts(lambda rid: tenants.resolve(requests[rid]))
+        self._prompt_of = _RequestFacts(lambda rid: int(requests[rid].num_prompt_tokens))
+        self._preemptions: dict[str, int] = {}
+        self._pending: deque = deque(maxlen=16)
+        self._prev_done = 0
+        self._last_error_log = 0.0
+
+    def count_send_drops_with(self, fn: Callable[[], int]) -> None:
+        self._send_dropped = fn
+
+    @property
+    def dropped_total(self) -> int:
+        return self.dropped + self._send_dropped()
+
+    # -- hooks called by the scheduler subclass -------------------------
+    def on_admit(self, request: Any) -> None:
+        try:
+            rid = request.request_id
+            self._tenant_of[rid] = self._tenants.resolve(request)
+            self._prompt_of[rid] = int(request.num_prompt_tokens)
+        except Exception as exc:
+            self._fault(exc)
+
+    def on_preempt(self, request: Any) -> None:
+        try:
+            self._preemptions[request.request_id] = int(getattr(request, "num_preemptions", 0)) or \
+                self._preemptions.get(request.request_id, 0) + 1
+        except Exception as exc:
+            self._fault(exc)
+
+    def on_schedule(self, out: Any, t_start: int, t_end: int) -> None:
+        try:
+            self._pending.append((out, self._columns(out, t_start, t_end)))
+        except Exception as exc:
+            self._pending.append((out, None))
+            self._fault(exc)
+
+    def on_output(self, out: Any, t_done: int) -> None:
+        try:
+            cols = self._pop_pending(out)
+            if cols is None:
+                return
+            self.step_seq += 1
+            frame = StepFrame(FRAME_VERSION, self.engine_id, self.run_id, self.step_seq,
+                              cols[0], cols[1], t_done, self._prev_done, self.wall_clock(),
+                              self.dropped_total, *cols[2:])
+            self._prev_done = t_done
+            self._send(encode_frame(frame))
+            if self.step_seq % PRUNE_EVERY_STEPS == 0:
+                self._prune()
+        except Exception as exc:
+            self._fault(exc)
+
+    # -- internals ---------------------------------------------------------
+    def _columns(self, out: Any, t_start: int, t_end: int) -> tuple | None:
+        if out.total_num_scheduled_tokens <= 0:
+            return None
+        new = out.scheduled_new_reqs
+        cached = out.scheduled_cached_reqs
+        if new:
+            ids = [r.req_id for r in new] + cached.req_ids
+            ctx = [r.num_computed_tokens for r in new] + cached.num_computed_tokens
+        else:
+            ids, ctx = cached.req_ids, cached.num_computed_tokens
+        n = len(ids)
+        new_tokens = list(map(out.num_scheduled_tokens.__getitem__, ids))
+        prompt = list(map(self._prompt_of.__getitem__, ids))
+        drafts = out.scheduled_spec_decode_tokens
+        if drafts:
+            spec = [len(drafts.get(r, ())) for r in ids]
+            prefill = [c < p or k - s > 1 for c, p, k, s in zip(ctx, prompt, new_tokens, spec)]
+        else:
+            spec = [0] * n
+            prefill = [c < p or k > 1 for c, p, k in zip(ctx, prompt, new_tokens)]
+        pre = self._preemptions
+        preempt = [pre.get(r, 0) for r in ids] if pre else [0] * n
+        tenants = list(map(self._tenant_of.__getitem__, ids))
+        return (t_start, t_end, ids, tenants, new_tokens, ctx, prompt, spec, prefill, preempt)
+
+    def _pop_pending(self, out: Any) -> tuple | None:
+        while self._pending:
+            o, cols = self._pending.popleft()
+            if o is out:
+                return cols
+            self.dropped += cols is not None      # an output we never saw: count, move on
+        return None
+
+    def _prune(self) -> None:
+        live = self._requests
+        for facts in (self._tenant_of, self._prompt_of, self._preemptions):
+            for rid in [r for r in facts if r not in live]:
+                del facts[rid]
+
+    def _fault(self, exc: Exception) -> None:
+        self.dropped += 1
+        now = time.monotonic()
+        if now - self._last_error_log > 60.0:
+            self._last_error_log = now
+            log.warning("shadowd tap: %s: %s (frame dropped; the engine is unaffected)",
+                        type(exc).__name__, exc)

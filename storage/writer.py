@@ -1,0 +1,214 @@
+"""The single DuckDB writer: one thread owns the write connection.
+
+DuckDB allows one writing process per file and is fastest with large columnar
+appends, so every producer hands the writer *columns* (dicts of numpy arrays)
+through a bounded queue; the writer buffers them per table and appends in
+batches, on a row count or a time interval, whichever comes first.  Other work
+that must touch the database (small inserts, updates, migrations) goes through
+``submit()`` and runs on the same thread, so there is exactly one owner.
+
+A storage fault (disk full, I/O error) never kills the thread: the batch stays
+buffered (bounded; the oldest rows are dropped and counted beyond the bound),
+the error is counted and kept in ``stats``, and the next flush retries.
+
+>>> import numpy as np, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "t.duckdb")
+>>> w = Writer(path, setup=lambda con: con.execute("CREATE TABLE t (a BIGINT)"))
+>>> w.start()
+>>> w.append("t", {"a": np.arange(5)})
+True
+>>> w.submit(lambda con: con.execute("SELECT count(*) FROM t").fetchone()[0]).result()
+5
+>>> w.close()
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import duckdb
+import numpy as np
+
+log = logging.getLogger(__name__)
+_STOP = object()
+
+
+@dataclass
+class WriterStats:
+    rows_written: dict[str, int] = field(default_factory=dict)
+    flushes: int = 0
+    errors: int = 0
+    rows_dropped: int = 0            # dropped because the queue or the retry buffer was full
+    last_error: str | None = None
+    last_flush_monotonic: float = 0.0
+    last_progress_monotonic: float = 0.0   # any successful flush or job; for the watchdog
+
+
+class Writer:
+    """Owns one DuckDB connection on one thread; fed by a bounded queue."""
+
+    def __init__(self, path: str, *, setup: Callable[[duckdb.DuckDBPyConnection], Any] | None = None,
+                 flush_rows: int = 200_000, flush_interval_s: float = 0.5,
+                 queue_max: int = 4096, buffer_max_rows: int = 5_000_000) -> None:
+        self.path = path
+        self.flush_rows = flush_rows
+        self.flush_interval_s = flush_interval_s
+        self.buffer_max_rows = buffer_max_rows
+        self.stats = WriterStats()
+        self._setup = setup
+        self._queue: queue.Queue = queue.Queue(maxsize=queue_max)
+        self._buffers: dict[str, list[dict[str, np.ndarray]]] = {}
+        self._buffered_rows: dict[str, int] = {}
+        self._thread = threading.Thread(target=self._run, name="shadowd-writer", daemon=True)
+        self._ready = threading.Event()
+        self._start_error: BaseException | None = None
+        self.con: duckdb.DuckDBPyConnection | None = None
+
+    # -- producer side ---------------------------------------------------
+    def start(self) -> None:
+        """Open the database on the writer thread; raises if it cannot be opened."""
+        self._thread.start()
+        self._ready.wait()
+        if self._start_error is not None:
+            raise self._start_error
+
+    def append(self, table: str, columns: dict[str, np.ndarray]) -> bool:
+        """Queue rows for ``table``; never blocks. False (and counted) if the queue is full."""
+        try:
+            self._queue.put_nowait((table, columns))
+            return True
+        except queue.Full:
+            self.stats.rows_dropped += len(next(iter(columns.values()), ()))
+            return False
+
+    def submit(self, fn: Callable[[duckdb.DuckDBPyConnection], Any]) -> Future:
+        """Run ``fn(con)`` on the writer thread once everything queued before it is written."""
+        fut: Future = Future()
+        self._queue.put((None, (fn, fut)))
+        return fut
+
+    def flush(self, timeout: float | None = 30.0) -> None:
+        """Block until everything queued so far is written (or failed)."""
+        self.submit(lambda con: self._flush_all(con)).result(timeout)
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A read connection to the same database instance (safe from other threads)."""
+        assert self.con is not None, "writer not started"
+        return self.con.cursor()
+
+    def close(self, timeout: float = 60.0) -> None:
+        """Drain the queue, flush, close the connection, stop the thread."""
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join(timeout)
+
+    @property
+    def queue_depth(self) -> int:
+        return self._queue.qsize()
+
+    # -- writer thread -----------------------------------------------------
+    def _run(self) -> None:
+        try:
+            self.con = duckdb.connect(self.path)
+            if self._setup is not None:
+                self._setup(self.con)
+        except BaseException as exc:  # report to start(), never raise on the thread
+            self._start_error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self.stats.last_progress_monotonic = time.monotonic()
+        next_flush = time.monotonic() + self.flush_interval_s
+        while True:
+            timeout = max(0.0, next_flush - time.monotonic())
+            try:
+                item = self._queue.get(timeout=timeout)
+            except queue.Empty:
+                item = None
+            if item is _STOP:
+                self._drain_queue()
+                self._flush_all(self.con)
+                self.con.close()
+                return
+            if item is not None:
+                self._handle(item)
+            if time.monotonic() >= next_flush or self._any_buffer_full():
+                self._flush_all(self.con)
+                next_flush = time.monotonic() + self.flush_interval_s
+
+    def _drain_queue(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is not _STOP:
+                self._handle(item)
+
+    def _handle(self, item: tuple) -> None:
+        table, payload = item
+        if table is None:
+            fn, fut = payload
+            self._flush_all(self.con)        # a job sees every row queued before it
+            try:
+                fut.set_result(fn(self.con))
+                self.stats.last_progress_monotonic = time.monotonic()
+            except BaseException as exc:
+                self._record_error(f"job failed: {exc}")
+                fut.set_exception(exc)
+            return
+        n = len(next(iter(payload.values()), ()))
+        if n == 0:
+            return
+        self._buffers.setdefault(table, []).append(payload)
+        self._buffered_rows[table] = self._buffered_rows.get(table, 0) + n
+        self._enforce_bound(table)
+
+    def _any_buffer_full(self) -> bool:
+        return any(n >= self.flush_rows for n in self._buffered_rows.values())
+
+    def _enforce_bound(self, table: str) -> None:
+        chunks = self._buffers[table]
+        while self._buffered_rows[table] > self.buffer_max_rows and len(chunks) > 1:
+            dropped = chunks.pop(0)
+            n = len(next(iter(dropped.values())))
+            self._buffered_rows[table] -= n
+            self.stats.rows_dropped += n
+
+    def _flush_all(self, con: duckdb.DuckDBPyConnection) -> None:
+        for table in list(self._buffers):
+            self._flush_table(con, table)
+
+    def _flush_table(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
+        chunks = self._buffers.get(table)
+        if not chunks:
+            return
+        names = list(chunks[0])
+        merged = {k: np.concatenate([c[k] for c in chunks]) for k in names}
+        cols = ", ".join(names)
+        try:
+            con.register("_shadowd_buf", merged)
+            try:
+                con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _shadowd_buf")
+            finally:
+                con.unregister("_shadowd_buf")
+        except (duckdb.Error, OSError) as exc:
+            self._record_error(f"insert into {table} failed: {exc}")
+            self._buffers[table] = [merged]           # keep for retry, bounded
+            return
+        n = len(merged[names[0]])
+        self.stats.rows_written[table] = self.stats.rows_written.get(table, 0) + n
+        self.stats.flushes += 1
+        self.stats.last_flush_monotonic = self.stats.last_progress_monotonic = time.monotonic()
+        self._buffers[table] = []
+        self._buffered_rows[table] = 0
+
+    def _record_error(self, message: str) -> None:
+        self.stats.errors += 1
+        self.stats.last_error = message
+        log.error("storage: %s", message)

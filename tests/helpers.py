@@ -1,0 +1,79 @@
+"""Small test helpers shared by several test modules."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import zmq
+
+from shadowd.tap.frame import FRAME_VERSION, StepFrame, encode_frame
+
+
+def make_frame(seq: int, n: int = 4, *, run: str = "run1", engine: str = "e0",
+               dropped: int = 0, t0: int = 10**9, step_ns: int = 5_000_000) -> StepFrame:
+    """A plausible frame: n decodes, step ``seq`` taking ``step_ns``."""
+    done = t0 + seq * step_ns
+    return StepFrame(FRAME_VERSION, engine, run, seq, done - step_ns - 10_000, done - step_ns,
+                     done, done - step_ns, 1_764_000_000 * 10**9 + done, dropped,
+                     [f"q{i}" for i in range(n)], ["acme" if i % 2 else "beta" for i in range(n)],
+                     [1] * n, [100 + i for i in range(n)], [50] * n, [0] * n, [False] * n, [0] * n)
+
+
+class Pusher:
+    """A test-side PUSH socket (what the tap uses), blocking sends with a timeout."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.PUSH)
+        self.sock.setsockopt(zmq.LINGER, 2000)
+        self.sock.setsockopt(zmq.SNDTIMEO, 5000)
+        self.sock.connect(endpoint)
+
+    def send(self, data: bytes | StepFrame) -> None:
+        self.sock.send(encode_frame(data) if isinstance(data, StepFrame) else data)
+
+    def close(self) -> None:
+        self.sock.close()
+        self.ctx.term()
+
+
+def wait_until(cond: Callable[[], bool], timeout: float = 20.0, interval: float = 0.02) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(interval)
+    return cond()
+
+
+def start_daemon_process(endpoint: str, db_path: str, *extra: str) -> subprocess.Popen:
+    """``shadowd run`` in its own process; returns once its socket exists."""
+    proc = subprocess.Popen([sys.executable, "-m", "shadowd.cli", "run", "--listen", endpoint,
+                             "--db", db_path, *extra], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    sock = Path(endpoint[len("ipc://"):])
+    if not wait_until(lambda: sock.exists() or proc.poll() is not None, timeout=60):
+        proc.kill()
+        raise RuntimeError("daemon did not start")
+    if proc.poll() is not None:
+        raise RuntimeError(f"daemon exited: {proc.stderr.read()}")
+    return proc
+
+
+def stop_daemon_process(proc: subprocess.Popen, settle_s: float = 0.5, timeout: float = 60) -> int:
+    """Let in-flight frames arrive, SIGTERM, wait; returns the exit code."""
+    time.sleep(settle_s)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+    if proc.returncode != 0:
+        print(err)
+    return proc.returncode
