@@ -152,14 +152,14 @@ def test_daemon_down_then_restarted(monkeypatch, ipc_endpoint, db_path, llama_di
     assert wait_until(lambda: daemon.receiver.frames_received == first)
     daemon.stop()                                   # daemon gone while the engine runs
     t0 = time.perf_counter()
-    second = driver.run(stream, max_steps=first + 300) - first
+    second = driver.run(max_steps=first + 300) - first
     down_s = time.perf_counter() - t0
     tap = sched.shadowd_tap
     assert tap.dropped_total >= second - 1          # all (or all but one in flight) dropped and counted
     daemon2 = Daemon(ipc_endpoint, db_path)         # restarted, same database
     daemon2.start()
     time.sleep(0.3)
-    third = driver.run(stream, max_steps=first + second + 300) - first - second
+    third = driver.run(max_steps=first + second + 300) - first - second
     assert third > 0
     assert wait_until(lambda: daemon2.receiver.frames_received > 0)
     time.sleep(0.3)

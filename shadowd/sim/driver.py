@@ -18,7 +18,7 @@ import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -132,6 +132,8 @@ class EngineDriver:
         self.steps_run = 0
         self.requests_added = 0
         self._made = 0
+        self._origin_ns = self.clock()
+        self._arrivals = _ArrivalQueue(self.make_request)
         tap = getattr(scheduler, "shadowd_tap", None)
         if tap is not None and isinstance(self.clock, SimClock):
             tap.clock = self.clock
@@ -157,20 +159,32 @@ class EngineDriver:
         self.requests_added += 1
 
     # -- the loop --------------------------------------------------------------
-    def run(self, requests: Iterable[RequestLike], max_steps: int,
+    def submit(self, requests: Iterable[RequestLike], at_s: float | None = None) -> None:
+        """Queue a stream (sorted by ``arrival_s``), shifted to start at ``at_s`` (default: now)."""
+        now_s = (self.clock() - self._origin_ns) / 1e9
+        self._arrivals.submit(requests, offset_s=now_s if at_s is None else at_s)
+
+    @property
+    def elapsed_s(self) -> float:
+        return (self.clock() - self._origin_ns) / 1e9
+
+    def run(self, requests: Iterable[RequestLike] | None = None, max_steps: int = 1000,
             on_step: Callable[[int], None] | None = None) -> int:
-        """Run until ``max_steps`` non-empty steps or the stream and engine are exhausted."""
-        pending = _ArrivalQueue(requests, self.make_request)
-        start_ns = self.clock()
+        """Run until ``max_steps`` non-empty steps in all, or the streams and engine run dry.
+
+        ``requests`` (if given) are submitted first, relative to the driver's start."""
+        if requests is not None:
+            self._arrivals.submit(requests, offset_s=0.0)
+        pending = self._arrivals
         while self.steps_run < max_steps:
-            for request in pending.due(self.clock() - start_ns):
+            for request in pending.due(self.clock() - self._origin_ns):
                 self.add_request(request)
             if not self._step():
                 nxt = pending.next_arrival_ns()
                 if nxt is None and not self._queue:
                     break
                 if nxt is not None:
-                    self.clock.advance_to(start_ns + nxt)
+                    self.clock.advance_to(self._origin_ns + nxt)
             elif on_step is not None:
                 on_step(self.steps_run)
         while self._queue:
@@ -232,30 +246,52 @@ class EngineDriver:
 
 
 class _ArrivalQueue:
-    """Requests ordered by arrival time, built ahead, released as time passes."""
+    """Requests from several sorted streams, released by arrival time.
 
-    def __init__(self, requests: Iterable[RequestLike], make: Callable[[RequestLike], Any]) -> None:
-        self._it = iter(requests)
+    The next few requests are built ahead (vLLM builds requests on its input
+    thread, off the scheduling loop); a stream submitted later merges in.
+    """
+
+    AHEAD = 32
+
+    def __init__(self, make: Callable[[RequestLike], Any]) -> None:
         self._make = make
-        self._heap: list = []
+        self._built: list = []       # (arrival_s, n, Request)
+        self._heads: list = []       # (arrival_s, n, spec, iterator): next of each stream
         self._n = 0
+
+    def submit(self, requests: Iterable[RequestLike], offset_s: float = 0.0) -> None:
+        self._push_head(iter(requests), offset_s)
         self._refill()
 
-    def _refill(self) -> None:
-        while len(self._heap) < 64:
-            try:
-                spec = next(self._it)
-            except StopIteration:
-                return
-            heapq.heappush(self._heap, (float(spec.arrival_s), self._n, self._make(spec)))
+    def _push_head(self, it: Iterator[RequestLike], offset_s: float) -> None:
+        spec = next(it, None)
+        if spec is not None:
             self._n += 1
+            heapq.heappush(self._heads, (float(spec.arrival_s) + offset_s, self._n, spec, it, offset_s))
+
+    def _refill(self) -> None:
+        while len(self._built) < self.AHEAD and self._heads:
+            arrival, n, spec, it, offset = heapq.heappop(self._heads)
+            heapq.heappush(self._built, (arrival, n, self._make(spec)))
+            self._push_head(it, offset)
+
+    def _earliest(self) -> float | None:
+        times = [q[0][0] for q in (self._built, self._heads) if q]
+        return min(times) if times else None
 
     def due(self, elapsed_ns: int) -> list[Any]:
         out = []
-        while self._heap and self._heap[0][0] * 1e9 <= elapsed_ns:
-            out.append(heapq.heappop(self._heap)[2])
+        while (t := self._earliest()) is not None and t * 1e9 <= elapsed_ns:
+            if self._built and self._built[0][0] == t:
+                out.append(heapq.heappop(self._built)[2])
+            else:
+                arrival, n, spec, it, offset = heapq.heappop(self._heads)
+                out.append(self._make(spec))
+                self._push_head(it, offset)
         self._refill()
         return out
 
     def next_arrival_ns(self) -> int | None:
-        return math.ceil(self._heap[0][0] * 1e9) if self._heap else None
+        t = self._earliest()
+        return None if t is None else math.ceil(t * 1e9)
