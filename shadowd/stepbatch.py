@@ -101,6 +101,22 @@ class StepBatch:
         )
 
     @classmethod
+    def concat(cls, batches: Sequence["StepBatch"]) -> "StepBatch":
+        """One batch from several, in order (step indices renumbered)."""
+        if len(batches) == 1:
+            return batches[0]
+        offsets = np.cumsum([0] + [b.num_steps for b in batches[:-1]])
+        cat = lambda name: (None if any(getattr(b, name) is None for b in batches)  # noqa: E731
+                            else np.concatenate([getattr(b, name) for b in batches]))
+        return cls(latency_ms=cat("latency_ms"),
+                   req_step=np.concatenate([b.req_step + o for b, o in zip(batches, offsets)]),
+                   new_tokens=cat("new_tokens"), context_tokens=cat("context_tokens"),
+                   prompt_tokens=cat("prompt_tokens"), prefill=cat("prefill"),
+                   spec_tokens=cat("spec_tokens"), tenant=cat("tenant"), req_id=cat("req_id"),
+                   step_seq=cat("step_seq"), engine_id=cat("engine_id"), run_id=cat("run_id"),
+                   ts=cat("ts"), kind=cat("kind"))
+
+    @classmethod
     def from_rows(cls, steps: Sequence[dict[str, Any]],
                   requests: Sequence[Iterable[dict[str, Any]]]) -> "StepBatch":
         """Build from plain dicts (tests, small examples); not for hot paths."""

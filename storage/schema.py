@@ -8,7 +8,7 @@ transaction per migration, and records each in ``schema_migrations``.
 >>> import duckdb
 >>> con = duckdb.connect()
 >>> migrate(con)
-[1, 2]
+[1, 2, 3]
 >>> migrate(con)
 []
 """
@@ -102,6 +102,10 @@ MIGRATIONS: list[tuple[int, str]] = [
         vtc_ms         DOUBLE,
         vtc_tokens     DOUBLE
     );
+    """),
+    (3, """
+    ALTER TABLE gate_decisions ADD COLUMN valid_until TIMESTAMP;
+    ALTER TABLE gate_decisions ADD COLUMN decision VARCHAR;    -- the whole decision as JSON
     """),
 ]
 

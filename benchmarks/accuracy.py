@@ -1,0 +1,512 @@
+"""Accuracy of LLMVisor and the token baseline on the reference engine, and how fairly they divide.
+
+Runs the real vLLM scheduler (CPU) against the reference engine's kernel-table step latencies
+(:class:`shadowd.sim.reference_run.ReferenceRun`) on H100 and A100 tables for llama-3.1-8b and
+qwen2.5-14b, three tenants from real traces (Azure code, Azure conversation, Mooncake conversation:
+the long-context one), in two load regimes per platform/model:
+
+* ``saturated`` (the paper's regime): high concurrency, KV cache filled towards its capacity as vLLM
+  sizes it from GPU memory and model (``kv_fraction = 1``), chunked prefills mixed into big decode
+  batches;
+* ``light``: idle gaps between bursts, small batches, the memory-bound flat region, CUDA-graph
+  padding, and the prefill-only steps that a saturated engine almost never forms.
+
+Per run: fit both models on the first half of the steps, score the second half (out of sample),
+per step class; per-tenant totals of LLMVisor (both fixed-term policies) and of the token split
+against Monte Carlo Shapley values of the noiseless engine on steps spread over the scored window
+(:func:`shadowd.sim.truth.tenant_truth_errors`); the targets of issue 8 checked run by run.  Also
+the attribution cost per 256-request step (:func:`shadowd.attribution.timing.time_attribution`).
+
+    .venv/bin/python -m benchmarks.accuracy            # all runs (~6 min on 2 cores); writes
+                                                       # docs/accuracy.md and docs/accuracy.json
+    .venv/bin/python -m benchmarks.accuracy --quick    # 2 short runs, prints; --out PREFIX to write
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+
+CLASSES = ("prefill", "decode", "mixed", "all")
+MIN_CLASS_STEPS = 100          # fewer scored steps in a class: its p99 is not held to the target
+TARGETS = {"r2_all": 0.99, "p99_class": 0.10, "ratio_all_mixed": 2.0, "truth_tenant": 0.03}
+PAPER = {  # LLMVisor paper, as quoted in DESIGN.md ("Attribution"): token / LLMVisor error ratios
+    "prefill": {"p90": 2.5, "p99": 3.3}, "decode": {"p90": 3.5, "p99": 4.4},
+    "token_decode_r2_low": 0.78}
+
+# Relative serving capacity of a platform/model (H100 llama-3.1-8b = 1): tenants' request rates are
+# scaled by it so every pair lands in the same regime.
+CAPACITY = {("h100_sxm", "llama-3.1-8b"): 1.0, ("h100_sxm", "qwen2.5-14b"): 0.6,
+            ("a100_sxm", "llama-3.1-8b"): 0.6, ("a100_sxm", "qwen2.5-14b"): 0.45}
+REGIMES = {  # tenant -> (trace, request rate at capacity 1)
+    "saturated": {"code": ("azure-code", 3.0), "conv": ("azure-conv", 6.0),
+                  "longctx": ("mooncake-conversation", 1.8)},
+    "light": {"code": ("azure-code", 1.5), "conv": ("azure-conv", 0.1),
+              "longctx": ("mooncake-conversation", 0.08)},
+}
+STEPS = {"saturated": 10000, "light": 16000}
+
+
+@dataclass
+class Case:
+    platform: str
+    model: str
+    regime: str
+    steps: int
+    seed: int = 1
+    truth_steps: int = 150
+    permutations: int = 64
+    max_num_seqs: int = 256
+    max_num_batched_tokens: int = 2048
+    kv_fraction: float = 1.0
+    tenants: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.tenants:
+            scale = CAPACITY.get((self.platform, self.model), 1.0)
+            self.tenants = tuple(f"{name}={trace}:{rate * scale:g}"
+                                 for name, (trace, rate) in REGIMES[self.regime].items())
+
+    @property
+    def name(self) -> str:
+        return f"{self.platform}/{self.model}/{self.regime}"
+
+
+def all_cases() -> list[Case]:
+    return [Case(p, m, r, STEPS[r]) for (p, m) in CAPACITY for r in REGIMES]
+
+
+def quick_cases() -> list[Case]:
+    return [Case("h100_sxm", "llama-3.1-8b", "saturated", 6000, truth_steps=100),
+            Case("h100_sxm", "llama-3.1-8b", "light", 8000, truth_steps=100)]
+
+
+# --- one run ------------------------------------------------------------------------------------
+def simulate(case: Case):
+    """Run the scheduler against the engine; returns (ReferenceRun, StepBatch, kv usage per step)."""
+    from shadowd.sim.reference_run import ReferenceRun, RunSpec
+
+    run = ReferenceRun(RunSpec(platform=case.platform, model=case.model, tenants=case.tenants,
+                               seed=case.seed, max_num_seqs=case.max_num_seqs,
+                               max_num_batched_tokens=case.max_num_batched_tokens,
+                               kv_fraction=case.kv_fraction))
+    run.run(case.steps, run.workload(duration_s=7200.0))
+    return run, run.step_batch(), np.asarray(run.kv_usage, dtype=np.float64)
+
+
+def recomputes(batch) -> int:
+    """Requests that ran prefill-like work again after decoding (vLLM preempted and recomputed them)."""
+    decoded = set()
+    count = 0
+    for rid, pre in zip(batch.req_id.tolist(), batch.prefill.tolist()):
+        if not pre:
+            decoded.add(rid)
+        elif rid in decoded:
+            count += 1
+            decoded.discard(rid)
+    return count
+
+
+def _pct(a: np.ndarray, qs=(50, 90, 99)) -> dict[str, float]:
+    return {f"p{q}": float(np.percentile(a, q)) for q in qs} if len(a) else {}
+
+
+def regime_figures(run, batch, kv: np.ndarray, later_mask: np.ndarray) -> dict[str, Any]:
+    """What the run's load looked like: KV usage, concurrency, lengths, preemption."""
+    kv_late = kv[later_mask] if len(kv) == len(later_mask) else kv[len(kv) // 2:]
+    size = batch.batch_size()
+    tokens = batch.per_step_sum(batch.new_tokens.astype(np.float64))
+    later_rows = later_mask[batch.req_step]
+    ctx = (batch.context_tokens + batch.new_tokens)[later_rows]
+    first = np.unique(batch.req_id[later_rows].astype(str), return_index=True)[1]
+    prompts = batch.prompt_tokens[later_rows][first].astype(np.float64)
+    return {
+        "kv_capacity_tokens": int(run.kv_capacity_tokens), "kv_blocks": int(run.num_blocks),
+        "kv_usage": {"peak": float(kv.max()), "median": float(np.median(kv)),
+                     "scored_peak": float(kv_late.max()), "scored_median": float(np.median(kv_late)),
+                     "scored_p90": float(np.percentile(kv_late, 90)),
+                     "scored_share_above_0.8": float(np.mean(kv_late > 0.8))},
+        "batch_size": {**_pct(size[later_mask]), "max": int(size[later_mask].max())},
+        "tokens_per_step": _pct(tokens[later_mask]),
+        "kv_len_per_row": {**_pct(ctx), "max": int(ctx.max())},
+        "prompt_tokens": {**_pct(prompts), "max": int(prompts.max()),
+                          "cv": float(prompts.std() / prompts.mean())},
+        "recomputed_requests": recomputes(batch),
+        "simulated_s": float(run.driver.elapsed_s),
+        "steps_by_class": {c: int(np.sum(batch.kind[later_mask] == i)) for i, c in enumerate(CLASSES[:3])},
+    }
+
+
+def check_targets(acc: dict[str, Any], truth: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every target of issue 8 for one run: name, value, threshold, passed (None: too few steps)."""
+    out: list[dict[str, Any]] = []
+
+    def add(name, value, threshold, ok, note=""):
+        out.append({"target": name, "value": value, "threshold": threshold,
+                    "passed": ok, "note": note})
+
+    a = acc["all"]
+    add("llmvisor r2 (all)", a["llmvisor"]["r2"], f">= {TARGETS['r2_all']}",
+        a["llmvisor"]["r2"] is not None and a["llmvisor"]["r2"] >= TARGETS["r2_all"])
+    for c in CLASSES:
+        n = acc[c]["steps"]
+        p99 = acc[c]["llmvisor"]["p99"]
+        enough = n >= MIN_CLASS_STEPS
+        add(f"llmvisor p99 ({c})", p99, f"<= {TARGETS['p99_class']}",
+            (p99 <= TARGETS["p99_class"]) if enough and p99 is not None else None,
+            "" if enough else f"{n} steps < {MIN_CLASS_STEPS}: reported, not held")
+    for c in ("all", "mixed"):
+        for q in ("p90", "p99"):
+            r = acc[c]["ratio"][q]
+            add(f"token/llmvisor {q} ({c})", r, f">= {TARGETS['ratio_all_mixed']}",
+                (r >= TARGETS["ratio_all_mixed"]) if r is not None and acc[c]["steps"] >= MIN_CLASS_STEPS
+                else None)
+    for c in CLASSES:
+        for q in ("p50", "p90", "p99"):
+            lv, tb = acc[c]["llmvisor"][q], acc[c]["token_baseline"][q]
+            if lv is None or tb is None:
+                continue
+            held = acc[c]["steps"] >= 30
+            add(f"token not better {q} ({c})", tb / lv if lv > 0 else None, ">= 1",
+                (tb >= lv) if held else None, "" if held else "fewer than 30 steps")
+    for pol, res in truth["llmvisor_policies"].items():
+        e = res["tenant_error_max"]
+        add(f"shapley tenant error ({pol})", e, f"<= {TARGETS['truth_tenant']}",
+            (e <= TARGETS["truth_tenant"]) if pol == "equal" else None,
+            "" if pol == "equal" else "the other policy: reported, not a target")
+    return out
+
+
+def run_case(case: Case, log=print) -> dict[str, Any]:
+    """Simulate, fit on the first half, score the second, compare with Shapley; one JSON-able dict."""
+    from shadowd.attribution import fit
+    from shadowd.attribution.accuracy import accuracy_report, split_window
+    from shadowd.sim.truth import tenant_truth_errors
+
+    t0 = time.perf_counter()
+    run, batch, kv = simulate(case)
+    t_sim = time.perf_counter() - t0
+    earlier, later = split_window(batch, 0.5)
+    later_mask = np.arange(batch.num_steps) >= earlier.num_steps
+    key = {"gpu": case.platform, "model": case.model, "dtype": "bf16", "tp": 1, "pp": 1,
+           "vllm": "0.33", "attention_backend": "reference-engine"}
+    version = fit(earlier, key)
+    report = accuracy_report(version, later, "equal")
+    att = version.attribute(later, "equal")
+    t1 = time.perf_counter()
+    truth = tenant_truth_errors(run.engine, later, att, sample_steps=case.truth_steps, seed=case.seed,
+                                permutations=case.permutations)
+    t_truth = time.perf_counter() - t1
+    result = {
+        "case": {**asdict(case), "tenants": list(case.tenants), "name": case.name},
+        "regime": regime_figures(run, batch, kv, later_mask),
+        "fit_steps": earlier.num_steps, "scored_steps": later.num_steps,
+        "model_version": version.version, "coefficients": version.llmvisor.to_dict(),
+        "token_baseline": version.token_baseline.to_dict(),
+        "accuracy": report["accuracy"], "tenants": report["tenants"], "truth": truth,
+        "seconds": {"simulate": t_sim, "truth": t_truth, "total": time.perf_counter() - t0},
+    }
+    result["targets"] = check_targets(report["accuracy"], truth)
+    log(f"{case.name}: {batch.num_steps} steps in {t_sim:.0f} s; "
+        f"KV peak {result['regime']['kv_usage']['peak']:.2f}; " + summary_line(result))
+    return result
+
+
+def summary_line(r: dict[str, Any]) -> str:
+    a = r["accuracy"]["all"]
+    missed = [t["target"] for t in r["targets"] if t["passed"] is False]
+    return (f"all R² {a['llmvisor']['r2']:.4f}, p99 {a['llmvisor']['p99']:.3f}, token ratio p90/p99 "
+            f"{a['ratio']['p90']:.1f}/{a['ratio']['p99']:.1f}, Shapley tenant err "
+            f"{r['truth']['llmvisor']['tenant_error_max']:.4f} (token "
+            f"{r['truth']['token_baseline']['tenant_error_max']:.3f}); "
+            + ("all targets met" if not missed else "MISSED: " + ", ".join(missed)))
+
+
+def attribution_cost() -> dict[str, Any]:
+    from shadowd.attribution.timing import time_attribution
+
+    return time_attribution(steps=2000, requests_per_step=256, repeats=5)
+
+
+# --- the document -------------------------------------------------------------------------------
+def _f(x: Any, nd: int = 3, pct: bool = False) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    return f"{100 * x:.{max(nd - 2, 1)}f}%" if pct else f"{x:.{nd}f}"
+
+
+def accuracy_table(results: list[dict[str, Any]]) -> list[str]:
+    lines = ["| run | class | steps | LLMVisor R² | p50 | p90 | p99 | token R² | p50 | p90 | p99 "
+             "| ratio p90 | ratio p99 |", "|" + "---|" * 13]
+    for r in results:
+        for c in CLASSES:
+            a = r["accuracy"][c]
+            lv, tb, ra = a["llmvisor"], a["token_baseline"], a["ratio"]
+            lines.append(
+                f"| {r['case']['name']} | {c} | {a['steps']} | {_f(lv['r2'], 4)} | {_f(lv['p50'], 3, True)} "
+                f"| {_f(lv['p90'], 3, True)} | {_f(lv['p99'], 3, True)} | {_f(tb['r2'], 3)} "
+                f"| {_f(tb['p50'], 3, True)} | {_f(tb['p90'], 3, True)} | {_f(tb['p99'], 3, True)} "
+                f"| {_f(ra['p90'], 1)}× | {_f(ra['p99'], 1)}× |")
+    return lines
+
+
+def paper_table(results: list[dict[str, Any]]) -> list[str]:
+    def span(cls: str, q: str, saturated_only: bool = False) -> str:
+        vals = [r["accuracy"][cls]["ratio"][q] for r in results
+                if r["accuracy"][cls]["steps"] >= MIN_CLASS_STEPS and r["accuracy"][cls]["ratio"][q]
+                and (not saturated_only or r["case"]["regime"] == "saturated")]
+        return f"{min(vals):.1f}–{max(vals):.1f}×" if vals else "– (no class with enough steps)"
+    dec_r2 = [r["accuracy"]["decode"]["token_baseline"]["r2"] for r in results
+              if r["accuracy"]["decode"]["token_baseline"]["r2"] is not None]
+    return [
+        "| figure | paper | here, all runs | here, saturated runs |", "|---|---|---|---|",
+        f"| prefill: token/LLMVisor p90 | {PAPER['prefill']['p90']}× | {span('prefill', 'p90')} | "
+        f"{span('prefill', 'p90', True)} |",
+        f"| prefill: token/LLMVisor p99 | {PAPER['prefill']['p99']}× | {span('prefill', 'p99')} | "
+        f"{span('prefill', 'p99', True)} |",
+        f"| decode: token/LLMVisor p90 | {PAPER['decode']['p90']}× | {span('decode', 'p90')} | "
+        f"{span('decode', 'p90', True)} |",
+        f"| decode: token/LLMVisor p99 | {PAPER['decode']['p99']}× | {span('decode', 'p99')} | "
+        f"{span('decode', 'p99', True)} |",
+        f"| mixed: token/LLMVisor p90 | – | {span('mixed', 'p90')} | {span('mixed', 'p90', True)} |",
+        f"| mixed: token/LLMVisor p99 | – | {span('mixed', 'p99')} | {span('mixed', 'p99', True)} |",
+        f"| all: token/LLMVisor p90 | – | {span('all', 'p90')} | {span('all', 'p90', True)} |",
+        f"| all: token/LLMVisor p99 | – | {span('all', 'p99')} | {span('all', 'p99', True)} |",
+        f"| token-baseline decode R², lowest | {PAPER['token_decode_r2_low']} | "
+        f"{min(dec_r2):.2f} | – |" if dec_r2 else "| token-baseline decode R² | 0.78 | – | – |",
+    ]
+
+
+def regime_table(results: list[dict[str, Any]]) -> list[str]:
+    lines = ["| run | KV capacity (tokens) | KV peak | KV median (scored) | KV p90 (scored) "
+             "| scored steps with KV > 80% | batch p50 / p90 / max | tokens/step p50 / p90 "
+             "| prompt p50 / p90 / max (CV) | KV length per row p50 / p99 | recomputed requests "
+             "| simulated s |", "|" + "---|" * 12]
+    for r in results:
+        g = r["regime"]
+        kv, bs, tk, pr, kl = g["kv_usage"], g["batch_size"], g["tokens_per_step"], g["prompt_tokens"], \
+            g["kv_len_per_row"]
+        lines.append(
+            f"| {r['case']['name']} | {g['kv_capacity_tokens']:,} | {kv['peak']:.0%} | "
+            f"{kv['scored_median']:.0%} | {kv['scored_p90']:.0%} | {kv['scored_share_above_0.8']:.0%} | "
+            f"{bs['p50']:.0f} / {bs['p90']:.0f} / {bs['max']} | {tk['p50']:.0f} / {tk['p90']:.0f} | "
+            f"{pr['p50']:.0f} / {pr['p90']:.0f} / {pr['max']} ({pr['cv']:.2f}) | "
+            f"{kl['p50']:.0f} / {kl['p99']:.0f} | {g['recomputed_requests']} | {g['simulated_s']:.0f} |")
+    return lines
+
+
+def truth_table(results: list[dict[str, Any]]) -> list[str]:
+    lines = ["| run | steps / requests sampled | LLMVisor `equal` max tenant error | per tenant "
+             "| LLMVisor `pro_rata` | token split | token per tenant | request error p50 / p90: "
+             "LLMVisor `equal` · token |", "|" + "---|" * 8]
+    for r in results:
+        t = r["truth"]
+        eq, pr, tb = t["llmvisor_policies"]["equal"], t["llmvisor_policies"]["pro_rata"], t["token_baseline"]
+        per = lambda d: ", ".join(f"{k} {v['error']:.2%}" for k, v in d["per_tenant"].items())  # noqa: E731
+        lines.append(
+            f"| {r['case']['name']} | {t['steps']} / {t['requests']} | {eq['tenant_error_max']:.2%} | "
+            f"{per(eq)} | {pr['tenant_error_max']:.2%} | {tb['tenant_error_max']:.2%} | {per(tb)} | "
+            f"{eq['request_error_p50']:.1%} / {eq['request_error_p90']:.1%} · "
+            f"{tb['request_error_p50']:.1%} / {tb['request_error_p90']:.1%} |")
+    return lines
+
+
+def misses(results: list[dict[str, Any]]) -> list[str]:
+    out = []
+    for r in results:
+        for t in r["targets"]:
+            if t["passed"] is False:
+                out.append(f"- **{r['case']['name']}**: {t['target']} = {_f(t['value'], 4)} "
+                           f"(target {t['threshold']}).")
+    return out
+
+
+def render(doc: dict[str, Any]) -> str:
+    results = doc["runs"]
+    cost = doc["attribution_cost"]
+    held = [t for r in results for t in r["targets"] if t["passed"] is not None]
+    met = sum(1 for t in held if t["passed"])
+    not_held = [f"{r['case']['name']} {t['target']}" for r in results for t in r["targets"]
+                if t["passed"] is None and t["target"].startswith("llmvisor p99")]
+    miss = misses(results)
+    cmd = "`.venv/bin/python -m benchmarks.accuracy" + (" --quick`" if doc["quick"] else "`")
+    parts = [
+        "# Attribution accuracy on the reference engine",
+        "",
+        f"Generated by {cmd} ({doc['seconds']:.0f} s on {doc['cpus']} CPU cores); the figures are "
+        "in `docs/accuracy.json` too. Every run drives the **real vLLM 0.33 scheduler** (CPU) with the "
+        "reference engine's step latencies from **measured kernel tables** (AIConfigurator vLLM 0.14 "
+        "GEMM/attention/all-reduce tables plus Vidur's prefix, host and noise profiles; "
+        "see `docs/reference-engine.md`), jitter at the measured scale included. Both models are "
+        "fitted on the first half of a run's steps and scored on the second half (**out of sample**). "
+        "Relative error is `|T̂ − T| / T` per step.",
+        "",
+        f"**Targets (issue 8): {met} of {len(held)} held checks met**"
+        + (" — all of them." if met == len(held) else f"; missed: {len(held) - met} (below)."),
+        "",
+        "## Runs",
+        "",
+        "Two platforms (H100-SXM and A100-SXM tables) × two models (llama-3.1-8b, qwen2.5-14b; "
+        "TP 1, bf16) × two load regimes. `max_num_seqs` 256, `max_num_batched_tokens` 2048 "
+        "(vLLM's chunked-prefill default), `max_model_len` 32768, prefix caching on, async scheduling. "
+        "The KV cache is sized as vLLM sizes it (`gpu_memory_utilization` 0.9 of the GPU's memory, "
+        "minus weights and activation peak) and given **whole** to the scheduler (`kv_fraction` 1). "
+        "Three tenants from real traces, arrival times rescaled to a rate (req/s) scaled by the "
+        "pair's serving capacity:",
+        "",
+        "| regime | code (Azure 2023 code) | conv (Azure 2023 conversation) | longctx (Mooncake conversation, "
+        "real prefix sharing) | steps |",
+        "|---|---|---|---|---|",
+    ]
+    for regime, tenants in REGIMES.items():
+        parts.append(f"| {regime} | " + " | ".join(f"{rate:g}" for _, rate in tenants.values())
+                     + f" × capacity | {STEPS[regime]:,} |")
+    parts += [
+        "",
+        "Capacity: " + ", ".join(f"{p}/{m} {c:g}" for (p, m), c in CAPACITY.items()) + ".",
+        "",
+        "* **saturated** is the paper's regime: high concurrency, KV usage high for most of the "
+        "scored window, prompts from 30 to 31.7k tokens. Arrivals outrun the engine at times, so the "
+        "cache touches 100% and vLLM preempts (recomputed requests are counted). Under vLLM V1's "
+        "chunked prefill a busy engine schedules every prompt chunk beside running decodes, so the "
+        "**prefill-only class is (almost) empty** here: prompt work is in the mixed class.",
+        "* **light**: arrivals with idle gaps. This regime has the prefill-only steps (a prompt "
+        "arriving at an idle engine), small decode batches in the memory-bound flat region, and "
+        "CUDA-graph padding.",
+        "",
+        "### Load reached (KV usage = vLLM's `kv_cache_manager.usage`, per step)",
+        "",
+        *regime_table(results),
+        "",
+        "## Accuracy, out of sample, per step class",
+        "",
+        f"Per-class R² is weak where a class's latencies barely vary (decode at a near-fixed batch size): "
+        f"read the relative errors there. A class with fewer than {MIN_CLASS_STEPS} scored steps is "
+        "reported but its p99 (then close to its maximum) is not held to the target.",
+        "",
+        *accuracy_table(results),
+        "",
+        "### Beside the paper",
+        "",
+        *paper_table(results),
+        "",
+        "How our regime differs from the paper's: (1) **vLLM V1 chunked prefill**: the paper classifies "
+        "steps as prefill or decode; here most prompt work runs inside mixed steps (a 2048-token "
+        "budget shared with the running decodes), so our prefill-only class is small and comes from "
+        "the light regime, and the mixed class — which the paper does not report — carries the "
+        "comparison that matters. (2) The token baseline is given a separate linear model **per step "
+        "class**, fitted with the same 1/T weighting and NNLS as LLMVisor; a single token model would "
+        "do worse on mixed steps. (3) Step times come from measured kernel tables composed by the "
+        "reference engine, not from timing a GPU: kernel-to-kernel overlap, clock and thermal effects "
+        "are absent, and the jitter is the measured per-kernel spread (H100 ≈ 1.8%, A100 ≈ 1.0% "
+        "log-normal, plus a host-time tail), which sets LLMVisor's error floor (p99 ≈ 2.6σ ≈ 4–5% "
+        "on H100). (4) The decode class here spans batch sizes 1–256 and contexts to 32k in one fit, "
+        "which is what makes a token count (it sees only the batch size in decode) fail: the "
+        "saturated runs' decode steps carry the most KV.",
+        "",
+    ]
+    if miss:
+        parts += ["### Targets missed", "", *miss, "",
+                  "See the notes under each table for why.", ""]
+    if not_held:
+        parts += ["Classes too small to hold to the p99 target (reported above): "
+                  + "; ".join(not_held) + ".", ""]
+    parts += [
+        "## Against the ground truth: per-tenant totals vs Shapley values",
+        "",
+        "On steps spread over each scored window (one drawn from each of equal runs of steps), the "
+        "Shapley value of every request in the noiseless engine's `T` (Monte Carlo, 64 antithetic "
+        "permutations with the fixed step cost taken out exactly; `shadowd.twin.ground_truth`), "
+        "rescaled per step to the measured latency so that both sides divide the same total. "
+        "Compared: LLMVisor's shares of the measured latency (`llmvisor_measured_ms`) under both "
+        "fixed-term policies, and the token split (`vtc_ms`). Tenant error = "
+        "`|Σ attributed − Σ Shapley| / Σ Shapley` over the sampled steps; the max over tenants is the "
+        "demo's `attribution_truth.<llmvisor|token_baseline>.tenant_error_max` "
+        "(`shadowd.sim.truth.tenant_truth_errors`). Target: LLMVisor ≤ 3% (default policy `equal`).",
+        "",
+        *truth_table(results),
+        "",
+        "`equal` (β/|B| each) is the Shapley value of a cost paid once per non-empty batch, and it "
+        "tracks the ground truth; `pro_rata` (β in proportion to variable work) loads the fixed term "
+        "onto the requests with the most work (long prompts, long contexts) and is off by far more: "
+        "it is reported, not recommended. The token split misses in both directions: it charges a "
+        "prompt chunk by tokens alone (ignoring the attention to its cached prefix) and a decode "
+        "2 tokens regardless of its KV length.",
+        "",
+        "## Attribution cost",
+        "",
+        f"`shadowd.attribution.timing.time_attribution`: {cost['steps']} synthetic steps of "
+        f"{cost['requests_per_step']:.0f} requests, best of 5, full `ModelVersion.attribute` "
+        f"(LLMVisor prediction and shares under the policy, measured-latency normalisation, token "
+        f"prediction and split): **{cost['us_per_step']:.1f} µs per 256-request step** (target ≤ 20 µs); "
+        f"the token baseline alone {cost['token_baseline_us_per_step']:.1f} µs, ratio "
+        f"{cost['ratio_to_token_baseline']:.1f}×. This machine's other load inflates these figures.",
+        "",
+        "## The model (choices in `shadowd/attribution/llmvisor.py`)",
+        "",
+        "Additive per-request linear model with non-negative coefficients (NNLS, rows weighted by 1/T), "
+        "so every share is ≥ 0 and a step's shares add up to T̂. Prefill-like rows "
+        "`(p, c, p², p·c, 1)`, decode rows `(c, 1, extra draft tokens)`; two segments split at a "
+        "searched token breakpoint (memory-bound / compute-bound), each with its own β and θ. "
+        "Breakpoints found per run: "
+        + ", ".join(f"{r['case']['name']} {r['coefficients']['breakpoint_tokens']:.0f}"
+                    if r['coefficients']['breakpoint_tokens'] is not None else f"{r['case']['name']} –"
+                    for r in results) + ". " + doc["model_note"],
+        "",
+        "## Reproduce",
+        "",
+        "```",
+        ".venv/bin/python -m benchmarks.accuracy          # this page and docs/accuracy.json",
+        ".venv/bin/python -m benchmarks.accuracy --quick  # two short H100 runs, printed",
+        ".venv/bin/python -m pytest -q tests/test_accuracy_reference.py   # the CI-sized check",
+        "```",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+MODEL_NOTE = ("The reconstruction was not changed for these runs: it met the targets on the "
+              "reference engine as it stood.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="two short H100 llama runs, printed")
+    ap.add_argument("--out", help="path prefix for .md/.json (default docs/accuracy; none with --quick)")
+    ap.add_argument("--only", help="run only cases whose name contains this")
+    args = ap.parse_args(argv)
+    cases = quick_cases() if args.quick else all_cases()
+    if args.only:
+        cases = [c for c in cases if args.only in c.name]
+    t0 = time.perf_counter()
+    results = [run_case(c, log=lambda s: print(s, file=sys.stderr, flush=True)) for c in cases]
+    doc = {"quick": args.quick, "runs": results, "attribution_cost": attribution_cost(),
+           "targets": TARGETS, "paper": PAPER, "min_class_steps": MIN_CLASS_STEPS,
+           "cpus": os.cpu_count(), "model_note": MODEL_NOTE}
+    doc["seconds"] = time.perf_counter() - t0
+    text = render(doc)
+    out = args.out or (None if args.quick else "docs/accuracy")
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out + ".md").write_text(text)
+        Path(out + ".json").write_text(json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
+        print(f"wrote {out}.md and {out}.json", file=sys.stderr)
+    else:
+        print(text)
+    failed = [t for r in results for t in r["targets"] if t["passed"] is False]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

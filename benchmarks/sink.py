@@ -1,0 +1,41 @@
+"""A zmq PULL socket that receives and discards frames, in its own process.
+
+The tap-cost benchmark sends to it so that the tap's ``send`` does what it does
+in production (a connected peer, frames actually leave), without a daemon's
+decoding and storing competing for the benchmark's cores.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+
+import zmq
+
+
+def main(endpoint: str) -> None:
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.PULL)
+    sock.setsockopt(zmq.RCVHWM, 100_000)
+    sock.bind(endpoint)
+    stop = False
+
+    def _stop(*_):
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, _stop)
+    print("ready", flush=True)
+    n = 0
+    while not stop:
+        if sock.poll(100):
+            while True:
+                try:
+                    sock.recv(zmq.NOBLOCK, copy=False)
+                except zmq.Again:
+                    break
+                n += 1
+    print(n, flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

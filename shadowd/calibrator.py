@@ -1,0 +1,143 @@
+"""Calibration: from a window of raw steps to a model version and drift thresholds.
+
+The daemon buffers its first ``warmup_steps`` steps (or reads a window from
+the database for ``shadowd calibrate``), fits LLMVisor and the token model on
+the earlier part, and scores the later part out of sample.  Those held-out
+residuals are what the drift detectors' thresholds are calibrated on, so the
+detectors see on live traffic the same kind of error they were tuned to
+tolerate.  The workload envelope (longest context, batch sizes, tokens per
+step, tenants) is taken from the whole window.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import checks
+from shadowd.attribution.accuracy import split_window
+from shadowd.attribution.calibration import ModelVersion, fit
+from shadowd.stepbatch import KIND_NAMES, StepBatch
+
+log = logging.getLogger("shadowd.calibration")
+
+
+def platform_key_string(key: dict[str, Any]) -> str:
+    """Stable text form of a platform key (what the gate compares)."""
+    return "/".join(f"{k}={key[k]}" for k in sorted(key) if key[k] is not None)
+
+
+@dataclass
+class Calibration:
+    """Everything a calibration produces; the daemon installs it as a unit."""
+
+    model: ModelVersion
+    drift: dict[str, checks.DriftCalibration]
+    envelope: checks.WorkloadEnvelope
+    holdout_residuals: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def platform_key(self) -> str:
+        return platform_key_string(self.model.platform_key)
+
+    def summary(self) -> dict[str, Any]:
+        return {"model_version": self.model.version, "platform_key": self.platform_key,
+                "fit_window": self.model.fit_window,
+                "drift_classes": sorted(self.drift), "envelope": self.envelope.limits()}
+
+
+@dataclass(frozen=True)
+class CalibrationSettings:
+    holdout_fraction: float = 0.3
+    target_false_alarm_rate: float = 1e-5
+    drift_sim_steps: int = 400_000         # stationary steps simulated per class for thresholds
+    adwin_sim_steps: int = 100_000
+    min_class_steps: int = 300
+    envelope_margin: float = 0.5           # contexts/batches up to 1.5x what calibration saw are in range
+
+
+def calibrate(batch: StepBatch, platform_key: dict[str, Any],
+              settings: CalibrationSettings = CalibrationSettings()) -> Calibration:
+    """Fit on the earlier part of ``batch``, calibrate drift on the held-out later part."""
+    if batch.num_steps < 50:
+        raise ValueError(f"calibration needs at least 50 steps with a measured latency, got "
+                         f"{batch.num_steps}; run the engine longer or widen the window")
+    fit_part, hold = split_window(batch, 1.0 - settings.holdout_fraction)
+    model = fit(fit_part, platform_key)
+    attributed = model.attribute(hold)
+    resid = checks.relative_residual(hold.latency_ms, attributed.predicted_ms)
+    by_class = {name: resid[hold.kind == code] for code, name in enumerate(KIND_NAMES)}
+    usable = {k: v[np.isfinite(v)] for k, v in by_class.items()
+              if np.isfinite(v).sum() >= settings.min_class_steps}
+    drift = checks.calibrate(usable, target_rate=settings.target_false_alarm_rate,
+                             n_steps=settings.drift_sim_steps,
+                             adwin_n_steps=settings.adwin_sim_steps,
+                             min_rows=settings.min_class_steps) if usable else {}
+    sizes = batch.batch_size()
+    envelope = checks.WorkloadEnvelope.from_calibration(
+        context=batch.context_tokens + batch.new_tokens, batch_size=sizes,
+        tokens_per_step=batch.per_step_sum(batch.new_tokens.astype(float)),
+        tenants=set(batch.tenant.tolist()) if batch.tenant is not None else (),
+        margin=settings.envelope_margin)
+    log.info("calibrated %s on %d steps; drift thresholds for %s", model.version,
+             batch.num_steps, sorted(drift))
+    return Calibration(model=model, drift=drift, envelope=envelope, holdout_residuals=usable)
+
+
+class WarmupCalibrator:
+    """Buffers the first ``warmup_steps`` steps, then calibrates once (via ``run_job``)."""
+
+    def __init__(self, platform_key: dict[str, Any], warmup_steps: int,
+                 on_calibrated: Callable[[Calibration], None], *,
+                 settings: CalibrationSettings = CalibrationSettings(),
+                 run_job: Callable[[Callable[[], None]], None] | None = None) -> None:
+        self.platform_key = platform_key
+        self.warmup_steps = int(warmup_steps)
+        self.settings = settings
+        self.on_calibrated = on_calibrated
+        self.run_job = run_job or (lambda fn: fn())
+        self.buffered = 0
+        self.state = "warming_up"            # -> calibrating -> done | failed
+        self.last_error: str | None = None
+        self._parts: list[StepBatch] = []
+
+    def observe(self, cols: Any) -> None:
+        if self.state != "warming_up":
+            return
+        batch = cols.batch.select_steps(np.isfinite(cols.batch.latency_ms))
+        self._parts.append(batch)
+        self.buffered += batch.num_steps
+        if self.buffered >= self.warmup_steps:
+            self.state = "calibrating"
+            parts, self._parts = self._parts, []
+            self.run_job(lambda: self._calibrate(StepBatch.concat(parts)))
+
+    def _calibrate(self, batch: StepBatch) -> None:
+        try:
+            result = calibrate(batch, self.platform_key, self.settings)
+        except Exception as exc:
+            self.state, self.last_error = "failed", f"{type(exc).__name__}: {exc}"
+            log.exception("calibration failed")
+            return
+        self.on_calibrated(result)
+        self.state = "done"
+
+
+def model_body(cal: Calibration) -> str:
+    """What ``model_versions.body`` holds: the model plus its drift calibration and envelope."""
+    body = json.loads(cal.model.to_json())
+    body["drift"] = {k: v.to_dict() for k, v in cal.drift.items()}
+    body["envelope"] = cal.envelope.to_dict()
+    return json.dumps(body)
+
+
+def calibration_from_body(text: str) -> Calibration:
+    body = json.loads(text)
+    drift = {k: checks.DriftCalibration.from_dict(v) for k, v in body.pop("drift", {}).items()}
+    env = checks.WorkloadEnvelope.from_dict(body.pop("envelope")) if "envelope" in body else None
+    model = ModelVersion.from_dict(body)
+    return Calibration(model=model, drift=drift,
+                       envelope=env or checks.WorkloadEnvelope.from_calibration([0], [0], [0]))

@@ -1,0 +1,86 @@
+"""Online drift checks on every attributed step.
+
+Residuals ``(T - T_hat)/T_hat`` of LLMVisor per step class go through the
+calibrated river detectors; every step is also checked against the workload
+envelope calibration saw (longer contexts, bigger batches, new tenants mean
+the model is extrapolating).  Each detection becomes a ``drift_events`` row
+and is passed to ``on_events`` (alerts, metrics).
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable
+
+import numpy as np
+
+import checks
+from shadowd.calibrator import Calibration
+from shadowd.step_columns import StepColumns
+
+RESIDUAL_DETECTORS = ("page_hinkley", "adwin")
+
+
+class DriftWatch:
+    """Owns the detectors of the installed calibration; fed by the ingest pipeline."""
+
+    def __init__(self, on_events: Callable[[list[checks.DriftEvent]], None]) -> None:
+        self.on_events = on_events
+        self.monitor: checks.DriftMonitor | None = None
+        self.envelope: checks.EnvelopeMonitor | None = None
+        self.version: str | None = None
+        self.events_total: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def install(self, cal: Calibration) -> None:
+        with self._lock:
+            self.monitor = checks.DriftMonitor(cal.drift)
+            self.envelope = checks.EnvelopeMonitor(cal.envelope)
+            self.version = cal.model.version
+
+    def observe(self, cols: StepColumns) -> None:
+        with self._lock:
+            monitor, envelope, version = self.monitor, self.envelope, self.version
+        if monitor is None or envelope is None:
+            return
+        steps = cols.steps
+        mine = steps["model_version"] == version
+        if not mine.any():
+            return
+        ts = steps["ts"].astype("datetime64[us]").astype(np.int64) / 1e6
+        resid = checks.relative_residual(steps["latency_ms"], steps["predicted_ms"])
+        idx = np.flatnonzero(mine)
+        events = monitor.update_many(steps["step_seq"][idx], steps["kind"][idx], resid[idx], ts[idx])
+        events += self._envelope_events(envelope, cols, idx, ts)
+        if events:
+            for e in events:
+                self.events_total[e.detector] = self.events_total.get(e.detector, 0) + 1
+            self.on_events(events)
+
+    @staticmethod
+    def _envelope_events(envelope: checks.EnvelopeMonitor, cols: StepColumns,
+                         idx: np.ndarray, ts: np.ndarray) -> list[checks.DriftEvent]:
+        b = cols.batch
+        reach = (b.context_tokens + b.new_tokens).astype(np.float64)
+        max_ctx = np.zeros(b.num_steps)
+        np.maximum.at(max_ctx, b.req_step, reach)
+        tokens = b.per_step_sum(b.new_tokens.astype(np.float64))
+        sizes = b.batch_size()
+        kinds = cols.steps["kind"]
+        seen_tenants = set(envelope.envelope.tenants) | set(envelope.new_tenants)
+        events: list[checks.DriftEvent] = []
+        for i in idx.tolist():
+            rows = slice(*np.searchsorted(b.req_step, [i, i + 1]))
+            tenants = set(b.tenant[rows].tolist()) - seen_tenants if b.tenant is not None else ()
+            seen_tenants |= set(tenants)
+            events += envelope.update(int(cols.steps["step_seq"][i]), float(ts[i]),
+                                      max_context=max_ctx[i], batch_size=float(sizes[i]),
+                                      tokens=tokens[i], tenants=tenants, step_class=kinds[i])
+        return events
+
+    def state(self) -> dict[str, Any]:
+        with self._lock:
+            monitor, envelope = self.monitor, self.envelope
+        return {"version": self.version,
+                "residual": monitor.state() if monitor else None,
+                "envelope": envelope.summary() if envelope else None,
+                "events_total": dict(self.events_total)}
