@@ -17,10 +17,13 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# Services and tools the tests use for real; installed once, as root, from Debian.
+# Services and tools the tests use for real (Alertmanager, headless Chromium for the HTML
+# report, systemd-analyze for the unit); installed once, as root, from Debian.
+SYSTEM_PACKAGES := prometheus-alertmanager chromium systemd
 system-deps:
-	@command -v prometheus-alertmanager >/dev/null || { apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus-alertmanager; }
+	@command -v prometheus-alertmanager >/dev/null && command -v chromium >/dev/null && \
+	  command -v systemd-analyze >/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(SYSTEM_PACKAGES); }
 
 demo: setup
 	$(VENV)/bin/shadowd demo

@@ -38,6 +38,7 @@ class Calibration:
     drift: dict[str, checks.DriftCalibration]
     envelope: checks.WorkloadEnvelope
     holdout_residuals: dict[str, np.ndarray] = field(default_factory=dict)
+    unwatched: dict[str, str] = field(default_factory=dict)     # class -> why no drift detectors
 
     @property
     def platform_key(self) -> str:
@@ -46,7 +47,8 @@ class Calibration:
     def summary(self) -> dict[str, Any]:
         return {"model_version": self.model.version, "platform_key": self.platform_key,
                 "fit_window": self.model.fit_window,
-                "drift_classes": sorted(self.drift), "envelope": self.envelope.limits()}
+                "drift_classes": sorted(self.drift), "unwatched_classes": self.unwatched,
+                "envelope": self.envelope.limits()}
 
 
 @dataclass(frozen=True)
@@ -54,9 +56,11 @@ class CalibrationSettings:
     holdout_fraction: float = 0.3
     target_false_alarm_rate: float = 1e-5
     drift_sim_steps: int = 400_000         # stationary steps simulated per class for thresholds
-    adwin_sim_steps: int = 100_000
+    adwin_sim_steps: int = 400_000
     min_class_steps: int = 300
     envelope_margin: float = 0.5           # contexts/batches up to 1.5x what calibration saw are in range
+    min_shift: float = 0.02                # smallest relative latency shift worth an alarm
+    settle_steps: int = 0                  # steps ignored before the warm-up window starts
 
 
 def calibrate(batch: StepBatch, platform_key: dict[str, Any],
@@ -72,10 +76,23 @@ def calibrate(batch: StepBatch, platform_key: dict[str, Any],
     by_class = {name: resid[hold.kind == code] for code, name in enumerate(KIND_NAMES)}
     usable = {k: v[np.isfinite(v)] for k, v in by_class.items()
               if np.isfinite(v).sum() >= settings.min_class_steps}
-    drift = checks.calibrate(usable, target_rate=settings.target_false_alarm_rate,
-                             n_steps=settings.drift_sim_steps,
-                             adwin_n_steps=settings.adwin_sim_steps,
-                             min_rows=settings.min_class_steps) if usable else {}
+    drift, unwatched = {}, {}
+    for i, (cls, r) in enumerate(sorted(usable.items())):
+        # Page-Hinkley's allowance is half the smallest shift worth detecting, in the residuals'
+        # own standard deviations: a 0.3 % bias is not drift an operator should be paged for.
+        ph_delta = max(0.25, settings.min_shift / (2 * float(np.std(r))))
+        try:
+            drift[cls] = checks.calibrate_class(r, cls, seed=i, target_rate=settings.target_false_alarm_rate,
+                                                ph_delta=ph_delta,
+                                                n_steps=settings.drift_sim_steps,
+                                                adwin_n_steps=settings.adwin_sim_steps,
+                                                min_rows=settings.min_class_steps)
+        except ValueError as exc:        # e.g. residuals too non-stationary for the target rate
+            unwatched[cls] = str(exc)
+            log.warning("drift detectors for %s steps not calibrated: %s", cls, exc)
+    for cls, r in by_class.items():
+        if cls not in usable:
+            unwatched[cls] = f"{int(np.isfinite(r).sum())} held-out steps < {settings.min_class_steps}"
     sizes = batch.batch_size()
     envelope = checks.WorkloadEnvelope.from_calibration(
         context=batch.context_tokens + batch.new_tokens, batch_size=sizes,
@@ -84,7 +101,8 @@ def calibrate(batch: StepBatch, platform_key: dict[str, Any],
         margin=settings.envelope_margin)
     log.info("calibrated %s on %d steps; drift thresholds for %s", model.version,
              batch.num_steps, sorted(drift))
-    return Calibration(model=model, drift=drift, envelope=envelope, holdout_residuals=usable)
+    return Calibration(model=model, drift=drift, envelope=envelope, holdout_residuals=usable,
+                       unwatched=unwatched)
 
 
 class WarmupCalibrator:
@@ -100,6 +118,7 @@ class WarmupCalibrator:
         self.on_calibrated = on_calibrated
         self.run_job = run_job or (lambda fn: fn())
         self.buffered = 0
+        self.seen = 0
         self.state = "warming_up"            # -> calibrating -> done | failed
         self.last_error: str | None = None
         self._parts: list[StepBatch] = []
@@ -107,9 +126,17 @@ class WarmupCalibrator:
     def observe(self, cols: Any) -> None:
         if self.state != "warming_up":
             return
-        batch = cols.batch.select_steps(np.isfinite(cols.batch.latency_ms))
+        # Exactly the steps (settle_steps, settle_steps + warmup_steps]: however ingest happens
+        # to batch frames, the same traffic gives the same model.
+        first = self.seen
+        self.seen += cols.num_steps
+        index = first + np.arange(cols.num_steps)
+        keep = (index >= self.settings.settle_steps) & (index < self.settings.settle_steps + self.warmup_steps)
+        if not keep.any():
+            return
+        batch = cols.batch.select_steps(keep & np.isfinite(cols.batch.latency_ms))
         self._parts.append(batch)
-        self.buffered += batch.num_steps
+        self.buffered += int(keep.sum())
         if self.buffered >= self.warmup_steps:
             self.state = "calibrating"
             parts, self._parts = self._parts, []
@@ -131,6 +158,7 @@ def model_body(cal: Calibration) -> str:
     body = json.loads(cal.model.to_json())
     body["drift"] = {k: v.to_dict() for k, v in cal.drift.items()}
     body["envelope"] = cal.envelope.to_dict()
+    body["unwatched"] = cal.unwatched
     return json.dumps(body)
 
 
@@ -138,6 +166,7 @@ def calibration_from_body(text: str) -> Calibration:
     body = json.loads(text)
     drift = {k: checks.DriftCalibration.from_dict(v) for k, v in body.pop("drift", {}).items()}
     env = checks.WorkloadEnvelope.from_dict(body.pop("envelope")) if "envelope" in body else None
+    unwatched = body.pop("unwatched", {})
     model = ModelVersion.from_dict(body)
-    return Calibration(model=model, drift=drift,
+    return Calibration(model=model, drift=drift, unwatched=unwatched,
                        envelope=env or checks.WorkloadEnvelope.from_calibration([0], [0], [0]))

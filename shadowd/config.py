@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import ipaddress
+import json
 import logging
 import os
 import threading
@@ -35,7 +36,8 @@ from checks import GatePolicy
 
 log = logging.getLogger("shadowd.config")
 
-FIXED_TERM_POLICIES = ("equal", "pro_rata")      # shadowd.attribution.shares, kept import-light
+FIXED_TERM_POLICIES = ("equal", "pro_rata")   # = shadowd.attribution.shares (a test holds them equal);
+                                              # not imported, so loading a config stays cheap
 EXPORT_FORMATS = ("parquet",)
 UNIX_PATH_MAX = 107                              # sun_path minus the NUL
 RESTART_KEYS = ("listen", "db", "http", "http_allow_remote", "state_file", "tap.max_frame_bytes")
@@ -112,8 +114,8 @@ class GateConfig:
 @dataclass(frozen=True)
 class DriftConfig:
     target_false_alarm_rate: float = key(1e-5, between(1e-9, 0.01), "per step, detector and class")
-    sim_steps: int = key(400_000, between(10_000, 100_000_000), "stationary steps simulated per class")
-    adwin_sim_steps: int = key(100_000, between(10_000, 100_000_000), "ditto, for ADWIN")
+    sim_steps: int = key(400_000, between(10_000, 100_000_000), "stationary steps simulated per class (>= 3 / target rate)")
+    adwin_sim_steps: int = key(400_000, between(10_000, 100_000_000), "ditto, for ADWIN (>= 3 / target rate)")
     min_class_steps: int = key(300, between(30, 10_000_000), "fewer held-out steps: class not watched")
     coefficient_tolerance: float = key(0.05, between(0.001, 1.0), "relative change of T-hat on refit")
     envelope_cooldown_steps: int = key(1000, positive, "steps between envelope events")
@@ -185,7 +187,7 @@ class Config:
 def _flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
-        if isinstance(v, Mapping) and k != "alerts" and not prefix.startswith("gate.policy"):
+        if isinstance(v, Mapping) and f"{prefix}{k}" != "alerts":
             out.update(_flatten(v, f"{prefix}{k}."))
         else:
             out[f"{prefix}{k}"] = v
@@ -233,6 +235,15 @@ def _toml_type(v: Any) -> str:
     return names.get(type(v), type(v).__name__)
 
 
+def _toml_value(v: Any) -> str:
+    """How ``v`` is written in TOML (for messages)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (str, int, float)):
+        return json.dumps(v)
+    return repr(v)
+
+
 def _coerce(tp: Any, v: Any) -> tuple[bool, Any]:
     """Is ``v`` a TOML value of type ``tp``? Returns (ok, value converted)."""
     if tp is bool:
@@ -278,11 +289,10 @@ def _section(cls: type, table: Any, where: str, problems: list[str],
                     None)
         ok, value = _coerce(base, value)
         if not ok:
-            example = f.default if f.default not in (None, dataclasses.MISSING) else "..."
-            example = str(example).lower() if isinstance(example, bool) else repr(example)
+            example = _toml_value(f.default) if f.default not in (None, dataclasses.MISSING) else '"..."'
             what = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[base]
             problems.append(f"{here}: expected {what}, got {_toml_type(table[name])} "
-                            f"{table[name]!r}; e.g. {name} = {example}".replace("'", '"'))
+                            f"{_toml_value(table[name])}; e.g. {name} = {example}")
             continue
         check = f.metadata.get("check")
         msg = check(value) if check else None

@@ -132,7 +132,8 @@ class Daemon:
         return DaemonFacts(model_version=cal.model.version if cal else None,
                            calibrated_platform_key=cal.platform_key if cal else None,
                            running_platform_key=self.running_platform_key,
-                           stability=stab, envelope=envelope, calibrated_at_s=self.calibrated_at)
+                           stability=stab, envelope=envelope, calibrated_at_s=self.calibrated_at,
+                           watched_classes=tuple(cal.drift) if cal else ())
 
     def _on_drift(self, events: list[Any]) -> None:
         engine = None

@@ -71,9 +71,10 @@ class DemoSpec:
     injects: tuple[Injection, ...] = ()
     db_path: str | None = None
     html_path: str | None = None
-    warmup_fraction: float = 0.25
+    warmup_fraction: float = 0.3
     gate_every: int = 200
     truth_steps: int = 120
+    alerts: dict[str, Any] | None = None      # an [alerts] table; default: the log only
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -91,11 +92,15 @@ class DemoSpec:
     def warmup_steps(self) -> int:
         return max(400, int(self.steps * self.warmup_fraction))
 
+    @property
+    def settle_steps(self) -> int:
+        return int(self.steps * 0.2)
+
 
 def demo_policy(spec: DemoSpec, sim_seconds_per_step: float) -> tuple[checks.GatePolicy, str]:
     """The production policy with evidence minimums scaled to this run, and a line saying so."""
     base = checks.GatePolicy()
-    scored = spec.steps - spec.warmup_steps
+    scored = spec.steps - spec.warmup_steps - spec.settle_steps
     f_steps = 0.25 * scored / base.min_steps["decode"]
     f_time = min(1.0, 0.25 * scored * sim_seconds_per_step / base.min_duration_s)
     policy = dataclasses.replace(base.scaled(f_steps), min_duration_s=base.min_duration_s * f_time)
@@ -118,7 +123,8 @@ def render_summary(r: dict[str, Any]) -> str:
              f"{', '.join(r['tenants'])} on {r['platform']} / {r['model']} (tp={r['tp']})",
              f"  simulated GPU time {r['simulated_seconds']:.1f} s, wall time {r['wall_seconds']:.1f} s; "
              f"frames stored {r['frames_stored']}, dropped {r['frames_dropped']}",
-             f"  model version {r.get('model_version') or 'none'} (calibrated after {r['warmup_steps']} steps)",
+             f"  model version {r.get('model_version') or 'none'} (calibrated on {r['warmup_steps']} steps "
+             f"after {r['settle_steps']} ramp-up steps)",
              f"  {r['policy_note']}"]
     acc = r.get("accuracy")
     if acc:

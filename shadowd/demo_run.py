@@ -25,6 +25,7 @@ from shadowd.twin.workload import TenantSpec, load_stream
 from storage.records import latest_gate_decision
 
 CATCH_UP_TIMEOUT_S = 120.0
+REQUIRED_CLASS_SHARE = 0.25        # step classes below this share of the traffic are reported, not required
 # The built-in three-tenant mix at the rates of a busy engine (tens of requests per batch).
 DEMO_TENANTS = ("chat=synthetic:chat:18", "code=synthetic:code:8", "docs=synthetic:longdoc:1.2")
 
@@ -42,15 +43,22 @@ class DemoRun:
         self.required_classes: tuple[str, ...] = ()
 
     # -- set-up ----------------------------------------------------------------
-    def _engine_env(self) -> None:
-        os.environ.update(SHADOWD_TAP=self.endpoint, SHADOWD_ENGINE_ID="demo-engine",
-                          SHADOWD_TAP_HWM="200000")
-
     def _reference(self) -> ReferenceRun:
+        """The engine, its scheduler tapped through the same environment variables an operator sets."""
         s = self.spec
-        return ReferenceRun(RunSpec(platform=s.platform, model=s.model, tp=s.tp,
-                                    tenants=s.tenants or DEMO_TENANTS, seed=s.seed,
-                                    record_steps=True, **s.extra))
+        env = {"SHADOWD_TAP": self.endpoint, "SHADOWD_ENGINE_ID": "demo-engine", "SHADOWD_TAP_HWM": "200000"}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            return ReferenceRun(RunSpec(platform=s.platform, model=s.model, tp=s.tp,
+                                        tenants=s.tenants or DEMO_TENANTS, seed=s.seed,
+                                        record_steps=True, **s.extra))
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def _platform(self, engine: ReferenceEngine) -> Platform:
         import vllm
@@ -62,21 +70,23 @@ class DemoRun:
         policy, self.policy_note = demo_policy(self.spec, sim_s_per_step)
         return dataclasses.replace(
             base, listen=self.endpoint, db=self.db, http="127.0.0.1:0",
-            state_file=str(self.workdir / "gate.json"), alerts={"sinks": {"log": {"type": "log"}}},
+            state_file=str(self.workdir / "gate.json"),
+            alerts=self.spec.alerts or {"sinks": {"log": {"type": "log"}}},
             calibration=dataclasses.replace(base.calibration, warmup_steps=self.spec.warmup_steps,
                                             platform=self._platform(engine)),
             gate=dataclasses.replace(base.gate, policy=policy),
-            drift=dataclasses.replace(base.drift, sim_steps=200_000, adwin_sim_steps=50_000,
-                                      min_class_steps=150))
+            drift=dataclasses.replace(base.drift, min_class_steps=150))
 
     # -- the run -----------------------------------------------------------------
     def run(self) -> dict[str, Any]:
         t0 = time.perf_counter()
-        self._engine_env()
         ref = self._reference()
         # A short probe of the engine's step time sizes the demo's duration minimum.
         probe = ref.engine.expected_ms(np.ones(64, dtype=np.int64), np.full(64, 1500), np.zeros(64, bool))
         daemon = Daemon(self._config(ref.engine, probe / 1e3), run_job=lambda fn: fn())
+        # The engine starts empty; calibrate on traffic at its working point, not on the ramp-up.
+        daemon.calibrator.settings = dataclasses.replace(daemon.calibrator.settings,
+                                                         settle_steps=self.spec.settle_steps)
         daemon.start(http=False, jobs=False)
         try:
             time.sleep(0.2)                                    # PUSH connects to the bound PULL
@@ -113,11 +123,11 @@ class DemoRun:
             sys.stderr.write("\n")
 
     def _require_common_classes(self, daemon: Daemon) -> None:
-        """Require accuracy evidence for the step classes that carry >= 10% of the attributed steps."""
+        """Require accuracy evidence for the step classes that carry >= REQUIRED_CLASS_SHARE of the attributed steps."""
         rows = daemon.writer.cursor().execute(
             "SELECT kind, count(*) / sum(count(*)) OVER () FROM steps WHERE model_version IS NOT NULL "
             "GROUP BY kind").fetchall()
-        common = tuple(sorted(k for k, share in rows if share >= 0.10)) or ("decode", "mixed")
+        common = tuple(sorted(k for k, share in rows if share >= REQUIRED_CLASS_SHARE)) or ("decode", "mixed")
         policy = dataclasses.replace(daemon.gatekeeper.policy, required_step_classes=common)
         daemon.gatekeeper.policy = daemon.gatekeeper.gate.policy = policy
         self.required_classes = common
@@ -173,10 +183,11 @@ class DemoRun:
             "steps": int(steps), "requests": int(requests), "tenants": tenants,
             "platform": ref.engine.platform.key, "model": ref.engine.model.name, "tp": self.spec.tp,
             "seed": self.spec.seed, "warmup_steps": self.spec.warmup_steps,
+            "settle_steps": self.spec.settle_steps,
             "simulated_seconds": ref.driver.elapsed_s, "frames_stored": int(steps),
             "frames_dropped": int(tap.dropped_total),
             "policy_note": self.policy_note + ("; accuracy evidence required for the step classes carrying "
-                                               f">= 10% of attributed steps: {', '.join(self.required_classes)}"
+                                               f">= {REQUIRED_CLASS_SHARE:.0%} of attributed steps: {', '.join(self.required_classes)}"
                                                if self.required_classes else ""),
             "injections": self.injected, "verdict": last["verdict"], "reason": last.get("reason"),
             "checks": last.get("checks", []), "gate_history": [
@@ -205,7 +216,7 @@ class DemoRun:
         except ImportError:
             return None
         batch = ref.step_batch()
-        scored = batch.select_steps(np.arange(batch.num_steps) >= self.spec.warmup_steps)
+        scored = batch.select_steps(np.arange(batch.num_steps) >= self.spec.warmup_steps + self.spec.settle_steps)
         attribution = daemon.calibration.model.attribute(scored, daemon.config.calibration.policy)
         return tenant_truth_errors(ref.engine, scored, attribution, sample_steps=self.spec.truth_steps,
                                    seed=self.spec.seed)

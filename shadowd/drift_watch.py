@@ -23,8 +23,11 @@ RESIDUAL_DETECTORS = ("page_hinkley", "adwin")
 class DriftWatch:
     """Owns the detectors of the installed calibration; fed by the ingest pipeline."""
 
-    def __init__(self, on_events: Callable[[list[checks.DriftEvent]], None]) -> None:
+    def __init__(self, on_events: Callable[[list[checks.DriftEvent]], None], *,
+                 min_shift: float = 0.02) -> None:
         self.on_events = on_events
+        self.min_shift = min_shift
+        self.ignored_small_shifts = 0
         self.monitor: checks.DriftMonitor | None = None
         self.envelope: checks.EnvelopeMonitor | None = None
         self.version: str | None = None
@@ -49,12 +52,25 @@ class DriftWatch:
         ts = steps["ts"].astype("datetime64[us]").astype(np.int64) / 1e6
         resid = checks.relative_residual(steps["latency_ms"], steps["predicted_ms"])
         idx = np.flatnonzero(mine)
-        events = monitor.update_many(steps["step_seq"][idx], steps["kind"][idx], resid[idx], ts[idx])
+        events = self._relevant(monitor, monitor.update_many(
+            steps["step_seq"][idx], steps["kind"][idx], resid[idx], ts[idx]))
         events += self._envelope_events(envelope, cols, idx, ts)
         if events:
             for e in events:
                 self.events_total[e.detector] = self.events_total.get(e.detector, 0) + 1
             self.on_events(events)
+
+    def _relevant(self, monitor: checks.DriftMonitor, events: list[checks.DriftEvent]) -> list[checks.DriftEvent]:
+        """ADWIN flags any significant change of the mean, however small; keep shifts of at
+        least half ``min_shift`` (relative latency), count the rest."""
+        keep = []
+        for e in events:
+            cal = monitor.calibrations.get(e.step_class)
+            if e.detector == "adwin" and cal is not None and abs(e.statistic) * cal.std < self.min_shift / 2:
+                self.ignored_small_shifts += 1
+                continue
+            keep.append(e)
+        return keep
 
     @staticmethod
     def _envelope_events(envelope: checks.EnvelopeMonitor, cols: StepColumns,

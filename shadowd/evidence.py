@@ -28,6 +28,7 @@ class DaemonFacts:
     stability: dict[str, dict[str, Any]] | None = None
     envelope: dict[str, Any] | None = None
     calibrated_at_s: float | None = None
+    watched_classes: tuple[str, ...] = ()     # step classes with calibrated drift detectors
 
 
 _ACCURACY_SQL = """
@@ -54,8 +55,12 @@ def class_accuracy(con: duckdb.DuckDBPyConnection, version: str, window_s: float
             for k, n, p50, p90, p99, r2, b90, b99 in rows}
 
 
-def gather(con: duckdb.DuckDBPyConnection, facts: DaemonFacts, *, window_s: float = 86400.0) -> checks.Evidence:
-    """Evidence over the last ``window_s`` seconds of steps attributed by ``facts.model_version``."""
+def gather(con: duckdb.DuckDBPyConnection, facts: DaemonFacts, *, window_s: float = 86400.0,
+           required_classes: tuple[str, ...] = ()) -> checks.Evidence:
+    """Evidence over the last ``window_s`` seconds of steps attributed by ``facts.model_version``.
+
+    Drift evidence is missing (so the drift check is inconclusive, never a pass) while a
+    required step class has no calibrated drift detector: silence there proves nothing."""
     ev: dict[str, Any] = {"calibrated_platform_key": facts.calibrated_platform_key,
                           "running_platform_key": facts.running_platform_key,
                           "stability": facts.stability or {}}
@@ -78,9 +83,10 @@ def gather(con: duckdb.DuckDBPyConnection, facts: DaemonFacts, *, window_s: floa
     ev["shadow_duration_s"] = float(span) if span is not None else None
     ev["tenants_seen"] = int(tenants) if tenants is not None else None
     ev["max_context_seen"] = int(reach) if reach is not None else None
-    ev["unresolved_drift_events"] = int(con.execute(
-        f"SELECT count(*) FROM drift_events WHERE resolved_at IS NULL AND detector IN "
-        f"({','.join('?' * len(RESIDUAL_DETECTORS))})", list(RESIDUAL_DETECTORS)).fetchone()[0])
+    if not set(required_classes) - set(facts.watched_classes):
+        ev["unresolved_drift_events"] = int(con.execute(
+            f"SELECT count(*) FROM drift_events WHERE resolved_at IS NULL AND detector IN "
+            f"({','.join('?' * len(RESIDUAL_DETECTORS))})", list(RESIDUAL_DETECTORS)).fetchone()[0])
     return checks.Evidence.from_dict(ev)
 
 

@@ -63,7 +63,8 @@ class GateKeeper:
         now = time.time() if now is None else now
         with self._lock:
             try:
-                evidence = gather(self.writer.cursor(), self.facts(), window_s=self.window_s)
+                evidence = gather(self.writer.cursor(), self.facts(), window_s=self.window_s,
+                                  required_classes=tuple(self.policy.required_step_classes))
             except Exception as exc:
                 log.exception("gate: evidence could not be gathered")
                 evidence = checks.Evidence()        # all missing -> inconclusive, never GO

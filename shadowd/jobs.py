@@ -33,15 +33,19 @@ def _jobs(d: "Daemon") -> dict[str, tuple[float, Callable[[], Any]]]:
 
 
 def run_retention(d: "Daemon") -> Any:
+    """Roll up, then prune raw rows (never rows the Parquet export has not taken yet)."""
+    from storage.export import first_unexported
     from storage.retention import apply_retention
-    r = d.config.retention
-    return d.writer.submit(lambda con: apply_retention(con, raw_days=r.raw_days,
-                                                       rollup_days=r.rollup_days)).result()
+    r, export_dir = d.config.retention, d.config.export.dir
+    return d.writer.submit(lambda con: apply_retention(
+        con, raw_days=r.raw_days, rollup_days=r.rollup_days,
+        protect_since=first_unexported(con, export_dir) if export_dir else None)).result()
 
 
 def run_export(d: "Daemon") -> Any:
+    """Export complete days to Parquet; reads through a cursor, so ingest is not held up."""
     from storage.export import export_parquet
-    return d.writer.submit(lambda con: export_parquet(con, d.config.export.dir)).result()
+    return export_parquet(d.writer.cursor(), d.config.export.dir)
 
 
 def start_jobs(d: "Daemon") -> BackgroundScheduler:

@@ -95,28 +95,18 @@ def report_any(*, db_path: str | None, daemon_url: str | None, parquet_glob: str
 
 
 def _parquet_views(location: str) -> duckdb.DuckDBPyConnection:
-    """An in-memory database whose contract tables are views over Parquet exports.
-
-    ``location`` is an export directory (``DIR/<table>/engine_id=.../day=.../*.parquet``,
-    local or any URL DuckDB reads, e.g. ``s3://bucket/shadowd``), or a glob containing
-    ``{table}``; many hosts' exports can be read at once with a glob such as
-    ``'/fleet/*/{table}/**/*.parquet'``.
-    """
+    """An in-memory database whose contract tables are views over Parquet exports of one
+    or many hosts (``storage.export.attach_exports``): a fleet is analysed by DuckDB over
+    Parquet, local or on object storage, not by new code."""
+    from storage.export import attach_exports
     from storage.schema import migrate
 
     con = duckdb.connect()
     migrate(con)
-    for table in ("steps", "step_requests"):
-        pattern = (location.format(table=table) if "{table}" in location
-                   else f"{location.rstrip('/')}/{table}/**/*.parquet")
-        con.execute(f"DROP TABLE {table}")
-        con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({_sql_str(pattern)}, "
-                    "hive_partitioning = true, union_by_name = true)")
+    con.execute("DROP TABLE steps")
+    con.execute("DROP TABLE step_requests")
+    attach_exports(con, location)
     return con
-
-
-def _sql_str(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def read_verdict(*, db_path: str | None, daemon_url: str | None) -> dict[str, Any]:

@@ -23,6 +23,7 @@ import datetime as dt
 import html
 import io
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,19 +132,31 @@ def collect(con: duckdb.DuckDBPyConnection, window: Window = Window(), *, title:
     _collect_accuracy(con, data, sw, sp)
     _collect_series(con, data, sw, sp, width)
     _collect_tenants(con, data, since, until, window.engine_id, width)
-    dw, dp = _time_where("ts", since, until, window.engine_id)
-    data.drift = con.execute(f"""SELECT ts, engine_id, step_seq, detector, step_class, statistic,
-                                        threshold, resolved_at FROM drift_events WHERE {dw}
-                                 ORDER BY ts""", dp).fetchall()
-    gw, gp = _time_where("ts", since, until, None)
-    data.gate = con.execute(f"SELECT ts, verdict, reason, consecutive_passes FROM gate_decisions "
-                            f"WHERE {gw} ORDER BY ts", gp).fetchall()
-    data.models = con.execute(f"""
-        SELECT m.version, m.platform_key, m.created_at, m.fit_steps, coalesce(s.n, 0)
-        FROM model_versions m LEFT JOIN (SELECT model_version, count(*) AS n FROM steps
-                                         WHERE {sw} GROUP BY 1) s ON s.model_version = m.version
-        ORDER BY m.created_at""", sp).fetchall()
+    # Parquet exports (``storage.export.attach_exports``) carry steps and requests only.
+    if _has(con, "drift_events"):
+        dw, dp = _time_where("ts", since, until, window.engine_id)
+        data.drift = con.execute(f"""SELECT ts, engine_id, step_seq, detector, step_class, statistic,
+                                            threshold, resolved_at FROM drift_events WHERE {dw}
+                                     ORDER BY ts""", dp).fetchall()
+    if _has(con, "gate_decisions"):
+        gw, gp = _time_where("ts", since, until, None)
+        data.gate = con.execute(f"SELECT ts, verdict, reason, consecutive_passes FROM gate_decisions "
+                                f"WHERE {gw} ORDER BY ts", gp).fetchall()
+    if _has(con, "model_versions"):
+        data.models = con.execute(f"""
+            SELECT m.version, m.platform_key, m.created_at, m.fit_steps, coalesce(s.n, 0)
+            FROM model_versions m LEFT JOIN (SELECT model_version, count(*) AS n FROM steps
+                                             WHERE {sw} GROUP BY 1) s ON s.model_version = m.version
+            ORDER BY m.created_at""", sp).fetchall()
     return data
+
+
+def _has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    try:
+        con.execute(f"SELECT * FROM {table} LIMIT 0")
+        return True
+    except duckdb.CatalogException:
+        return False
 
 
 def _collect_accuracy(con, data: ReportData, sw: str, sp: list) -> None:
@@ -179,6 +192,11 @@ def _collect_series(con, data: ReportData, sw: str, sp: list, width: int) -> Non
 def _collect_tenants(con, data: ReportData, since, until, engine, width: int) -> None:
     rw, rp = _time_where("s.ts", since, until, engine, "s.engine_id")
     mw, mp = _time_where("minute", since, until, engine)
+    rollups = f"""UNION ALL
+        SELECT minute, engine_id, tenant, steps, new_tokens, llmvisor_ms, llmvisor_measured_ms, vtc_ms
+        FROM tenant_minutes t WHERE {mw}
+          AND NOT EXISTS (SELECT 1 FROM raw WHERE raw.engine_id = t.engine_id AND raw.minute = t.minute)
+        """ if _has(con, "tenant_minutes") else ""
     con.execute(f"""CREATE OR REPLACE TEMP TABLE _report_tm AS
         WITH raw AS (
             SELECT date_trunc('minute', s.ts) AS minute, r.engine_id, r.tenant,
@@ -189,11 +207,7 @@ def _collect_tenants(con, data: ReportData, since, until, engine, width: int) ->
                                              AND s.step_seq = r.step_seq
             WHERE {rw} GROUP BY ALL)
         SELECT * FROM raw
-        UNION ALL
-        SELECT minute, engine_id, tenant, steps, new_tokens, llmvisor_ms, llmvisor_measured_ms, vtc_ms
-        FROM tenant_minutes t WHERE {mw}
-          AND NOT EXISTS (SELECT 1 FROM raw WHERE raw.engine_id = t.engine_id AND raw.minute = t.minute)
-        """, rp + mp)
+        {rollups}""", rp + (mp if _has(con, "tenant_minutes") else []))
     try:
         rows = con.execute("""SELECT tenant, sum(steps), sum(new_tokens), sum(llmvisor_ms),
                                      sum(llmvisor_measured_ms), sum(vtc_ms)
@@ -253,7 +267,7 @@ def tables(data: ReportData) -> list[Table]:
     o = data.overview
     out = [Table("Overview", ["window", "steps", "attributed", "engines", "model versions",
                               "request rows", "dropped frames"],
-                 [[f"{_fmt(o.get('first'))} – {_fmt(o.get('last'))}", o.get("steps"), o.get("attributed_steps"),
+                 [[f"{_fmt(o.get('first'))} – {_fmt(o.get('last'))}" if o.get("first") else "–", o.get("steps"), o.get("attributed_steps"),
                    o.get("engines"), o.get("model_versions"), o.get("request_rows"),
                    o.get("dropped_frames")]])]
     if data.accuracy:
@@ -520,7 +534,6 @@ def render_report(con: duckdb.DuckDBPyConnection, *, title: str = "shadowd repor
 
 def write_report(con: duckdb.DuckDBPyConnection, path: str, **kwargs: Any) -> str:
     """Render and write atomically (a half-written report is worse than the old one)."""
-    import os
     text = render_report(con, **kwargs)
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:

@@ -166,5 +166,19 @@ def attach_exports(con: duckdb.DuckDBPyConnection, root_glob: str) -> None:
     """
     base = root_glob.rstrip("/")
     for table in ("steps", "step_requests"):
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS "
-                    f"SELECT * FROM {parquet_source(f'{base}/{table}/*/*/*.parquet')}")
+        pattern = f"{base}/{table}/*/*/*.parquet"
+        found = con.execute("SELECT count(*) FROM glob(?)", [pattern]).fetchone()[0]
+        source = f"SELECT * FROM {parquet_source(pattern)}" if found else _empty_select(table)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {table} AS {source}")
+
+
+def _empty_select(table: str) -> str:
+    """A zero-row SELECT shaped like an exported ``table`` (no files yet for it)."""
+    from storage.schema import migrate
+
+    with duckdb.connect() as scratch:
+        migrate(scratch)
+        cols = scratch.execute(f"DESCRIBE {table}").fetchall()
+    exprs = [f'CAST(NULL AS {typ}) AS "{name}"' for name, typ, *_ in cols if name != "engine_id"]
+    exprs += ["CAST(NULL AS VARCHAR) AS engine_id", "CAST(NULL AS DATE) AS day"]
+    return f"SELECT {', '.join(exprs)} WHERE false"

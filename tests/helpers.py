@@ -7,11 +7,28 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import zmq
 
 from shadowd.tap.frame import FRAME_VERSION, StepFrame, encode_frame
+
+
+def daemon_config(endpoint: str, db_path: str, **overrides: Any) -> "Config":
+    """A config for a test daemon: loopback HTTP on a free port, files beside the database."""
+    import dataclasses
+
+    from shadowd.config import Config
+
+    base = dict(listen=endpoint, db=db_path, http="127.0.0.1:0",
+                state_file=str(Path(db_path).with_suffix(".gate.json")))
+    return dataclasses.replace(Config.default(), **{**base, **overrides})
+
+
+def make_daemon(endpoint: str, db_path: str, **overrides: Any) -> "Daemon":
+    from shadowd.daemon import Daemon
+
+    return Daemon(daemon_config(endpoint, db_path, **overrides))
 
 
 def make_frame(seq: int, n: int = 4, *, run: str = "run1", engine: str = "e0",
@@ -54,7 +71,8 @@ def wait_until(cond: Callable[[], bool], timeout: float = 20.0, interval: float 
 def start_daemon_process(endpoint: str, db_path: str, *extra: str) -> subprocess.Popen:
     """``shadowd run`` in its own process; returns once its socket exists."""
     proc = subprocess.Popen([sys.executable, "-m", "shadowd.cli", "run", "--listen", endpoint,
-                             "--db", db_path, *extra], stderr=subprocess.PIPE, text=True,
+                             "--db", db_path, "--http", "127.0.0.1:0", *extra],
+                            stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     sock = Path(endpoint[len("ipc://"):])
     if not wait_until(lambda: sock.exists() or proc.poll() is not None, timeout=60):

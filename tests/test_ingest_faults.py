@@ -4,13 +4,12 @@ from __future__ import annotations
 import duckdb
 import msgspec
 
-from shadowd.daemon import Daemon
 from shadowd.tap.frame import encode_frame
-from tests.helpers import Pusher, make_frame, wait_until
+from tests.helpers import Pusher, make_frame, wait_until, make_daemon
 
 
 def test_bad_frames_are_counted_and_skipped(ipc_endpoint, db_path):
-    daemon = Daemon(ipc_endpoint, db_path)
+    daemon = make_daemon(ipc_endpoint, db_path)
     daemon.start()
     push = Pusher(ipc_endpoint)
     good = encode_frame(make_frame(1))
@@ -52,7 +51,7 @@ def test_ragged_columns_rejected():
 
 
 def test_unexplained_gaps_are_counted(ipc_endpoint, db_path):
-    daemon = Daemon(ipc_endpoint, db_path)
+    daemon = make_daemon(ipc_endpoint, db_path)
     daemon.start()
     push = Pusher(ipc_endpoint)
     push.send(make_frame(1))

@@ -175,3 +175,19 @@ def _read_png(path: Path) -> np.ndarray:
 def _distinct_colours(image: np.ndarray) -> int:
     rgb = (image[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
     return len(np.unique(rgb[:: max(1, len(rgb) // 200_000)], axis=0))
+
+
+def test_report_over_parquet_exports_matches_the_database(report_db, tmp_path):
+    """The fleet path: exports of the same rows give the same accuracy and tenant tables."""
+    from storage.export import attach_exports, export_parquet
+    with duckdb.connect(report_db, read_only=True) as con:
+        export_parquet(con, tmp_path / "export", now=START + dt.timedelta(days=2))
+        direct = render_text_report(con, title="t")
+    with duckdb.connect() as fleet:
+        attach_exports(fleet, str(tmp_path / "export"))
+        fleet_text = render_text_report(fleet, title="t")
+        page = render_report(fleet, title="fleet")
+    section = lambda text, name: text.split(name, 1)[1].split("\n\n", 1)[0].strip()  # noqa: E731
+    for name in ("Accuracy per step class", "Per-tenant attributed GPU time"):
+        assert section(fleet_text, name) == section(direct, name)
+    assert "Drift events" not in fleet_text and 'data-plot="scatter"' in page

@@ -92,7 +92,7 @@ def test_rollup_matches_raw_rows_and_old_raw_rows_go(con):
     assert res.steps_deleted == 40 and res.rollups_deleted == 0
     assert res.requests_deleted == sum(1 for r in log.requests if r[1] < NOW - dt.timedelta(days=14))
     assert count(con, "SELECT count(*) FROM steps") == 73
-    assert count(con, f"SELECT min(ts) FROM steps") >= NOW - dt.timedelta(days=14)
+    assert count(con, "SELECT min(ts) FROM steps") >= NOW - dt.timedelta(days=14)
     assert count(con, """SELECT count(*) FROM step_requests r ANTI JOIN steps s
                          USING (engine_id, run_id, step_seq)""") == 0
 
@@ -204,3 +204,19 @@ def test_interrupted_export_is_repaired(con, tmp_path):
     with duckdb.connect() as fleet:
         attach_exports(fleet, str(root))
         assert fleet.execute("SELECT count(*) FROM step_requests").fetchone()[0] == res.rows["step_requests"]
+
+
+def test_odd_engine_names_round_trip_and_missing_tables_read_as_empty(con, tmp_path):
+    con.execute("INSERT INTO steps (engine_id, run_id, step_seq, ts, kind, num_requests, prefill_tokens, "
+                "decode_tokens, dropped_frames_total) VALUES ('rack 3/gpu=1', 'r', 1, ?, 'decode', 0, 0, 0, 0)",
+                [DAY0])
+    root = tmp_path / "export"
+    res = export_parquet(con, root, now=DAY0 + dt.timedelta(days=2))
+    assert res.partitions == [("rack 3/gpu=1", DAY0.date())] and res.rows["step_requests"] == 0
+    assert exported_partitions(root) == {("rack 3/gpu=1", DAY0.date())}
+    assert export_parquet(con, root, now=DAY0 + dt.timedelta(days=2)).partitions == []
+    with duckdb.connect() as fleet:
+        attach_exports(fleet, str(root))
+        assert fleet.execute("SELECT engine_id, day FROM steps").fetchall() == [("rack 3/gpu=1", DAY0.date())]
+        assert fleet.execute("SELECT count(*) FROM step_requests").fetchone()[0] == 0
+        assert "tenant" in [r[0] for r in fleet.execute("DESCRIBE step_requests").fetchall()]

@@ -14,8 +14,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from shadowd.daemon import Daemon
-from tests.helpers import start_daemon_process, stop_daemon_process, wait_until
+from tests.helpers import start_daemon_process, stop_daemon_process, wait_until, make_daemon
 from tests.workloads import mixed_trace_requests
 
 pytestmark = pytest.mark.usefixtures("vllm")
@@ -54,7 +53,7 @@ def _stored(db_path):
 
 @pytest.mark.parametrize("async_scheduling", [True, False], ids=["AsyncScheduler", "Scheduler"])
 def test_every_step_stored_exactly(monkeypatch, ipc_endpoint, db_path, llama_dir, async_scheduling):
-    daemon = Daemon(ipc_endpoint, db_path)
+    daemon = make_daemon(ipc_endpoint, db_path)
     daemon.start()
     sched, driver = _engine(monkeypatch, ipc_endpoint, llama_dir, async_scheduling=async_scheduling)
     cls = type(sched).__mro__[2].__name__
@@ -124,7 +123,7 @@ def test_latency_within_1ms_in_pipelined_order(monkeypatch, ipc_endpoint, db_pat
 
 def test_latency_exact_on_simulated_time(monkeypatch, ipc_endpoint, db_path, llama_dir):
     """Simulated GPU time, pipelined order, idle gaps included: the estimator is exact."""
-    daemon = Daemon(ipc_endpoint, db_path)
+    daemon = make_daemon(ipc_endpoint, db_path)
     daemon.start()
     rng = np.random.default_rng(5)
     _, driver = _engine(monkeypatch, ipc_endpoint, llama_dir, num_blocks=4000,
@@ -143,7 +142,7 @@ def test_latency_exact_on_simulated_time(monkeypatch, ipc_endpoint, db_path, lla
 
 def test_daemon_down_then_restarted(monkeypatch, ipc_endpoint, db_path, llama_dir):
     """No error in the engine while the daemon is away; each step stored or counted as dropped."""
-    daemon = Daemon(ipc_endpoint, db_path)
+    daemon = make_daemon(ipc_endpoint, db_path)
     daemon.start()
     sched, driver = _engine(monkeypatch, ipc_endpoint, llama_dir, num_blocks=4000)
     time.sleep(0.2)
@@ -156,7 +155,7 @@ def test_daemon_down_then_restarted(monkeypatch, ipc_endpoint, db_path, llama_di
     down_s = time.perf_counter() - t0
     tap = sched.shadowd_tap
     assert tap.dropped_total >= second - 1          # all (or all but one in flight) dropped and counted
-    daemon2 = Daemon(ipc_endpoint, db_path)         # restarted, same database
+    daemon2 = make_daemon(ipc_endpoint, db_path)         # restarted, same database
     daemon2.start()
     time.sleep(0.3)
     third = driver.run(max_steps=first + second + 300) - first - second

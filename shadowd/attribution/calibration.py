@@ -77,8 +77,9 @@ class ModelVersion:
         """Predictions per step and shares per request under both models (vectorised)."""
         rows = StepRows(batch.req_step, batch.num_steps)
         tokens = rows.sum(batch.new_tokens)
-        variable, fixed, predicted = self.llmvisor.decompose(batch, rows, tokens)
-        shares = split_fixed_term(variable, fixed, rows, policy)
+        variable, fixed, predicted, price = self.llmvisor.decompose_with_prices(batch, rows, tokens)
+        floor = np.full(batch.num_steps, self.llmvisor.floor_ms)
+        shares = split_fixed_term(variable, fixed, rows, policy, floor, price)
         weighted = self.token_baseline.weighted_tokens(batch)
         return Attribution(
             model_version=self.version, policy=policy, req_step=batch.req_step,
@@ -86,7 +87,8 @@ class ModelVersion:
             baseline_ms=self.token_baseline.predict(batch, tokens), fixed_ms=fixed,
             variable_ms=variable, llmvisor_ms=shares,
             llmvisor_measured_ms=normalise(shares, predicted, batch.latency_ms, rows),
-            vtc_ms=self.token_baseline.shares(batch, weighted, rows), vtc_tokens=weighted)
+            vtc_ms=self.token_baseline.shares(batch, weighted, rows), vtc_tokens=weighted,
+            floor_ms=floor, price_ms=price)
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": self.version, "hash_scheme": HASH_SCHEME, "platform_key": self.platform_key,

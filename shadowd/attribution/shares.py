@@ -1,23 +1,48 @@
 """Per-request shares of step latency, and the policy for the fixed term.
 
 A model that predicts ``T̂ = β + Σ_i v_i`` leaves one question open: who pays
-``β``, the part of a step that no single request causes (launches, host work,
-weight loads while memory-bound)?  Two policies are implemented so they can
-be reported side by side:
+the part of a step that no single request causes (launches, host work,
+weights read once while memory-bound)?  Two policies are implemented so they
+can be reported side by side:
 
-- ``equal``: ``β / |B|`` each.  This is the Shapley value of a cost incurred
+- ``equal``: an equal part each.  This is the Shapley value of a cost incurred
   once per non-empty batch, so it is the default.
-- ``pro_rata``: ``β · v_i / Σv`` (in proportion to variable work); a step
-  whose variable work is zero falls back to ``equal``.
+- ``pro_rata``: everything in proportion to variable work, ``v_i·T̂/Σv``; a
+  step whose variable work is zero falls back to ``equal``.
 
-Measured against Monte Carlo Shapley values of the known function in
-:mod:`shadowd.attribution.synthetic` (3 seeds, 60 steps each, out of sample):
-per-tenant totals under ``equal`` within 0.1–2.8% of Shapley, ``pro_rata`` off
-by up to 12.6% (it loads the fixed term onto long-context work), the token
-split off by up to 30%.
+**The floor and the division of work** (``equal`` only; LLMVisor passes both,
+the plain ``β``/``v`` split remains when they are not given).  With a
+piecewise model the intercept of the step's own segment is not the cost of
+running a step.  Above the breakpoint (compute-bound) the fitted line's ``β₁``
+is where the line extrapolates to at zero tokens, below the memory-bound floor
+``β₀`` (the GEMMs' flat region ends at the breakpoint: ``β₁ ≈ β₀ −
+slope·breakpoint``), and a decode's price ``θ₁·φ`` there includes the GEMM
+slope for its one token, a cost it only incurs because a prompt chunk made
+the step compute-bound.  So:
 
-Either way ``Σ_i s_i = T̂`` exactly (to rounding), and ``s_i ≥ 0`` when
-``β ≥ 0`` and ``v_i ≥ 0``.
+1. the fixed term is the **floor** ``F = min(β₀, T̂)``, divided by the policy;
+2. the rest, ``T̂ − F``, is **work**, divided in proportion to each row's
+   *price* ``π_i``: ``π_i = v_i`` for prefill-like rows (the step's segment
+   prices) and ``π_i = θ₀·φ_i`` for decode-like rows (the memory-bound prices:
+   what the decode costs in any step without a chunk beside it).  The
+   compute-bound premium thus falls on the prefill-like work that caused it.
+
+In a memory-bound step (segment 0) ``F = β₀`` and ``π = v`` with ``Σπ = T̂ − F``,
+so nothing changes there.  Shares stay ≥ 0 and sum to ``T̂``; ``v_i`` (the
+own-work share the stability check judges) is untouched.
+
+Measured against Monte Carlo Shapley values of the reference engine
+(``docs/accuracy.md``; eight runs, H100/A100 × llama-3.1-8b/qwen2.5-14b ×
+saturated/light, 150 sampled steps each): splitting ``β`` of the step's own
+segment equally left per-tenant totals up to 4.5% off Shapley in saturated
+runs and 1.9–6.1% in light ones (decodes beside a 2048-token chunk charged
+~20% under their Shapley value); the floor alone brought the light runs under
+1% but left the saturated ones at up to 4.5% (short decodes overcharged by the
+GEMM slope, ~8%); floor and prices together: every tenant within 1.7%,
+per-request p90 error 2–17% instead of 3–23%.  ``pro_rata`` is off by 6–34%
+(it loads the fixed term onto long-context work).  On the synthetic function of
+:mod:`shadowd.attribution.synthetic` (3 seeds, 60 steps each): ``equal`` within
+0.1–2.8% of Shapley, ``pro_rata`` up to 12.6%, the token split up to 30%.
 
 >>> import numpy as np
 >>> rows = StepRows(np.array([0, 0, 1]), num_steps=2)
@@ -26,6 +51,12 @@ Either way ``Σ_i s_i = T̂`` exactly (to rounding), and ``s_i ≥ 0`` when
 [2.0, 4.0, 3.0]
 >>> split_fixed_term(v, beta, rows, "pro_rata").tolist()
 [1.5, 4.5, 3.0]
+>>> split_fixed_term(v, beta, rows, "equal", floor=np.array([2.0, 2.0])).tolist()   # step 1: F = 2
+[2.0, 4.0, 3.0]
+>>> one = StepRows(np.array([0, 0]), 1)      # T̂ = 1 + 8 + 1 = 10, floor 4: work 6 by prices 8 : 0.5
+>>> split_fixed_term(np.array([8.0, 1.0]), np.array([1.0]), one, "equal", floor=np.array([4.0]),
+...                  price=np.array([8.0, 0.5])).round(3).tolist()
+[7.647, 2.353]
 >>> normalise(np.array([2.0, 4.0, 3.0]), np.array([6.0, 3.0]), np.array([3.0, 6.0]), rows).tolist()
 [1.0, 2.0, 6.0]
 """
@@ -41,13 +72,37 @@ FIXED_TERM_POLICIES = ("equal", "pro_rata")
 DEFAULT_POLICY = "equal"
 
 
+def floor_split(variable: np.ndarray, fixed: np.ndarray, floor: np.ndarray, rows: StepRows,
+                price: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(work share per request, fixed term per step) with the step's fixed term at the ``floor``.
+
+    ``T̂ = fixed + Σv``; ``F = min(floor, T̂)``; work ``w = π·(T̂ − F)/Σπ`` with ``π = price``
+    (default ``variable``).  A step whose prices are all zero keeps all of ``T̂`` as its fixed
+    term.  ``Σw + F = T̂`` and ``w ≥ 0``.
+    """
+    predicted = fixed + rows.sum(variable)
+    price = variable if price is None else price
+    total = rows.sum(price)
+    live = total > 0
+    f = np.where(live, np.minimum(floor, predicted), predicted)
+    scale = np.divide(predicted - f, total, out=np.zeros_like(total), where=live)
+    return price * rows.spread(scale), f
+
+
 def split_fixed_term(variable: np.ndarray, fixed: np.ndarray, rows: StepRows,
-                     policy: str = DEFAULT_POLICY) -> np.ndarray:
-    """Per-request shares: ``v_i`` plus the request's part of its step's ``fixed`` term."""
+                     policy: str = DEFAULT_POLICY, floor: np.ndarray | None = None,
+                     price: np.ndarray | None = None) -> np.ndarray:
+    """Per-request shares of ``T̂ = fixed + Σv``: work plus a part of the fixed term by ``policy``.
+
+    With ``floor`` (per step) and ``price`` (per row), ``equal`` divides the floor and the rest by
+    price (module docstring); without them ``v_i`` plus a part of ``fixed``.
+    """
+    if policy not in FIXED_TERM_POLICIES:
+        raise ValueError(f"unknown fixed-term policy {policy!r}; expected one of {FIXED_TERM_POLICIES}")
+    if floor is not None and policy == "equal":     # pro_rata: all of T̂ ∝ v either way
+        variable, fixed = floor_split(variable, fixed, np.broadcast_to(floor, fixed.shape), rows, price)
     if policy == "equal":
         return variable + rows.spread(fixed / np.maximum(rows.counts, 1))
-    if policy != "pro_rata":
-        raise ValueError(f"unknown fixed-term policy {policy!r}; expected one of {FIXED_TERM_POLICIES}")
     total = rows.sum(variable)
     scale = np.divide(fixed, total, out=np.zeros(rows.num_steps), where=total > 0)
     out = variable * rows.spread(1.0 + scale)
@@ -76,8 +131,11 @@ class Attribution:
     """One model version's verdict on a batch of steps: per-step predictions, per-request shares.
 
     Per step (length S): ``measured_ms``, ``predicted_ms`` (LLMVisor T̂), ``baseline_ms``
-    (token-count T̂), ``fixed_ms`` (β of the step's segment).  Per request row (length R):
-    ``variable_ms`` (θ·φ_i), ``llmvisor_ms`` (share of T̂ under ``policy``),
+    (token-count T̂), ``fixed_ms`` (β of the step's segment), ``floor_ms`` (the floor ``β₀`` the
+    ``equal`` policy divides, see the module docstring; ``None``: ``fixed_ms``).  Per request row
+    (length R): ``variable_ms`` (θ·φ_i, the request's own work, independent of its batch-mates
+    but for the segment), ``price_ms`` (the row's price for dividing work; ``None``:
+    ``variable_ms``), ``llmvisor_ms`` (share of T̂ under ``policy``),
     ``llmvisor_measured_ms`` (the same, rescaled to the measured latency), ``vtc_ms``
     (weighted-token split of the measured latency), ``vtc_tokens`` (VTC charge).
     """
@@ -94,11 +152,14 @@ class Attribution:
     llmvisor_measured_ms: np.ndarray
     vtc_ms: np.ndarray
     vtc_tokens: np.ndarray
+    floor_ms: np.ndarray | None = None
+    price_ms: np.ndarray | None = None
 
     def with_policy(self, policy: str) -> "Attribution":
         """The same attribution with the fixed term split under another policy."""
         rows = StepRows(self.req_step, self.measured_ms.shape[0])
-        shares = split_fixed_term(self.variable_ms, self.fixed_ms, rows, policy)
+        shares = split_fixed_term(self.variable_ms, self.fixed_ms, rows, policy, self.floor_ms,
+                                  self.price_ms)
         measured = normalise(shares, self.predicted_ms, self.measured_ms, rows)
         return Attribution(**{**self.__dict__, "policy": policy, "llmvisor_ms": shares,
                               "llmvisor_measured_ms": measured})

@@ -1,0 +1,101 @@
+"""``shadowd demo`` scenarios on the reference engine (real kernel tables, real scheduler, real daemon).
+
+Each scenario is one demo run shared by the assertions about it.  Runs are kept to
+~2,000 steps so the suite stays in CI's budget; the gate's evidence minimums scale
+with the run (and the demo says so).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from shadowd.demo import DemoSpec, run_demo
+from shadowd.paths import data_dir
+
+pytestmark = pytest.mark.usefixtures("vllm")
+RESIDUAL = {"page_hinkley", "adwin", "coefficient"}
+H100 = str(data_dir() / "kernels/aiconfigurator-vllm-0.14.0/h100_sxm")
+A100 = str(data_dir() / "kernels/aiconfigurator-vllm-0.14.0/a100_sxm")
+
+
+def _demo(tmp_path_factory, name: str, **kw):
+    db = str(tmp_path_factory.mktemp(name) / "demo.duckdb")
+    return run_demo(DemoSpec.build(db_path=db, **kw)), db
+
+
+def _gate_exit(db: str) -> int:
+    return subprocess.run([sys.executable, "-m", "shadowd.cli", "gate", "--db", db],
+                          capture_output=True, text=True).returncode
+
+
+@pytest.fixture(scope="module")
+def stationary(tmp_path_factory):
+    return _demo(tmp_path_factory, "stationary", platform=H100, steps=2000, seed=1)
+
+
+@pytest.fixture(scope="module")
+def slowdown(tmp_path_factory):
+    return _demo(tmp_path_factory, "slowdown", platform=H100, steps=2400, seed=2,
+                 injects=("slowdown:0.08@1600",))
+
+
+def test_stationary_run_goes_go_without_drift(stationary):
+    result, db = stationary
+    assert result["verdict"] == "GO", result["reason"]
+    assert not [e for e in result["drift_events"] if e["detector"] in RESIDUAL]
+    assert result["frames_dropped"] == 0 and result["steps"] >= 1990
+    assert "scaled" in result["policy_note"]
+    assert _gate_exit(db) == 0
+
+
+def test_demo_json_has_the_documented_keys(stationary):
+    result, _ = stationary
+    for key in ("steps", "requests", "tenants", "accuracy", "drift_events", "verdict", "checks"):
+        assert key in result
+    assert len(result["tenants"]) == 3
+    assert result["accuracy"]["all"]["llmvisor"]["p90"] < result["accuracy"]["all"]["token_baseline"]["p90"]
+
+
+def test_slowdown_is_detected_within_500_steps_and_gate_says_no_go(slowdown):
+    result, db = slowdown
+    hits = [e["step_seq"] for e in result["drift_events"] if e["detector"] in RESIDUAL]
+    assert hits and 1600 <= min(hits) <= 2100, hits
+    assert not [s for s in hits if s < 1600], "false alarm before the slowdown"
+    assert result["verdict"] == "NO_GO"
+    assert _gate_exit(db) == 1
+
+
+def test_platform_swap_is_not_go_and_names_the_platform(tmp_path_factory):
+    result, _ = _demo(tmp_path_factory, "platform", platform=H100, steps=1800, seed=3,
+                      injects=(f"platform:{A100}@1200",))
+    assert result["verdict"] != "GO"
+    assert "platform" in result["reason"]
+    failing = {c["name"] for c in result["checks"] if c["status"] != "pass"}
+    assert "platform" in failing
+
+
+def test_new_long_context_tenant_is_not_go(tmp_path_factory):
+    result, _ = _demo(tmp_path_factory, "tenant", platform=H100, steps=1800, seed=4,
+                      tenants=("chat=synthetic:chat:18", "code=synthetic:code:8"),
+                      injects=("tenant:docs=synthetic:longdoc:2@1200",))
+    assert result["verdict"] != "GO"
+    coverage = {c["name"]: c["status"] for c in result["checks"] if c["name"].startswith("coverage")}
+    assert coverage and set(coverage.values()) & {"fail", "inconclusive"}, coverage
+    assert "docs" in result["tenants"]
+
+
+def test_real_traces_through_the_cli(tmp_path):
+    """The CLI path end to end on real traces: Azure code and chat, Mooncake conversations."""
+    out = subprocess.run(
+        [sys.executable, "-m", "shadowd.cli", "demo", "--platform", H100, "--steps", "1200",
+         "--tenant", "code=azure-code:6", "--tenant", "chat=azure-conv:10",
+         "--tenant", "docs=mooncake-conversation:0.6", "--json"],
+        capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout)
+    assert result["tenants"] == ["chat", "code", "docs"]
+    assert result["steps"] >= 1190 and result["model_version"]
+    assert result["accuracy"]["all"]["steps"] > 300
