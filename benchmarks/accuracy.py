@@ -267,8 +267,10 @@ def paper_table(results: list[dict[str, Any]]) -> list[str]:
                 if r["accuracy"][cls]["steps"] >= MIN_CLASS_STEPS and r["accuracy"][cls]["ratio"][q]
                 and (not saturated_only or r["case"]["regime"] == "saturated")]
         return f"{min(vals):.1f}–{max(vals):.1f}×" if vals else "– (no class with enough steps)"
+    # R² only means something where the class's latencies vary: runs where LLMVisor explains ≥ 95%
     dec_r2 = [r["accuracy"]["decode"]["token_baseline"]["r2"] for r in results
-              if r["accuracy"]["decode"]["token_baseline"]["r2"] is not None]
+              if r["accuracy"]["decode"]["token_baseline"]["r2"] is not None
+              and (r["accuracy"]["decode"]["llmvisor"]["r2"] or 0) >= 0.95]
     return [
         "| figure | paper | here, all runs | here, saturated runs |", "|---|---|---|---|",
         f"| prefill: token/LLMVisor p90 | {PAPER['prefill']['p90']}× | {span('prefill', 'p90')} | "
@@ -283,9 +285,30 @@ def paper_table(results: list[dict[str, Any]]) -> list[str]:
         f"| mixed: token/LLMVisor p99 | – | {span('mixed', 'p99')} | {span('mixed', 'p99', True)} |",
         f"| all: token/LLMVisor p90 | – | {span('all', 'p90')} | {span('all', 'p90', True)} |",
         f"| all: token/LLMVisor p99 | – | {span('all', 'p99')} | {span('all', 'p99', True)} |",
-        f"| token-baseline decode R², lowest | {PAPER['token_decode_r2_low']} | "
-        f"{min(dec_r2):.2f} | – |" if dec_r2 else "| token-baseline decode R² | 0.78 | – | – |",
+        f"| token-baseline decode R² (runs where LLMVisor's decode R² ≥ 0.95) | as low as "
+        f"{PAPER['token_decode_r2_low']} | {min(dec_r2):.2f}–{max(dec_r2):.2f} | – |" if dec_r2
+        else "| token-baseline decode R² | as low as 0.78 | – | – |",
     ]
+
+
+def summary_table(results: list[dict[str, Any]]) -> list[str]:
+    lines = ["| run | KV peak / median (scored) | LLMVisor R² (all) | LLMVisor p99: prefill / decode / "
+             "mixed / all | token ÷ LLMVisor p90, p99: all · mixed | tenant error vs Shapley: LLMVisor "
+             "· token | targets |", "|" + "---|" * 7]
+    for r in results:
+        a, g, t = r["accuracy"], r["regime"]["kv_usage"], r["truth"]
+        p99 = " / ".join(_f(a[c]["llmvisor"]["p99"], 3, True) + ("" if a[c]["steps"] >= MIN_CLASS_STEPS
+                                                                  else "\\*") for c in CLASSES)
+        missed = sum(1 for x in r["targets"] if x["passed"] is False)
+        lines.append(
+            f"| {r['case']['name']} | {g['peak']:.0%} / {g['scored_median']:.0%} | "
+            f"{_f(a['all']['llmvisor']['r2'], 4)} | {p99} | {_f(a['all']['ratio']['p90'], 1)}×, "
+            f"{_f(a['all']['ratio']['p99'], 1)}× · {_f(a['mixed']['ratio']['p90'], 1)}×, "
+            f"{_f(a['mixed']['ratio']['p99'], 1)}× | {t['llmvisor']['tenant_error_max']:.2%} · "
+            f"{t['token_baseline']['tenant_error_max']:.1%} | "
+            + ("met" if not missed else f"**{missed} missed**") + " |")
+    return lines + ["", f"\\* fewer than {MIN_CLASS_STEPS} scored steps in the class: reported, not held "
+                        "to the p99 target."]
 
 
 def regime_table(results: list[dict[str, Any]]) -> list[str]:
@@ -322,13 +345,46 @@ def truth_table(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
+WHY = {  # what a miss of each kind has come from in these runs (see the module docs of attribution)
+    "llmvisor p99": (
+        "The steps behind these p99s are lone prompt chunks of ~100–500 tokens reaching an idle "
+        "engine (prefill-only, or beside one or two decodes). The engine prices GEMMs from the "
+        "measured tables at the tile-rounded token count, a step function of the step's *total* "
+        "tokens: the A100 GEMM time jumps +44% between 128 and 129 tokens (the H100 table: +8%), so "
+        "a lone 127-token chunk runs about as fast as a decode step and a 129–160-token one 40% "
+        "slower. No additive per-request term follows a step function of the batch total, and the "
+        "breakpoint search, dominated by thousands of decode steps, puts the segment boundary (177 "
+        "tokens) above the jump. On H100 the same kind of steps stays under 10%."
+        " The class p99 sits on a handful of steps (p99 of ~100–500 steps is one of the worst "
+        "1–5)."),
+    "token not better": (
+        "A prefill-only step here is one chunk at an idle engine, where a token count *is* the right "
+        "model (T ≈ γ0 + γ1·N for one request), and the token baseline fits that class on its own, "
+        "while LLMVisor fits all classes jointly with one breakpoint (and meets the same GEMM tile "
+        "step as above). The class has under 100 scored steps, so its p90 is itself uncertain by "
+        "about the margin."),
+    "shapley": (
+        "Shapley values average a request's marginal cost over hypothetical sub-batches; a linear "
+        "model fitted on step totals learns the marginal cost in the real batch. They differ where "
+        "T is far from additive (GEMM flat below the knee, decode attention floored by its longest "
+        "sequence)."),
+    "llmvisor r2": (
+        "R² over a window of near-identical step latencies is small even at small relative error "
+        "(the variance to explain is small); read the relative errors."),
+    "token/llmvisor": ("The token baseline's per-class line is close to the truth in this class."),
+}
+
+
 def misses(results: list[dict[str, Any]]) -> list[str]:
-    out = []
+    out, kinds = [], []
     for r in results:
         for t in r["targets"]:
             if t["passed"] is False:
                 out.append(f"- **{r['case']['name']}**: {t['target']} = {_f(t['value'], 4)} "
                            f"(target {t['threshold']}).")
+                kinds += [k for k in WHY if t["target"].startswith(k) and k not in kinds]
+    if out:
+        out += [""] + [f"*{k}*: {WHY[k]}" for k in kinds]
     return out
 
 
@@ -355,6 +411,8 @@ def render(doc: dict[str, Any]) -> str:
         f"**Targets (issue 8): {met} of {len(held)} held checks met**"
         + (" — all of them." if met == len(held) else f"; missed: {len(held) - met} (below)."),
         "",
+        *summary_table(results),
+        "",
         "## Runs",
         "",
         "Two platforms (H100-SXM and A100-SXM tables) × two models (llama-3.1-8b, qwen2.5-14b; "
@@ -377,8 +435,9 @@ def render(doc: dict[str, Any]) -> str:
         "Capacity: " + ", ".join(f"{p}/{m} {c:g}" for (p, m), c in CAPACITY.items()) + ".",
         "",
         "* **saturated** is the paper's regime: high concurrency, KV usage high for most of the "
-        "scored window, prompts from 30 to 31.7k tokens. Arrivals outrun the engine at times, so the "
-        "cache touches 100% and vLLM preempts (recomputed requests are counted). Under vLLM V1's "
+        "scored window, prompts up to 31.7k tokens (coefficient of variation ≈ 1.7). Arrivals outrun "
+        "the engine at times: the waiting queue grows, the cache touches 100% and vLLM preempts "
+        "(recomputed requests are counted). Under vLLM V1's "
         "chunked prefill a busy engine schedules every prompt chunk beside running decodes, so the "
         "**prefill-only class is (almost) empty** here: prompt work is in the mixed class.",
         "* **light**: arrivals with idle gaps. This regime has the prefill-only steps (a prompt "
@@ -417,8 +476,7 @@ def render(doc: dict[str, Any]) -> str:
         "",
     ]
     if miss:
-        parts += ["### Targets missed", "", *miss, "",
-                  "See the notes under each table for why.", ""]
+        parts += ["### Targets missed, by how much, and why", "", *miss, ""]
     if not_held:
         parts += ["Classes too small to hold to the p99 target (reported above): "
                   + "; ".join(not_held) + ".", ""]
@@ -437,10 +495,10 @@ def render(doc: dict[str, Any]) -> str:
         "",
         *truth_table(results),
         "",
-        "`equal` (β/|B| each) is the Shapley value of a cost paid once per non-empty batch, and it "
-        "tracks the ground truth; `pro_rata` (β in proportion to variable work) loads the fixed term "
-        "onto the requests with the most work (long prompts, long contexts) and is off by far more: "
-        "it is reported, not recommended. The token split misses in both directions: it charges a "
+        "`equal` (the floor β₀ in equal parts — the Shapley value of a cost paid once per non-empty "
+        "batch — and the rest of T̂ by price, see below) tracks the ground truth; `pro_rata` "
+        "(everything in proportion to θ·φ) loads the fixed term onto the requests with the most work "
+        "(long prompts, long contexts) and is off by far more: it is reported, not recommended. The token split misses in both directions: it charges a "
         "prompt chunk by tokens alone (ignoring the attention to its cached prefix) and a decode "
         "2 tokens regardless of its KV length.",
         "",
@@ -469,27 +527,42 @@ def render(doc: dict[str, Any]) -> str:
         "```",
         ".venv/bin/python -m benchmarks.accuracy          # this page and docs/accuracy.json",
         ".venv/bin/python -m benchmarks.accuracy --quick  # two short H100 runs, printed",
+        ".venv/bin/python -m benchmarks.accuracy --render docs/accuracy.json   # page from stored figures",
         ".venv/bin/python -m pytest -q tests/test_accuracy_reference.py   # the CI-sized check",
         "```",
+        "",
+        "The CI-sized check runs H100/llama-3.1-8b only: a saturated run of 4,000 steps (35% of the "
+        "vLLM-sized KV capacity, so that the cache fills within the run; Azure code at 6 req/s so "
+        "that its bursty trace has requests in the scored window) and a light run of 6,000 steps, and "
+        "asserts every target above. Its assertions do fail on weaker models: with the plain `equal` "
+        "split the saturated run's tenant error is 3.6% (> 3%); with one segment the mixed p99 is "
+        "10.7% (saturated) and 17% (light), and the light run's token/LLMVisor ratios on mixed steps "
+        "drop to 1.9×/1.8×; without the `p²` and `p·c` terms the saturated mixed p99 is 11.3%.",
         "",
     ]
     return "\n".join(parts)
 
 
 MODEL_NOTE = (
-    "One change came out of these runs, in how shares are formed, not in the latency model: the "
-    "fixed term a policy divides is the memory-bound floor β₀ (the lowest segment's intercept), "
-    "and in a compute-bound step the rest of T̂ is divided in proportion to each request's "
-    "θ·φ. Before, the `equal` policy split the compute-bound segment's own intercept β₁, which "
-    "is the line's extrapolation to zero tokens (β₁ ≈ β₀ − slope·breakpoint) and so below the "
-    "cost of running any step: decodes beside a 2048-token chunk were charged ~20% under their "
-    "Shapley value, and in the light H100 run the long-context tenant's total came out 1.9–6.1% "
-    "low over four samples of 100 steps (0.2–0.7% after). The latency prediction T̂, the "
-    "coefficients and the own-work shares θ·φ (the stability check's input) are unchanged; "
-    "`pro_rata` is unchanged. Not added, because the residuals did not call for them: a "
-    "CUDA-graph padding feature (padding is a step-level step function of the token count that "
-    "no per-request term can carry) and a separate prefix-attention term (`c` and `p·c` carry "
-    "it); the p99 errors sit at the engine's jitter floor.")
+    "One change came out of these runs, in how the `equal` policy forms shares, not in the latency "
+    "model (T̂, the coefficients and the own-work shares θ·φ that the stability check judges are "
+    "unchanged; `pro_rata` is unchanged). (1) The fixed term divided equally is the memory-bound "
+    "floor β₀, not a compute-bound segment's own intercept β₁, which is the line's extrapolation to "
+    "zero tokens (β₁ ≈ β₀ − slope·breakpoint), below the cost of running any step. (2) The rest of "
+    "T̂ is divided by price: θ·φ for prefill-like rows, the memory-bound θ₀·φ for decode-like rows, "
+    "whose one token costs GEMM time only because a prompt chunk made the step compute-bound. "
+    "Against the Shapley values, the plain split (β of the step's own segment in equal parts, θ·φ "
+    "as is) left per-tenant totals up to 2.9% off in these runs, 3.6% in the CI-sized saturated "
+    "run and 1.9–6.1% in a shorter light H100 run (decodes beside a chunk overcharged in saturated "
+    "steps, undercharged in light ones, by up to ~20%), with per-request p90 errors of 9–25% in "
+    "the saturated runs; (1) alone fixed the light runs but made the saturated ones worse (up to "
+    "4.5%); (1) and (2) together give ≤ 1.7% everywhere and per-request p90 6–17%. "
+    "Not added, because no additive "
+    "per-request term can carry them: the GEMM tile steps of the step's total token count (the A100 "
+    "tables jump +44% between 128 and 129 tokens, so a lone 127-token chunk runs about as fast as "
+    "a decode step and a 129–160-token one 40% slower; these steps set the prefill p99 of the light A100 runs) "
+    "and CUDA-graph padding (smaller steps of the same kind). A separate prefix-attention term is "
+    "not needed: `c` and `p·c` carry it.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -497,7 +570,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="two short H100 llama runs, printed")
     ap.add_argument("--out", help="path prefix for .md/.json (default docs/accuracy; none with --quick)")
     ap.add_argument("--only", help="run only cases whose name contains this")
+    ap.add_argument("--render", metavar="JSON", help="only re-render the page from a results JSON")
     args = ap.parse_args(argv)
+    if args.render:
+        doc = json.loads(Path(args.render).read_text())
+        doc["model_note"] = MODEL_NOTE
+        out = args.out or str(Path(args.render).with_suffix(""))
+        Path(out + ".md").write_text(render(doc))
+        print(f"wrote {out}.md", file=sys.stderr)
+        return 0
     cases = quick_cases() if args.quick else all_cases()
     if args.only:
         cases = [c for c in cases if args.only in c.name]

@@ -26,7 +26,7 @@ What docs/checks.md quotes, measured the way the daemon runs:
    slowdown:0.08@1600 --json`` (tap -> daemon -> drift watch -> gate), steps from 1600 to the first
    residual drift event.
 
-    .venv/bin/python -m benchmarks.drift_figures            # ~5 min on 2 cores; writes
+    .venv/bin/python -m benchmarks.drift_figures            # ~4 min on 2 cores; writes
                                                             # docs/checks.md and docs/checks.json
     .venv/bin/python -m benchmarks.drift_figures --quick    # one short run, no demo, prints only
 """
@@ -52,12 +52,10 @@ SHIFTS = (0.02, 0.05, 0.08, 0.15)
 DETECTORS = ("page_hinkley", "adwin")
 DEMO_MIX = ("chat=synthetic:chat:18", "code=synthetic:code:8", "docs=synthetic:longdoc:1.2")
 TRACE_MIX = ("code=azure-code:6", "chat=azure-conv:10", "docs=mooncake-conversation:0.6")
-# name -> (tenants, overrides of --steps / --warmup-steps). The last run repeats trace-mix with a
-# 4x longer calibration window than the daemon's default, to show what the window length buys.
+# name -> (tenants, overrides of --steps / --warmup-steps)
 RUNS = {
     "demo-mix": (DEMO_MIX, {}),
     "trace-mix": (TRACE_MIX, {}),
-    "trace-mix-8k-window": (TRACE_MIX, {"steps": 12000, "warmup_steps": 8000}),
 }
 DEMO_CMD = [".venv/bin/shadowd", "demo", "--platform", "h100_sxm", "--steps", "2400",
             "--inject", "slowdown:0.08@1600", "--json"]
@@ -116,6 +114,7 @@ def reference_residuals(name: str, tenants: tuple[str, ...], *, steps: int, seed
         "class_counts": {"window": {c: int((window.kind == i).sum()) for i, c in enumerate(KIND_NAMES)},
                          "later": {c: int((later.kind == i).sum()) for i, c in enumerate(KIND_NAMES)}},
         "mean_batch_size_later": float(sizes[pos >= n_settle + warmup_steps].mean()),
+        "batch_size_per_1000_steps": [round(float(sizes[i:i + 1000].mean()), 1) for i in range(0, n, 1000)],
         "mean_latency_ms_later": float(later.latency_ms.mean()),
         "model_version": cal.model.version,
         "drift": {c: d.to_dict() for c, d in cal.drift.items()},
@@ -175,15 +174,30 @@ def count_alarms(cal: Any, z: np.ndarray, min_shift: float) -> dict[str, dict[st
     return out
 
 
+def block_variance_ratio(x: np.ndarray, block: int = 50) -> float | None:
+    """Var of ``block``-step means × block / var: 1 for independent noise, larger when the mean wanders."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    k = len(x) // block
+    if k < 4:
+        return None
+    means = x[: k * block].reshape(k, block).mean(axis=1)
+    return float(means.var(ddof=1) * block / x.var(ddof=1))
+
+
 def false_alarms(run: dict[str, Any], long_steps: int, min_shift: float, seed: int) -> dict[str, Any]:
     from checks.resample import ar_sieve_bootstrap
 
     cals = calibrations(run)
-    out: dict[str, Any] = {"real_later": {}, "long_from_later": {}, "long_from_holdout": {}}
+    out: dict[str, Any] = {"real_later": {}, "long_from_later": {}, "long_from_holdout": {},
+                           "wander": {}}
     for i, (cls, cal) in enumerate(sorted(cals.items())):
         r = run["residual"][run["kind"] == cls]
         z = cal.standardise(r[np.isfinite(r)])
         out["real_later"][cls] = count_alarms(cal, z, min_shift)
+        out["wander"][cls] = {"holdout": block_variance_ratio(run["holdout"][cls]),
+                              "later": block_variance_ratio(r),
+                              "later_std": float(np.nanstd(r, ddof=1)), "holdout_std": cal.std}
         for j, (src, base) in enumerate((("long_from_later", z),
                                          ("long_from_holdout", cal.standardise(run["holdout"][cls])))):
             rng = np.random.default_rng(seed + 100 * i + j)
@@ -339,7 +353,9 @@ def markdown(res: dict[str, Any]) -> str:
             f"{cc['window']['decode']}/{cc['window']['mixed']}/{cc['window']['prefill']}); "
             f"{run['later_steps']} later steps measured on (decode/mixed/prefill "
             f"{cc['later']['decode']}/{cc['later']['mixed']}/{cc['later']['prefill']}), mean batch "
-            f"{run['mean_batch_size_later']:.0f} requests, mean step {run['mean_latency_ms_later']:.1f} ms.")
+            f"{run['mean_batch_size_later']:.0f} requests, mean step {run['mean_latency_ms_later']:.1f} ms; "
+            f"mean batch per 1000 steps from the start: "
+            f"{', '.join(f'{x:.0f}' for x in run.get('batch_size_per_1000_steps', []))}.")
     add("")
     add("### Calibration (production `CalibrationSettings()`: target 1e-5 false alarms per step, "
         "detector and class; 400k AR-sieve steps per detector and class)")
@@ -369,13 +385,20 @@ def markdown(res: dict[str, Any]) -> str:
     add("**(a) On the real later residuals** (the engine's own steps after the calibration window; "
         "a few thousand steps can only bound the rate, to about 3 / steps):")
     add("")
-    add("| run | class | steps | PH alarms | PH 95 % upper | ADWIN alarms (kept / raw) | ADWIN kept 95 % upper |")
-    add("|---|---|---|---|---|---|---|")
+    add("| run | class | steps | PH alarms | PH 95 % upper | ADWIN alarms (kept / raw) | ADWIN kept 95 % upper "
+        "| σ later / σ held-out | block-mean variance ratio, held-out → later |")
+    add("|---|---|---|---|---|---|---|---|---|")
     for run, fa in zip(res["runs"], res["false_alarms"]):
         for cls, v in sorted(fa["real_later"].items()):
             ph, ad = v["page_hinkley"], v["adwin"]
+            w = fa["wander"][cls]
             add(f"| {run['name']} | {cls} | {ph['steps']} | {ph['alarms']} | {_rate(ph['rate_upper95'])} "
-                f"| {ad['alarms_relevant']} / {ad['alarms']} | {_rate(ad['rate_relevant_upper95'])} |")
+                f"| {ad['alarms_relevant']} / {ad['alarms']} | {_rate(ad['rate_relevant_upper95'])} "
+                f"| {w['later_std'] / w['holdout_std']:.2f} | {_fmt(w['holdout'], 1)} → {_fmt(w['later'], 1)} |")
+    add("")
+    add("The last column is the variance of 50-step means of the residual times 50 over its variance: "
+        "1 for independent noise, larger when the residual's mean wanders (serial correlation, or a "
+        "bias that moves with load).")
     add("")
     add(f"**(b) On long stationary streams** ({res['args']['long_steps']:,} steps per class and source), "
         "resampled as `checks.calibration` does (AR sieve: an autoregression fitted to the "
@@ -451,9 +474,79 @@ def markdown(res: dict[str, Any]) -> str:
             f"slowdown began (Page-Hinkley {_fmt(fb.get('page_hinkley'))}, ADWIN "
             f"{_fmt(fb.get('adwin'))}). Final verdict {demo['verdict']} ({demo['reason']}).")
     add("")
+    add(findings(res).strip())
+    add("")
     add(DOC_REST.strip())
     add("")
     return "\n".join(L)
+
+
+def findings(res: dict[str, Any]) -> str:
+    """What the tables say, with the numbers taken from them."""
+    target = res["runs"][0]["settings"]["target_false_alarm_rate"] if res["runs"] else 1e-5
+    L = ["### What the figures say", ""]
+    for run, fa in zip(res["runs"], res["false_alarms"]):
+        for cls in sorted(fa["long_from_later"]):
+            v = fa["long_from_later"][cls]
+            ph, ad = v["page_hinkley"]["rate_upper95"], v["adwin"]["rate_relevant_upper95"]
+            adr = v["adwin"]["rate_upper95"]
+            verdict = lambda u: ("meets the target" if u <= target  # noqa: E731
+                                 else f"is {u / target:.0f}× the target")
+            line = (f"- **{run['name']} / {cls}**, fresh stationary data (AR sieve from the later "
+                    f"residuals): Page-Hinkley's 95 % upper rate {_rate(ph)} {verdict(ph)}; ADWIN "
+                    f"after the daemon's filter {_rate(ad)} {verdict(ad)} (unfiltered {_rate(adr)}).")
+            worst = max(v["page_hinkley"]["rate"], v["adwin"]["rate_relevant"])
+            if worst > target:
+                per_s = (worst * run["class_counts"]["later"][cls] / run["later_steps"]
+                         * 1e3 / run["mean_latency_ms_later"])
+                line += (f" At this run's step rate that is about one alarm every "
+                         f"{1 / per_s / 60:.1f} minutes of traffic; the gate would sit at NO_GO.")
+            L.append(line)
+    L.append("")
+    L.append(FINDINGS_TEXT.strip())
+    L.append("")
+    miss = sum(r["missed"] for d in res["delays"] for key in ("delay_step", "delay_kernel")
+               for r in d[key]["rows"] if r["detector"] == "adwin")
+    blind = sum(r["missed_after_filtered_detection"] for d in res["delays"]
+                for key in ("delay_step", "delay_kernel") for r in d[key]["rows"] if r["detector"] == "adwin")
+    L.append(f"**ADWIN's misses** ({miss} over all runs, shifts and both slowdown models; {blind} of them "
+             "after a detection the relevance filter dropped): when a slowdown starts, ADWIN often cuts "
+             "its window within a clock period (32 steps), while the part it keeps still holds mostly "
+             "pre-slowdown values, so the shift it reports (kept mean − dropped mean) is under 1 % of "
+             "latency and the daemon drops the detection as irrelevant. river's ADWIN then clears its "
+             "whole window on the next value, so it never again sees the old level and stays silent "
+             "for as long as the new level lasts. Page-Hinkley covers these cases (the *either* rows), "
+             "but ADWIN's value as a second opinion is reduced by the combination of filter and reset.")
+    L.append("")
+    worst8 = [(run["name"], r["p90"], r["max"], r["missed"]) for run, d in zip(res["runs"], res["delays"])
+              for key in ("delay_step", "delay_kernel") for r in d[key]["rows"]
+              if r["detector"] == "either" and r["shift"] == 0.08]
+    L.append("**The issue's 8 % requirement** (drift detected within 500 steps): the first residual drift "
+             "event comes after at most "
+             f"{max(w[2] or math.inf for w in worst8):.0f} steps over all starts, runs and slowdown models "
+             f"({sum(w[3] for w in worst8)} misses)" + (
+                 f"; end to end in the demo, {res['demo']['delay_steps']} steps."
+                 if res.get("demo") and res["demo"].get("delay_steps") is not None else "."))
+    return "\n".join(L)
+
+
+FINDINGS_TEXT = """
+**Why trace-mix's decode class misses its target.** The demo mix keeps a busy engine at a steady
+working point (≈250 requests per batch once the ramp-up is over); the real Azure/Mooncake
+traces are bursty, and the mean batch moves by a factor of several between thousands of steps (see
+the run list). LLMVisor's error has a small bias that moves with load, so the residual's mean wanders
+(block-mean variance ratio well above 1, and larger on the later steps than in the held-out part).
+The calibration window's held-out 30 % (≈550 decode steps, seconds of traffic) contains less of that
+wander, and an autoregression of order ≤ 10 cannot reproduce a mean that drifts over hundreds of
+steps, so the AR sieve fitted to it underestimates the alarm rate on the later steps of the same
+run; the real later steps agree
+(Page-Hinkley alarms on a few thousand real steps where 1e-5 predicts none). Calibration saw part of
+it: ADWIN needed δ = 1e-10 to meet the target on these held-out residuals (2e-3 on the demo mix),
+which is also why ADWIN is slow on this run. The thresholds are right
+for the noise calibration saw, not for load swings it did not see. Whether such an alarm is false is
+a matter of definition: the model's error really did move by ~1 % for a while, which is at the edge of
+the 2 % `min_shift`; for the operator it is noise.
+"""
 
 
 DOC_INTRO = """
@@ -560,18 +653,34 @@ file; `shadowd gate [--db PATH | --daemon URL] [--json]` exits 0 GO, 1 NO_GO, 2 
   two tenant mixes, seed 0. A real GPU's residuals (clock boosts, thermal throttling, co-tenancy) can
   have heavier tails and longer memory; the daemon recalibrates on its own warm-up window for that.
 - **Unwatched classes.** With the default 2000-step window and a 30 % holdout, a class needs ≥ 300 of
-  ~600 held-out steps to be watched; on a busy engine decode-only steps are too rare (see the
-  calibration table), so a slowdown seen only in them is caught through the mixed class (or not at all
-  if a workload were all-decode and too small). A longer `warmup_steps` watches more classes.
+  ~600 held-out steps to be watched: in each run here only the dominant class is (mixed on the busy
+  demo mix, decode on the trace mix), and no run forms prefill-only steps. A slowdown is then seen
+  only through the watched class. The gate fails closed on this: when a class in
+  `required_step_classes` (all three by default) is unwatched, the drift evidence is missing and the
+  drift check is inconclusive, so the default policy never says GO on such a calibration; the demo
+  requires only the classes carrying ≥ 10 % of the steps. A longer `warmup_steps` watches more
+  classes (and sees more of the load's range, see above).
 - **Delay model.** The offline delay figures slow the residuals of steps the scheduler formed at full
   speed; in the engine a slowdown also changes what the scheduler forms next (more arrivals per
   step, bigger batches), which the end-to-end demo figure includes. The delays also depend on how long
   the detectors have run before the change (Page-Hinkley compares with its running mean since its last
   reset): here the warm-up before the change is fixed; in the demo it is the steps since calibration.
+- **Alarms just before a change.** A detector that fired shortly before the slowdown has reset; Page-
+  Hinkley then cannot fire for the next 100 steps of its class (`ph_min_instances`) and learns its
+  running mean partly on slowed steps. That is the tail (max ≈ 80 steps) of the trace mix's delays
+  at 8–15 %, where false alarms occur in the warm-up stretches.
 - **Overlapping starts.** The starts for the delay figures are drawn from one stream of a few thousand
   steps, so their spread understates the run-to-run spread.
-- **2 % is at the design limit.** The allowance and the ADWIN filter are set so that shifts under about
-  1–2 % are deliberately not alarmed; misses at 2 % are the intended trade for 1e-5 false alarms.
+- **2 % is at the design limit.** Page-Hinkley's allowance is half of 2 % and ADWIN's filter drops
+  shifts under 1 %, so 2 % is the smallest slowdown the detectors are meant to catch: Page-Hinkley
+  does, quickly where the residuals are steady (demo mix) and slowly where their mean wanders (trace
+  mix: median ≈ 200 steps, worst ≈ 1500); ADWIN misses most 2 % slowdowns (see above).
+- **A longer window is not a cure on bursty traffic.** While preparing this page the trace mix was
+  also run for 12000 steps with an 8000-step calibration window (not in the tables): its load swung
+  between ≈30 and ≈200 requests per batch inside the window, and the decode held-out residuals were
+  too non-stationary for any Page-Hinkley threshold up to 120 to reach 1e-5, so calibration left
+  decode unwatched and said why (the fail-closed path). Calibrating across load regimes, or per
+  regime, is not done today.
 """
 
 
@@ -593,7 +702,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--demo-timeout", type=float, default=600)
     ap.add_argument("--cache", help="directory to keep the reference runs in (reused if present)")
     ap.add_argument("--out", default="docs/checks", help="writes OUT.md and OUT.json; '-' prints only")
+    ap.add_argument("--from-json", help="re-render OUT.md from a saved OUT.json (no measuring)")
     a = ap.parse_args(argv)
+    if a.from_json:
+        res = json.loads(Path(a.from_json).read_text())
+        md = markdown(res)
+        if a.out == "-":
+            print(md)
+        else:
+            Path(a.out + ".md").write_text(md)
+            print(f"wrote {a.out}.md from {a.from_json}", file=sys.stderr)
+        return 0
     if a.quick:
         a.runs, a.steps, a.long_steps, a.offsets, a.skip_demo = "demo-mix", 3500, 200_000, 8, True
         a.out = "-"

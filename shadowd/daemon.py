@@ -75,6 +75,7 @@ class Daemon:
         self.jobs: Any = None
         self.http: Any = None
         self.job_errors = 0
+        self.stall_s = 10.0            # ingest loop silent this long = wedged (watchdog stops pinging)
         self._stopped = threading.Event()
         self._on_stop: list[Callable[[], None]] = []
 
@@ -118,6 +119,8 @@ class Daemon:
         self.drift.install(cal)
         self.pipeline.set_attributor(ModelAttributor(cal.model, self.config.calibration.policy))
         self.calibration, self.calibrated_at = cal, at_s
+        if self.calibrator is not None and self.calibrator.state == "warming_up":
+            self.calibrator.state = "done"          # a model is in force; no warm-up fit over it
         self.rules.on_calibrated()
         log.info("model %s in force for %s", cal.model.version, cal.platform_key)
 
@@ -173,7 +176,7 @@ class Daemon:
         """For the systemd watchdog: ingest and the job scheduler are really making progress."""
         rx = self.receiver
         now = time.monotonic()
-        ingest_ok = rx is not None and rx.alive and now - rx.last_loop_monotonic < 10.0
+        ingest_ok = rx is not None and rx.alive and now - rx.last_loop_monotonic < self.stall_s
         w = self.writer.stats
         writer_ok = self.writer.queue_depth == 0 or now - w.last_progress_monotonic < 30.0
         jobs_ok = self.jobs is None or self.jobs.running
@@ -202,8 +205,6 @@ class Daemon:
         if row is not None:
             cal = calibration_from_body(row[1])
             self.install_calibration(cal, save=False)
-            if self.calibrator is not None:
-                self.calibrator.state = "done"
             log.info("resumed model %s", cal.model.version)
 
     def _start_http(self) -> None:
@@ -272,8 +273,7 @@ class Daemon:
         if (new.listen, new.db) != (self.config.listen, self.config.db):
             log.warning("listen/db changes need a restart; keeping %s and %s",
                         self.config.listen, self.config.db)
-        self.gatekeeper.policy = new.gate.policy
-        self.gatekeeper.gate.policy = new.gate.policy
+        self.gatekeeper.set_policy(new.gate.policy)
         self.platform_key = running_platform(new)
         self.config = new
         if self.jobs is not None:

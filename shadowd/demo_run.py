@@ -25,7 +25,6 @@ from shadowd.twin.workload import TenantSpec, load_stream
 from storage.records import latest_gate_decision
 
 CATCH_UP_TIMEOUT_S = 120.0
-REQUIRED_CLASS_SHARE = 0.25        # step classes below this share of the traffic are reported, not required
 # The built-in three-tenant mix at the rates of a busy engine (tens of requests per batch).
 DEMO_TENANTS = ("chat=synthetic:chat:18", "code=synthetic:code:8", "docs=synthetic:longdoc:1.2")
 
@@ -40,7 +39,6 @@ class DemoRun:
         self.injected: list[dict[str, Any]] = []
         self.decisions: list[dict[str, Any]] = []
         self.policy_note = ""
-        self.required_classes: tuple[str, ...] = ()
 
     # -- set-up ----------------------------------------------------------------
     def _reference(self) -> ReferenceRun:
@@ -112,7 +110,6 @@ class DemoRun:
                 pending.remove(inj)
             self._catch_up(ref, daemon)
             if daemon.calibration is not None:
-                self._require_common_classes(daemon)
                 if not self.decisions or len(self.decisions) % 5 == 0:
                     daemon.run_stability()
                 self.decisions.append(daemon.evaluate_gate(now=self._sim_now(ref)))
@@ -121,16 +118,6 @@ class DemoRun:
                 break
         if self.progress:
             sys.stderr.write("\n")
-
-    def _require_common_classes(self, daemon: Daemon) -> None:
-        """Require accuracy evidence for the step classes that carry >= REQUIRED_CLASS_SHARE of the attributed steps."""
-        rows = daemon.writer.cursor().execute(
-            "SELECT kind, count(*) / sum(count(*)) OVER () FROM steps WHERE model_version IS NOT NULL "
-            "GROUP BY kind").fetchall()
-        common = tuple(sorted(k for k, share in rows if share >= REQUIRED_CLASS_SHARE)) or ("decode", "mixed")
-        policy = dataclasses.replace(daemon.gatekeeper.policy, required_step_classes=common)
-        daemon.gatekeeper.policy = daemon.gatekeeper.gate.policy = policy
-        self.required_classes = common
 
     def _sim_now(self, ref: ReferenceRun) -> float:
         tap = ref.scheduler.shadowd_tap
@@ -186,9 +173,10 @@ class DemoRun:
             "settle_steps": self.spec.settle_steps,
             "simulated_seconds": ref.driver.elapsed_s, "frames_stored": int(steps),
             "frames_dropped": int(tap.dropped_total),
-            "policy_note": self.policy_note + ("; accuracy evidence required for the step classes carrying "
-                                               f">= {REQUIRED_CLASS_SHARE:.0%} of attributed steps: {', '.join(self.required_classes)}"
-                                               if self.required_classes else ""),
+            "policy_note": self.policy_note + (
+                f"; accuracy evidence required for the step classes carrying >= "
+                f"{daemon.gatekeeper.min_class_share:.0%} of attributed steps: "
+                f"{', '.join(daemon.gatekeeper.required_classes)}"),
             "injections": self.injected, "verdict": last["verdict"], "reason": last.get("reason"),
             "checks": last.get("checks", []), "gate_history": [
                 {"evaluated_at": d["evaluated_at"], "verdict": d["verdict"]} for d in self.decisions],

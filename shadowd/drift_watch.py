@@ -61,12 +61,17 @@ class DriftWatch:
             self.on_events(events)
 
     def _relevant(self, monitor: checks.DriftMonitor, events: list[checks.DriftEvent]) -> list[checks.DriftEvent]:
-        """ADWIN flags any significant change of the mean, however small; keep shifts of at
-        least half ``min_shift`` (relative latency), count the rest."""
+        """ADWIN flags any significant change of the mean, however small.  Keep a detection when
+        the mean of the window it kept sits at least half ``min_shift`` (relative latency) away
+        from the calibration's mean; count the rest.  (Judging the kept window against the
+        calibration, not against the part ADWIN dropped, matters: right after a slowdown starts
+        the dropped part is itself partly slow.)"""
         keep = []
         for e in events:
             cal = monitor.calibrations.get(e.step_class)
-            if e.detector == "adwin" and cal is not None and abs(e.statistic) * cal.std < self.min_shift / 2:
+            kept_mean = (e.details or {}).get("kept_mean")
+            if (e.detector == "adwin" and cal is not None and kept_mean is not None
+                    and abs(kept_mean) * cal.std < self.min_shift / 2):
                 self.ignored_small_shifts += 1
                 continue
             keep.append(e)

@@ -9,6 +9,7 @@ error becomes an INCONCLUSIVE decision naming it.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -46,8 +47,10 @@ def write_state_file(path: str | Path, decision: dict[str, Any]) -> None:
 
 class GateKeeper:
     def __init__(self, policy: checks.GatePolicy, writer: Writer, facts: Callable[[], DaemonFacts], *,
-                 state_file: str | None = None, window_s: float = 86400.0) -> None:
+                 state_file: str | None = None, window_s: float = 86400.0,
+                 min_class_share: float = 0.25) -> None:
         self.policy = policy
+        self.min_class_share = min_class_share
         self.gate = checks.Gate(policy)
         self.writer = writer
         self.facts = facts
@@ -63,8 +66,10 @@ class GateKeeper:
         now = time.time() if now is None else now
         with self._lock:
             try:
-                evidence = gather(self.writer.cursor(), self.facts(), window_s=self.window_s,
-                                  required_classes=tuple(self.policy.required_step_classes))
+                facts = self.facts()
+                self._require_common_classes(facts)
+                evidence = gather(self.writer.cursor(), facts, window_s=self.window_s,
+                                  required_classes=tuple(self.gate.policy.required_step_classes))
             except Exception as exc:
                 log.exception("gate: evidence could not be gathered")
                 evidence = checks.Evidence()        # all missing -> inconclusive, never GO
@@ -84,6 +89,30 @@ class GateKeeper:
             except Exception:
                 log.exception("gate listener failed")
         return decision
+
+    def _require_common_classes(self, facts: DaemonFacts) -> None:
+        """Of the policy's required step classes, require those carrying >= ``min_class_share``
+        of the attributed steps (at least one).  A class that is a sliver of the traffic cannot
+        gather evidence, and governs little; it is still reported.  ``min_class_share = 0``
+        requires every listed class."""
+        listed = tuple(self.policy.required_step_classes)
+        required = listed
+        if self.min_class_share > 0 and facts.model_version is not None:
+            rows = self.writer.cursor().execute(
+                "SELECT kind, count(*) / sum(count(*)) OVER () FROM steps WHERE model_version = ? "
+                "GROUP BY kind", [facts.model_version]).fetchall()
+            common = {k for k, share in rows if share >= self.min_class_share}
+            required = tuple(k for k in listed if k in common) or listed
+        if tuple(self.gate.policy.required_step_classes) != required:
+            self.gate.policy = dataclasses.replace(self.policy, required_step_classes=required)
+
+    @property
+    def required_classes(self) -> tuple[str, ...]:
+        return tuple(self.gate.policy.required_step_classes)
+
+    def set_policy(self, policy: checks.GatePolicy) -> None:
+        self.policy = policy
+        self.gate.policy = policy
 
     def _publish(self, decision: dict[str, Any]) -> None:
         self.writer.submit(lambda con: save_gate_decision(con, decision))

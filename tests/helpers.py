@@ -95,3 +95,25 @@ def stop_daemon_process(proc: subprocess.Popen, settle_s: float = 0.5, timeout: 
     if proc.returncode != 0:
         print(err)
     return proc.returncode
+
+
+def frames_from_batch(batch: "StepBatch", *, start_seq: int = 1, latency_scale: float = 1.0,
+                      run: str = "run1", engine: str = "e0", t0: int = 10**9) -> list[StepFrame]:
+    """Frames of back-to-back steps whose measured latency is the batch's (times ``latency_scale``)."""
+    import numpy as np
+
+    frames, t = [], t0
+    bounds = np.searchsorted(batch.req_step, np.arange(batch.num_steps + 1))
+    tenants = batch.tenant if batch.tenant is not None else np.array(["t"] * batch.num_requests)
+    for i in range(batch.num_steps):
+        rows = slice(bounds[i], bounds[i + 1])
+        done = t + int(batch.latency_ms[i] * latency_scale * 1e6)
+        n = rows.stop - rows.start
+        frames.append(StepFrame(
+            FRAME_VERSION, engine, run, start_seq + i, t - 20_000, t, done, t,
+            1_764_000_000 * 10**9 + done, 0, [f"q{start_seq + i}-{j}" for j in range(n)],
+            [str(x) for x in tenants[rows]], batch.new_tokens[rows].tolist(),
+            batch.context_tokens[rows].tolist(), batch.prompt_tokens[rows].tolist(), [0] * n,
+            batch.prefill[rows].tolist(), [0] * n))
+        t = done
+    return frames

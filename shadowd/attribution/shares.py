@@ -32,15 +32,23 @@ so nothing changes there.  Shares stay ≥ 0 and sum to ``T̂``; ``v_i`` (the
 own-work share the stability check judges) is untouched.
 
 Measured against Monte Carlo Shapley values of the reference engine
-(``docs/accuracy.md``; eight runs, H100/A100 × llama-3.1-8b/qwen2.5-14b ×
-saturated/light, 150 sampled steps each): splitting ``β`` of the step's own
-segment equally left per-tenant totals up to 4.5% off Shapley in saturated
-runs and 1.9–6.1% in light ones (decodes beside a 2048-token chunk charged
-~20% under their Shapley value); the floor alone brought the light runs under
-1% but left the saturated ones at up to 4.5% (short decodes overcharged by the
-GEMM slope, ~8%); floor and prices together: every tenant within 1.7%,
-per-request p90 error 2–17% instead of 3–23%.  ``pro_rata`` is off by 6–34%
-(it loads the fixed term onto long-context work).  On the synthetic function of
+(``docs/accuracy.md``: H100/A100 × llama-3.1-8b/qwen2.5-14b × saturated/light,
+150 sampled steps each, plus the CI-sized runs of
+``tests/test_accuracy_reference.py``), max per-tenant error / per-request p90:
+
+============================  =====================  =====================  ==================
+split                         8 benchmark runs        CI saturated, 8k-step  per-request p90
+                                                      light H100             (saturated runs)
+============================  =====================  =====================  ==================
+``β`` of own segment, equal   ≤ 2.9%                  3.6%, 1.9–6.1%         9–25%
+floor only (step 1)           ≤ 4.5%                  –, 0.2–0.7%            14–23%
+floor and prices (1 + 2)      ≤ 1.7%                  1.2%, 0.7%             6–17%
+``pro_rata``                  6–34%                   –                      –
+============================  =====================  =====================  ==================
+
+(the plain split overcharged short decodes beside a chunk in saturated steps and
+undercharged decodes beside a chunk in light ones, by up to ~20% each; the floor
+alone fixed the second and made the first worse).  On the synthetic function of
 :mod:`shadowd.attribution.synthetic` (3 seeds, 60 steps each): ``equal`` within
 0.1–2.8% of Shapley, ``pro_rata`` up to 12.6%, the token split up to 30%.
 

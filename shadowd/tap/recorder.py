@@ -3,9 +3,25 @@
 ``on_schedule`` runs right after the scheduler returns a ``SchedulerOutput``:
 it copies the request columns the scheduler already holds (request ids,
 computed-token counts, scheduled-token counts) into lists.  ``on_output``
-runs when that step's model output arrives: it stamps the time and sends the
-frame.  Per-request facts that never change (tenant, prompt length) are
+runs when that step's model output arrives: it stamps the time and queues the
+encoded frame.  Per-request facts that never change (tenant, prompt length) are
 resolved once, at admission, and looked up by ``map`` over dicts.
+
+Cost (``docs/benchmarks.md``): a steady decode step (the same running
+requests as the step before, one token each, nothing new, resumed or
+speculative) reuses the previous step's tenant, prompt, prefill and
+preemption columns instead of looking them up again.  Frames are sent in
+batches (one zmq multipart message, each part one frame, so the daemon's
+receiver sees plain frames): a zmq send wakes zmq's I/O thread and costs tens
+of µs, more than building the frame.  A frame leaves at once if no frame was
+sent in the last ``SEND_INTERVAL_NS`` (engine clock); otherwise it waits until
+that much time has passed, ``BATCH_FRAMES`` frames are waiting, or no further
+step is in flight (the engine is going idle, or scheduling is synchronous), so
+frames never wait for traffic that may not come.  Slow steps thus go one
+frame per message, as soon as they finish; fast steps (shorter than the
+interval) share a message, which bounds the sends to about 1/interval per
+second and a frame's extra delay to one interval plus one step.  A batch the
+sender cannot pass on is dropped and counted as a whole.
 
 Both hooks swallow every exception (counted as a dropped frame): the engine
 must never see an error from the tap.
@@ -16,13 +32,16 @@ import logging
 import time
 import uuid
 from collections import deque
+from itertools import repeat
 from typing import Any, Callable
 
 from shadowd.tap.frame import FRAME_VERSION, StepFrame, encode_frame
+from shadowd.tap.sender import BATCH_FRAMES       # frames per zmq message at most
 from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.tap")
 PRUNE_EVERY_STEPS = 4096
+SEND_INTERVAL_NS = 2_000_000          # at most one send per 2 ms of engine clock, unless idle or full
 
 
 class _RequestFacts(dict):
@@ -38,9 +57,13 @@ class _RequestFacts(dict):
 
 
 class StepRecorder:
-    """Owns the tap's per-run state: step counter, pending steps, drop count."""
+    """Owns the tap's per-run state: step counter, pending steps, drop count.
 
-    def __init__(self, send: Callable[[bytes], bool], *, engine_id: str,
+    ``send`` takes one encoded frame (``bytes``) or a list of them (one batch)
+    and returns whether it was passed on; ``FrameSender.send`` does both.
+    """
+
+    def __init__(self, send: Callable[[Any], bool], *, engine_id: str,
                  requests: dict[str, Any], tenants: TenantResolver,
                  clock: Callable[[], int] = time.monotonic_ns,
                  wall_clock: Callable[[], int] = time.time_ns) -> None:
@@ -60,6 +83,9 @@ class StepRecorder:
         self._pending: deque = deque(maxlen=16)
         self._prev_done = 0
         self._last_error_log = 0.0
+        self._outbox: list[bytes] = []        # encoded frames waiting for their batch
+        self._last_send = 0                   # t_done of the step whose frame went out last
+        self._steady: tuple | None = None     # last all-decode step's (ids, reusable columns)
 
     def count_send_drops_with(self, fn: Callable[[], int]) -> None:
         self._send_dropped = fn
@@ -78,6 +104,7 @@ class StepRecorder:
             self._fault(exc)
 
     def on_preempt(self, request: Any) -> None:
+        self._steady = None
         try:
             self._preemptions[request.request_id] = int(getattr(request, "num_preemptions", 0)) or \
                 self._preemptions.get(request.request_id, 0) + 1
@@ -101,27 +128,63 @@ class StepRecorder:
                               cols[0], cols[1], t_done, self._prev_done, self.wall_clock(),
                               self.dropped_total, *cols[2:])
             self._prev_done = t_done
-            self._send(encode_frame(frame))
+            outbox = self._outbox
+            outbox.append(encode_frame(frame))
+            if (t_done - self._last_send >= SEND_INTERVAL_NS or len(outbox) >= BATCH_FRAMES
+                    or not self._step_in_flight()):
+                self._last_send = t_done
+                self.flush()
             if self.step_seq % PRUNE_EVERY_STEPS == 0:
                 self._prune()
         except Exception as exc:
             self._fault(exc)
 
+    def flush(self) -> None:
+        """Pass the queued frames on now (one batch)."""
+        outbox, self._outbox = self._outbox, []
+        if not outbox:
+            return
+        try:
+            self._send(outbox if len(outbox) > 1 else outbox[0])
+        except Exception as exc:             # the sender counts its own drops; this is a bug guard
+            self.dropped += len(outbox) - 1
+            self._fault(exc)
+
+    @property
+    def queued(self) -> int:
+        """Frames built but not yet passed to the sender."""
+        return len(self._outbox)
+
     # -- internals ---------------------------------------------------------
+    def _step_in_flight(self) -> bool:
+        """Whether a non-empty step is already scheduled behind the one just finished."""
+        for _, cols in self._pending:
+            if cols is not None:
+                return True
+        return False
+
     def _columns(self, out: Any, t_start: int, t_end: int) -> tuple | None:
         if out.total_num_scheduled_tokens <= 0:
+            self._steady = None
             return None
         new = out.scheduled_new_reqs
         cached = out.scheduled_cached_reqs
+        drafts = out.scheduled_spec_decode_tokens
         if new:
             ids = [r.req_id for r in new] + cached.req_ids
             ctx = [r.num_computed_tokens for r in new] + cached.num_computed_tokens
         else:
             ids, ctx = cached.req_ids, cached.num_computed_tokens
         n = len(ids)
-        new_tokens = list(map(out.num_scheduled_tokens.__getitem__, ids))
+        all_ones = out.total_num_scheduled_tokens == n and not drafts
+        steady = self._steady
+        if (all_ones and steady is not None and not new and not cached.resumed_req_ids
+                and steady[0] == ids):
+            # The same running requests as the last step, which was all decode, one token
+            # each again: context only grew, so every column but ids/ctx is unchanged.
+            return (t_start, t_end, ids, *steady[1:3], ctx, *steady[3:])
+        new_tokens = [1] * n if all_ones else list(map(out.num_scheduled_tokens.__getitem__, ids))
         prompt = list(map(self._prompt_of.__getitem__, ids))
-        drafts = out.scheduled_spec_decode_tokens
         if drafts:
             spec = [len(drafts.get(r, ())) for r in ids]
             prefill = [c < p or k - s > 1 for c, p, k, s in zip(ctx, prompt, new_tokens, spec)]
@@ -129,8 +192,12 @@ class StepRecorder:
             spec = [0] * n
             prefill = [c < p or k > 1 for c, p, k in zip(ctx, prompt, new_tokens)]
         pre = self._preemptions
-        preempt = [pre.get(r, 0) for r in ids] if pre else [0] * n
+        preempt = list(map(pre.get, ids, repeat(0))) if pre and not pre.keys().isdisjoint(ids) \
+            else [0] * n
         tenants = list(map(self._tenant_of.__getitem__, ids))
+        self._steady = None
+        if all_ones and not any(prefill):
+            self._steady = (list(ids), tenants, new_tokens, prompt, spec, prefill, preempt)
         return (t_start, t_end, ids, tenants, new_tokens, ctx, prompt, spec, prefill, preempt)
 
     def _pop_pending(self, out: Any) -> tuple | None:
