@@ -109,7 +109,7 @@ def push(endpoint: str, frames: list[bytes], *, seconds: float, noblock: bool = 
     ctx = zmq.Context()
     sock = ctx.socket(zmq.PUSH)
     sock.setsockopt(zmq.SNDHWM, hwm)
-    sock.setsockopt(zmq.LINGER, 0 if noblock else 5000)
+    sock.setsockopt(zmq.LINGER, 10_000)     # deliver what zmq accepted, so sent = received + counted
     if noblock:
         sock.setsockopt(zmq.IMMEDIATE, 1)
     sock.connect(endpoint)

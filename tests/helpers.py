@@ -117,3 +117,16 @@ def frames_from_batch(batch: "StepBatch", *, start_seq: int = 1, latency_scale: 
             batch.prefill[rows].tolist(), [0] * n))
         t = done
     return frames
+
+
+def datagrams(sock: "socket.socket", wait_s: float) -> list[str]:
+    """Every datagram arriving on ``sock`` (with a short timeout set) within ``wait_s``."""
+    import socket
+
+    out, deadline = [], time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            out.append(sock.recv(4096).decode())
+        except socket.timeout:
+            pass
+    return out

@@ -16,7 +16,7 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 from shadowd import notify
-from tests.helpers import Pusher, make_daemon, make_frame, wait_until
+from tests.helpers import Pusher, datagrams, make_daemon, make_frame, wait_until
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -75,16 +75,6 @@ def _notify_socket() -> tuple[socket.socket, str]:
     return sock, path
 
 
-def _received(sock: socket.socket, wait_s: float) -> list[str]:
-    out, deadline = [], time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        try:
-            out.append(sock.recv(4096).decode())
-        except socket.timeout:
-            pass
-    return out
-
-
 def test_service_sends_ready_and_watchdog(tmp_path):
     sock, path = _notify_socket()
     d = tempfile.mkdtemp(prefix="shd-")
@@ -93,7 +83,7 @@ def test_service_sends_ready_and_watchdog(tmp_path):
                              "--db", str(tmp_path / "s.duckdb"), "--http", "127.0.0.1:0"], env=env,
                             stderr=subprocess.PIPE, text=True)
     try:
-        got = _received(sock, 20.0)
+        got = datagrams(sock, 20.0)
         assert "READY=1" in "\n".join(got)
         assert any("WATCHDOG=1" in m for m in got)
     finally:
@@ -111,16 +101,16 @@ def test_no_watchdog_ping_while_ingest_is_wedged(ipc_endpoint, db_path, monkeypa
     dog = notify.Watchdog(daemon.healthy, interval_s=0.1).start()
     release = threading.Event()
     try:
-        assert any("WATCHDOG=1" in m for m in _received(sock, 1.0))
+        assert any("WATCHDOG=1" in m for m in datagrams(sock, 1.0))
         daemon.receiver.consume = lambda frames: release.wait(30)      # the ingest thread hangs
         push = Pusher(ipc_endpoint)
         push.send(make_frame(1))
         push.close()
         time.sleep(1.0)                                                # past the stall threshold
-        _received(sock, 0.2)
-        assert not any("WATCHDOG=1" in m for m in _received(sock, 1.5))
+        datagrams(sock, 0.2)
+        assert not any("WATCHDOG=1" in m for m in datagrams(sock, 1.5))
         release.set()                                                  # unwedged: pings resume
-        assert wait_until(lambda: any("WATCHDOG=1" in m for m in _received(sock, 0.3)), timeout=10)
+        assert wait_until(lambda: any("WATCHDOG=1" in m for m in datagrams(sock, 0.3)), timeout=10)
     finally:
         release.set()
         dog.stop()

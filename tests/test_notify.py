@@ -10,6 +10,7 @@ import time
 import pytest
 
 from shadowd import notify
+from tests.helpers import datagrams
 
 
 @pytest.fixture(params=["path", "abstract"])
@@ -29,15 +30,7 @@ def systemd_socket(request, monkeypatch):
     sock.close()
 
 
-def received(sock: socket.socket, wait_s: float) -> list[str]:
-    """Every datagram that arrives within ``wait_s``."""
-    out, deadline = [], time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        try:
-            out.append(sock.recv(4096).decode())
-        except socket.timeout:
-            pass
-    return out
+received = datagrams
 
 
 def drain(sock: socket.socket) -> None:
