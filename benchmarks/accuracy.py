@@ -423,8 +423,8 @@ def render(doc: dict[str, Any]) -> str:
         "Three tenants from real traces, arrival times rescaled to a rate (req/s) scaled by the "
         "pair's serving capacity:",
         "",
-        "| regime | code (Azure 2023 code) | conv (Azure 2023 conversation) | longctx (Mooncake conversation, "
-        "real prefix sharing) | steps |",
+        "| regime | code (Azure 2023 code) | conv (Azure 2023 conversation) "
+        "| longctx (Mooncake conversation, real prefix sharing) | steps |",
         "|---|---|---|---|---|",
     ]
     for regime, tenants in REGIMES.items():
@@ -498,8 +498,9 @@ def render(doc: dict[str, Any]) -> str:
         "`equal` (the floor β₀ in equal parts — the Shapley value of a cost paid once per non-empty "
         "batch — and the rest of T̂ by price, see below) tracks the ground truth; `pro_rata` "
         "(everything in proportion to θ·φ) loads the fixed term onto the requests with the most work "
-        "(long prompts, long contexts) and is off by far more: it is reported, not recommended. The token split misses in both directions: it charges a "
-        "prompt chunk by tokens alone (ignoring the attention to its cached prefix) and a decode "
+        "(long prompts, long contexts) and is off by far more: it is reported, not recommended. "
+        "The token split misses in both directions: it charges a prompt chunk by tokens alone "
+        "(ignoring the attention to its cached prefix) and a decode "
         "2 tokens regardless of its KV length.",
         "",
         "## Attribution cost",
@@ -560,7 +561,8 @@ MODEL_NOTE = (
     "Not added, because no additive "
     "per-request term can carry them: the GEMM tile steps of the step's total token count (the A100 "
     "tables jump +44% between 128 and 129 tokens, so a lone 127-token chunk runs about as fast as "
-    "a decode step and a 129–160-token one 40% slower; these steps set the prefill p99 of the light A100 runs) "
+    "a decode step and a 129–160-token one 40% slower; these steps set the prefill p99 of the "
+    "light A100 runs) "
     "and CUDA-graph padding (smaller steps of the same kind). A separate prefix-attention term is "
     "not needed: `c` and `p·c` carry it.")
 

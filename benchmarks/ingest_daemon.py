@@ -48,6 +48,18 @@ def build_config(listen: str, db: str, *, attribute: bool, warmup_steps: int) ->
     return parse_config(doc)
 
 
+def duckdb_mib(daemon) -> float | None:
+    try:
+        cur = daemon.writer.cursor()
+        try:
+            return round(cur.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0]
+                         / 2**20, 1)
+        finally:
+            cur.close()
+    except Exception:
+        return None
+
+
 def snapshot(daemon, t0: float) -> dict:
     rx, w = daemon.receiver, daemon.writer.stats
     cur, peak = rss_mib()
@@ -65,6 +77,8 @@ def snapshot(daemon, t0: float) -> dict:
         "rows_ingested": daemon.pipeline.rows_ingested,
         "calibrated": daemon.calibration is not None,
         "rss_mib": round(cur, 1), "peak_rss_mib": round(peak, 1),
+        "duckdb_mib": duckdb_mib(daemon),
+        "writer_buffered_rows": sum(getattr(daemon.writer, "_buffered_rows", {}).values()),
     }
 
 

@@ -52,7 +52,8 @@ def measure(seconds: float = 30.0, requests: int = 256) -> dict[str, Any]:
         "rows_received": (final.get("frames_received") or 0) * frame_rows,
         "faults": final.get("faults"), "writer_errors": final.get("writer_errors"),
         "peak_rss_mib": peak, "drain_on_sigterm_s": round(drain_s, 1),
-        "timeline": [{k: r[k] for k in ("t", "rss_mib", "frames_received", "rows_written", "writer_queue", "calibrated")} for r in daemon.reports[::6]],
+        "timeline": [{k: r[k] for k in ("t", "rss_mib", "duckdb_mib", "frames_received", "rows_written", "writer_queue",
+                                         "writer_buffered_rows")} for r in daemon.reports[::6]],
         "target_mib": TARGET_MIB, "met": peak <= TARGET_MIB,
     }
 

@@ -14,18 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 import checks
-from shadowd.stepbatch import KIND_NAMES
 
 DEFAULT_STEPS = 4000
 
@@ -41,7 +36,7 @@ class Injection:
     @classmethod
     def parse(cls, text: str) -> "Injection":
         kind, sep, rest = text.partition(":")
-        value, at, step = rest.rpartition("@")[0], "@", rest.rpartition("@")[2]
+        value, _, step = rest.rpartition("@")
         if not sep or not value or not step.isdigit():
             raise ValueError(f"--inject {text!r}: expected slowdown:FRACTION@STEP, "
                              "platform:DIR@STEP or tenant:NAME=TRACE@STEP")

@@ -22,7 +22,6 @@ from shadowd.evidence import class_accuracy
 from shadowd.sim.reference_run import ReferenceRun, RunSpec
 from shadowd.twin.step_latency import ReferenceEngine
 from shadowd.twin.workload import TenantSpec, load_stream
-from storage.records import latest_gate_decision
 
 CATCH_UP_TIMEOUT_S = 120.0
 # The built-in three-tenant mix at the rates of a busy engine (tens of requests per batch).
@@ -140,7 +139,8 @@ class DemoRun:
         elif inj.kind == "platform":
             old = ref.engine
             ref.engine = ReferenceEngine(inj.value, old.model, old.tp, seed=self.spec.seed + 1,
-                                         max_tokens=len(old.model.name) and 16384)
+                                         max_tokens=max(16384, ref.spec.max_num_batched_tokens),
+                                         max_batch=max(1024, ref.spec.max_num_seqs))
             daemon.set_running_platform(self._platform(ref.engine).as_key())
         elif inj.kind == "tenant":
             t = TenantSpec.parse(inj.value)

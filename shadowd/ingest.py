@@ -24,6 +24,8 @@ from shadowd.tap.frame import FrameError, StepFrame, decode_frame
 
 log = logging.getLogger("shadowd.ingest")
 MAX_FRAME_BYTES = 8 << 20
+RCV_HWM_FRAMES = 4096        # zmq's receive queue: ~70 MB of 256-request frames; beyond it the tap drops
+BATCH_ROWS = 65_536          # request rows per hand-over to the pipeline (bounds memory per batch)
 
 
 class RunTracker:
@@ -49,15 +51,24 @@ class RunTracker:
 
 
 class FrameReceiver:
-    """Receives and decodes frames on its own thread; calls ``consume(frames)`` in batches."""
+    """Receives and decodes frames on its own thread; calls ``consume(frames)`` in batches.
+
+    A batch is handed over after ``batch_interval_s``, or once it holds
+    ``batch_frames`` frames or ``batch_rows`` request rows.  Memory is bounded:
+    zmq queues at most ``rcv_hwm`` frames (the tap's non-blocking send then
+    drops and counts), and one batch of decoded frames is held at a time.
+    """
 
     def __init__(self, endpoint: str, consume: Callable[[list[StepFrame]], None], *,
-                 batch_frames: int = 2000, batch_interval_s: float = 0.05,
+                 batch_frames: int = 2000, batch_rows: int = BATCH_ROWS, rcv_hwm: int = RCV_HWM_FRAMES,
+                 batch_interval_s: float = 0.05,
                  max_frame_bytes: int = MAX_FRAME_BYTES, socket_mode: int | None = 0o660,
                  known_runs: dict[tuple[str, str], tuple[int, int]] | None = None) -> None:
         self.endpoint = endpoint
         self.consume = consume
         self.batch_frames = batch_frames
+        self.batch_rows = batch_rows
+        self._batch_rows = 0
         self.batch_interval_s = batch_interval_s
         self.max_frame_bytes = max_frame_bytes
         self.socket_mode = socket_mode
@@ -70,7 +81,7 @@ class FrameReceiver:
         self._stop = threading.Event()
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.PULL)
-        self._sock.setsockopt(zmq.RCVHWM, 100_000)
+        self._sock.setsockopt(zmq.RCVHWM, rcv_hwm)
         self._sock.setsockopt(zmq.LINGER, 0)
         self._bind()
         self._thread = threading.Thread(target=self._run, name="shadowd-ingest", daemon=True)
@@ -116,7 +127,7 @@ class FrameReceiver:
                 self._recv_available(batch)
             if batch and (len(batch) >= self.batch_frames or time.monotonic() >= deadline):
                 self._hand_over(batch)
-                batch = []
+                batch.clear()
             if not batch:
                 deadline = time.monotonic() + self.batch_interval_s
         if getattr(self, "_drain_on_stop", True):
@@ -135,7 +146,8 @@ class FrameReceiver:
             frame = self._decode(data.buffer)
             if frame is not None:
                 batch.append(frame)
-                if len(batch) >= self.batch_frames:
+                self._batch_rows += len(frame.req_ids)
+                if len(batch) >= self.batch_frames or self._batch_rows >= self.batch_rows:
                     self._hand_over(batch)
                     batch.clear()
 
@@ -157,6 +169,7 @@ class FrameReceiver:
         return frame
 
     def _hand_over(self, batch: list[StepFrame]) -> None:
+        self._batch_rows = 0
         try:
             self.consume(list(batch))
         except Exception:

@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 import checks
-from shadowd.calibrator import calibrate, model_body, platform_key_string
+from shadowd.calibrator import calibrate, model_body
 from shadowd.step_log import Window, load_batch
 
 

@@ -11,6 +11,13 @@ A storage fault (disk full, I/O error) never kills the thread: the batch stays
 buffered (bounded; the oldest rows are dropped and counted beyond the bound),
 the error is counted and kept in ``stats``, and the next flush retries.
 
+Memory is bounded in rows, not only in queue items: ``append`` refuses (and
+counts) rows once ``queue_max_rows`` are queued and not yet taken by the
+writer thread, and the retry buffer holds at most ``buffer_max_rows``.  A
+queued request row costs ~150–300 bytes (numpy columns plus the Python strings
+they reference), so the defaults keep the writer's share of the daemon's
+memory to a few hundred MB under sustained overload (``docs/benchmarks.md``).
+
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "t.duckdb")
 >>> w = Writer(path, setup=lambda con: con.execute("CREATE TABLE t (a BIGINT)"))
@@ -36,6 +43,11 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 _STOP = object()
+_MANY = object()             # queue item tag: {table: columns} appended as one unit
+
+
+def _rows(columns: dict[str, np.ndarray]) -> int:
+    return len(next(iter(columns.values()), ()))
 
 
 @dataclass
@@ -54,16 +66,20 @@ class Writer:
 
     def __init__(self, path: str, *, setup: Callable[[duckdb.DuckDBPyConnection], Any] | None = None,
                  flush_rows: int = 200_000, flush_interval_s: float = 0.5,
-                 queue_max: int = 4096, buffer_max_rows: int = 5_000_000) -> None:
+                 queue_max: int = 4096, queue_max_rows: int = 400_000,
+                 buffer_max_rows: int = 1_000_000) -> None:
         self.path = path
         self.flush_rows = flush_rows
         self.flush_interval_s = flush_interval_s
+        self.queue_max_rows = queue_max_rows
         self.buffer_max_rows = buffer_max_rows
         self.stats = WriterStats()
         self._setup = setup
         self._queue: queue.Queue = queue.Queue(maxsize=queue_max)
         self._buffers: dict[str, list[dict[str, np.ndarray]]] = {}
         self._buffered_rows: dict[str, int] = {}
+        self._queued_rows = 0              # rows appended and not yet taken by the writer thread
+        self._queued_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="shadowd-writer", daemon=True)
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
@@ -79,12 +95,31 @@ class Writer:
 
     def append(self, table: str, columns: dict[str, np.ndarray]) -> bool:
         """Queue rows for ``table``; never blocks. False (and counted) if the queue is full."""
+        return self.append_many({table: columns})
+
+    def append_many(self, tables: dict[str, dict[str, np.ndarray]]) -> bool:
+        """Queue rows for several tables as one unit (e.g. steps with their request rows):
+        all are stored, or none and all are counted as dropped.  Never blocks.
+
+        Refused once ``queue_max_rows`` rows wait for the writer thread (a unit is always
+        accepted into an empty queue, so one larger than the bound still gets through)."""
+        n = sum(_rows(c) for c in tables.values())
+        with self._queued_lock:
+            if self._queued_rows >= self.queue_max_rows:
+                self.stats.rows_dropped += n
+                return False
+            self._queued_rows += n
         try:
-            self._queue.put_nowait((table, columns))
+            self._queue.put_nowait((_MANY, tables))
             return True
         except queue.Full:
-            self.stats.rows_dropped += len(next(iter(columns.values()), ()))
+            self._taken(n)
+            self.stats.rows_dropped += n
             return False
+
+    def _taken(self, n: int) -> None:
+        with self._queued_lock:
+            self._queued_rows -= n
 
     def submit(self, fn: Callable[[duckdb.DuckDBPyConnection], Any]) -> Future:
         """Run ``fn(con)`` on the writer thread once everything queued before it is written."""
@@ -110,6 +145,10 @@ class Writer:
     @property
     def queue_depth(self) -> int:
         return self._queue.qsize()
+
+    @property
+    def queued_rows(self) -> int:
+        return self._queued_rows
 
     # -- writer thread -----------------------------------------------------
     def _run(self) -> None:
@@ -152,6 +191,10 @@ class Writer:
 
     def _handle(self, item: tuple) -> None:
         table, payload = item
+        if table is _MANY:
+            for name, columns in payload.items():
+                self._buffer(name, columns)
+            return
         if table is None:
             fn, fut = payload
             self._flush_all(self.con)        # a job sees every row queued before it
@@ -162,7 +205,11 @@ class Writer:
                 self._record_error(f"job failed: {exc}")
                 fut.set_exception(exc)
             return
-        n = len(next(iter(payload.values()), ()))
+        self._buffer(table, payload)
+
+    def _buffer(self, table: str, payload: dict[str, np.ndarray]) -> None:
+        n = _rows(payload)
+        self._taken(n)
         if n == 0:
             return
         self._buffers.setdefault(table, []).append(payload)

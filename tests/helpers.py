@@ -7,9 +7,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import zmq
+
+if TYPE_CHECKING:
+    import socket
+
+    from shadowd.config import Config
+    from shadowd.daemon import Daemon
+    from shadowd.stepbatch import StepBatch
 
 from shadowd.tap.frame import FRAME_VERSION, StepFrame, encode_frame
 

@@ -7,7 +7,6 @@ through a small KV cache so the scheduler preempts, with chunked prefill.
 """
 from __future__ import annotations
 
-import os
 import time
 
 import duckdb

@@ -40,21 +40,21 @@ floor ``β₀`` (:attr:`LLMVisorModel.floor_ms`), not a compute-bound segment's 
 decode-like rows (their one token costs GEMM time only because a chunk made the step
 compute-bound).  Chosen because it tracks the Shapley ground truth of the reference engine:
 per-tenant totals within 1.7% in the eight benchmark runs and the CI-sized ones, where the plain
-``β/|B|`` split was off by up to 6% (measured in :mod:`shadowd.attribution.shares`).  In the example the step is compute-bound
-(``T̂ = β₁ + 24 + 0.42 = 25.42``): the floor ``4`` is split equally, the other ``21.42`` in
-proportion to ``24 : 0.4`` (the decode at segment-0 prices).
+``β/|B|`` split was off by up to 6% (measured in :mod:`shadowd.attribution.shares`).  In the
+example the step is compute-bound (``T̂ = β₁ + 24 + 0.42 = 25.42``): the floor ``4`` is split
+equally, the other ``21.42`` in proportion to ``24 : 0.4`` (the decode at segment-0 prices).
 
 **On the reference engine** (``docs/accuracy.md``, ``benchmarks/accuracy.py``: the real vLLM
 scheduler, H100/A100 kernel tables, llama-3.1-8b and qwen2.5-14b, real traces, KV usage up to its
-capacity) the latency model itself is unchanged: out of sample it reaches R² ≥ 0.997 over all
-steps and p99 relative errors of 3–6% in the decode and mixed classes, at the engine's jitter
-floor.  What it cannot carry is a step function of the step's *total* tokens: the A100 GEMM
-tables jump +44% between 128 and 129 tokens (tile quantisation; H100: +8%), so a lone 127-token
-chunk runs about as fast as a decode step and a 129–160-token one 40% slower; no additive
-per-request term can follow that, and those steps set the prefill p99 (~13%) of the light A100
-runs.  CUDA-graph
-padding (to multiples of 8/16 tokens up to 512) is the same kind of step function, but small.
-A separate prefix-attention term is not needed: ``c`` and ``p·c`` carry it.
+capacity) the latency model itself is unchanged: out of sample it reaches R² ≥ 0.997 over all steps
+and p99 relative errors of 3.0–5.5% in the decode and mixed classes of the saturated runs (near the
+engine's jitter floor) and 3.9–7.5% in the light ones, but for one.  What it cannot carry is a step
+function of the step's *total* tokens: the A100 GEMM tables jump +44% between 128 and 129 tokens
+(tile quantisation; H100: +8%), so a lone 127-token chunk runs about as fast as a decode step and a
+129–160-token one 40% slower; no additive per-request term can follow that, and those steps set the
+prefill p99 (~13%) and the mixed p99 of the light A100 llama run (10.3%, the one above).  CUDA-graph
+padding (to multiples of 8/16 tokens up to 512) is the same kind of step function, but small.  A
+separate prefix-attention term is not needed: ``c`` and ``p·c`` carry it.
 
 >>> import numpy as np
 >>> from shadowd.stepbatch import StepBatch

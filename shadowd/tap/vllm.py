@@ -17,7 +17,6 @@ the engine-core process, inside the scheduling loop.  Tested against vLLM
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from vllm.v1.core.sched.async_scheduler import AsyncScheduler

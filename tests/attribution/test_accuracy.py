@@ -1,6 +1,5 @@
 import json
 
-import numpy as np
 import pytest
 
 from shadowd.attribution import accuracy_report, out_of_sample_report
