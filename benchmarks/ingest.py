@@ -23,6 +23,8 @@ import threading
 import time
 from typing import Any
 
+import numpy as np
+
 PY = sys.executable
 
 
@@ -128,6 +130,12 @@ def _observer_name(fn: Any) -> str:
     return f"{type(owner).__name__}.{fn.__name__}" if owner is not None else getattr(fn, "__name__", repr(fn))
 
 
+def _seconds(fn: Any) -> float:
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
 def stage_costs(*, frames: int = 3000, batch_frames: int = 1000, requests: int = 256,
                 cpu: int | None = 0) -> dict[str, Any]:
     """µs per request row of each stage of the daemon's path, in-process, on one CPU.
@@ -150,6 +158,7 @@ def stage_costs(*, frames: int = 3000, batch_frames: int = 1000, requests: int =
                                  warmup_steps=1000), run_job=lambda fn: fn())
     try:
         daemon.start(http=False, jobs=False)
+        daemon.writer.submit(lambda con: con.execute("SET threads = 1")).result()   # one core
         encoded = make_frames(1000 + frames, requests)
         daemon.pipeline([decode_frame(f) for f in encoded[:1000]])
         daemon.writer.flush()
@@ -162,6 +171,7 @@ def stage_costs(*, frames: int = 3000, batch_frames: int = 1000, requests: int =
             return out
 
         pipe = daemon.pipeline
+        alt: dict[str, float] = {}
         for i in range(1000, 1000 + frames, batch_frames):
             dec = timed("decode (msgspec, FrameReceiver._decode)", lambda b: [decode_frame(x) for x in b],
                         encoded[i:i + batch_frames])
@@ -172,10 +182,20 @@ def stage_costs(*, frames: int = 3000, batch_frames: int = 1000, requests: int =
             for obs in pipe.observers:
                 timed(f"observer {_observer_name(obs)}", obs, cols)
             timed("DuckDB append (Writer.flush)", pipe.writer.flush)
+            shares = cols.requests.get("llmvisor_measured_ms")
+            if shares is not None:          # what IngestStats' per-tenant sum costs grouped by codes
+                alt["per-tenant sum by np.unique (IngestStats today)"] = alt.get(
+                    "per-tenant sum by np.unique (IngestStats today)", 0.0) + _seconds(
+                    lambda: np.bincount(np.unique(cols.requests["tenant"], return_inverse=True)[1],
+                                        weights=np.nan_to_num(shares.astype(np.float64))))
+                alt["per-tenant sum by StepColumns.tenant_index (proposed)"] = alt.get(
+                    "per-tenant sum by StepColumns.tenant_index (proposed)", 0.0) + _seconds(
+                    lambda: np.bincount(cols.tenant_index[1], weights=np.nan_to_num(shares.astype(np.float64))))
         rows = frames * requests
         per_row = {k: round(v / rows * 1e6, 3) for k, v in cost.items()}
         total = sum(per_row.values())
         return {"us_per_row": per_row, "total_us_per_row": round(total, 3),
+                "alternatives_us_per_row": {k: round(v / rows * 1e6, 3) for k, v in alt.items()},
                 "implied_rows_per_s": round(1e6 / total) if total else None,
                 "calibrated": daemon.calibration is not None, "rows": rows, "batch_frames": batch_frames}
     finally:

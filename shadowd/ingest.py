@@ -24,7 +24,7 @@ from shadowd.tap.frame import FrameError, StepFrame, decode_frame
 
 log = logging.getLogger("shadowd.ingest")
 MAX_FRAME_BYTES = 8 << 20
-RCV_HWM_FRAMES = 4096        # zmq's receive queue: ~70 MB of 256-request frames; beyond it the tap drops
+RCV_HWM_FRAMES = 2048        # zmq's receive queue: ~36 MB of 256-request frames; beyond it the tap drops
 BATCH_ROWS = 65_536          # request rows per hand-over to the pipeline (bounds memory per batch)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -64,9 +64,11 @@ class _CodeTable(dict):
         return code
 
 
-def _codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _codes(values: Iterable[object], count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(names, codes)`` of ``values``: distinct values in order of first appearance, and indices."""
     table = _CodeTable()
-    codes = np.fromiter(map(table.__getitem__, values), dtype=np.int32, count=len(values))
+    codes = np.fromiter(map(table.__getitem__, values), dtype=np.int32,
+                        count=len(values) if count is None else count)  # type: ignore[arg-type]
     names = np.empty(len(table), dtype=object)
     names[:] = list(table)
     return names, codes
@@ -103,8 +105,13 @@ def frames_to_columns(frames: Sequence[StepFrame]) -> StepColumns:
     ctx = _flat(frames, "context_tokens", np.int64, n_req)
     prompt = _flat(frames, "prompt_tokens", np.int64, n_req)
     spec = _flat(frames, "spec_tokens", np.int64, n_req)
-    tenant = _flat(frames, "tenants", object, n_req)
-    req_id = _flat(frames, "req_ids", object, n_req)
+    # Strings go through a code table: every row of a request (or tenant) then refers to one
+    # str object instead of a fresh copy per frame, halving what a queued row costs in memory
+    # (~240 -> ~90 bytes), and the tenant codes are ready for per-tenant sums.
+    tenant_names, tenant_codes = _codes(chain.from_iterable(map(attrgetter("tenants"), frames)), n_req)
+    tenant = tenant_names[tenant_codes]
+    req_id = _codes(chain.from_iterable(map(attrgetter("req_ids"), frames)), n_req)
+    req_id = req_id[0][req_id[1]]
     requests = {
         "engine_id": engine[req_step], "run_id": run[req_step], "step_seq": seq[req_step],
         "req_id": req_id, "tenant": tenant, "phase": _PHASES[prefill.astype(np.int8)],
@@ -116,4 +123,5 @@ def frames_to_columns(frames: Sequence[StepFrame]) -> StepColumns:
                       context_tokens=ctx, prompt_tokens=prompt, prefill=prefill, spec_tokens=spec,
                       tenant=tenant, req_id=req_id, step_seq=seq, engine_id=engine, run_id=run,
                       ts=ts, kind=kind)
-    return StepColumns(steps=steps, requests=requests, batch=batch)
+    return StepColumns(steps=steps, requests=requests, batch=batch,
+                       _tenant_index=(tenant_names, tenant_codes))

@@ -15,8 +15,11 @@ Memory is bounded in rows, not only in queue items: ``append`` refuses (and
 counts) rows once ``queue_max_rows`` are queued and not yet taken by the
 writer thread, and the retry buffer holds at most ``buffer_max_rows``.  A
 queued request row costs ~150–300 bytes (numpy columns plus the Python strings
-they reference), so the defaults keep the writer's share of the daemon's
-memory to a few hundred MB under sustained overload (``docs/benchmarks.md``).
+they reference), so the defaults keep the writer's queue and buffers to
+~20–60 MB under sustained overload.  DuckDB's own memory (buffer pool,
+checkpoints) is bounded by ``memory_limit``; unset, DuckDB allows itself 80%
+of the host's RAM and used ~300 MB in a checkpoint during the overload
+benchmark (``docs/benchmarks.md``).
 
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "t.duckdb")
@@ -66,13 +69,14 @@ class Writer:
 
     def __init__(self, path: str, *, setup: Callable[[duckdb.DuckDBPyConnection], Any] | None = None,
                  flush_rows: int = 200_000, flush_interval_s: float = 0.5,
-                 queue_max: int = 4096, queue_max_rows: int = 400_000,
-                 buffer_max_rows: int = 1_000_000) -> None:
+                 queue_max: int = 4096, queue_max_rows: int = 200_000,
+                 buffer_max_rows: int = 1_000_000, memory_limit: str | None = None) -> None:
         self.path = path
         self.flush_rows = flush_rows
         self.flush_interval_s = flush_interval_s
         self.queue_max_rows = queue_max_rows
         self.buffer_max_rows = buffer_max_rows
+        self.memory_limit = memory_limit
         self.stats = WriterStats()
         self._setup = setup
         self._queue: queue.Queue = queue.Queue(maxsize=queue_max)
@@ -154,6 +158,8 @@ class Writer:
     def _run(self) -> None:
         try:
             self.con = duckdb.connect(self.path)
+            if self.memory_limit is not None:      # DuckDB's default is 80% of the host's RAM
+                self.con.execute("SET memory_limit = ?", [self.memory_limit])
             if self._setup is not None:
                 self._setup(self.con)
         except BaseException as exc:  # report to start(), never raise on the thread
@@ -188,6 +194,8 @@ class Writer:
                 return
             if item is not _STOP:
                 self._handle(item)
+                if self._any_buffer_full():          # flush as we go: memory stays bounded
+                    self._flush_all(self.con)
 
     def _handle(self, item: tuple) -> None:
         table, payload = item

@@ -19,19 +19,14 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.accuracy import Case, run_case
+from benchmarks.accuracy import quick_cases, run_case
 
 pytestmark = pytest.mark.usefixtures("vllm")
 
 CLASSES = ("prefill", "decode", "mixed", "all")
 ENOUGH = 100            # scored steps a class needs before its p99 is held to the target
 
-CASES = {
-    "saturated": Case("h100_sxm", "llama-3.1-8b", "saturated", steps=4000, truth_steps=100,
-                      kv_fraction=0.35, tenants=("code=azure-code:6", "conv=azure-conv:6",
-                                                 "longctx=mooncake-conversation:1.8")),
-    "light": Case("h100_sxm", "llama-3.1-8b", "light", steps=6000, truth_steps=100),
-}
+CASES = {case.regime: case for case in quick_cases()}     # also `python -m benchmarks.accuracy --quick`
 
 
 @pytest.fixture(scope="module")

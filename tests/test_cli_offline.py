@@ -89,3 +89,17 @@ def test_twin_step_json():
     assert 5.0 <= json.loads(out.stdout)["latency_ms"] <= 12.0
     bad = _cli("twin", "step", "--decode", "lots")
     assert bad.returncode == 2 and "COUNTxKV" in bad.stderr
+
+
+def test_report_over_parquet_exports(raw_db, tmp_path):
+    """Fleet scale: the same report from Parquet exports (DuckDB over Parquet, no daemon)."""
+    from storage.export import export_parquet
+
+    con = duckdb.connect(raw_db)
+    result = export_parquet(con, str(tmp_path / "export"))
+    con.close()
+    assert result.rows and sum(result.rows.values()) > 0
+    out = _cli("report", "--parquet", str(tmp_path / "export"), "--json")
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout)
+    assert rep["steps"] == 1200 and rep["accuracy"]["all"]["steps"] == 600

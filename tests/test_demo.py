@@ -99,3 +99,30 @@ def test_real_traces_through_the_cli(tmp_path):
     assert result["tenants"] == ["chat", "code", "docs"]
     assert result["steps"] >= 1190 and result["model_version"]
     assert result["accuracy"]["all"]["steps"] > 300
+
+
+def test_stability_ranks_splits_on_reference_engine_traffic(stationary):
+    """On the demo's stored traffic: a deliberately composition-dependent split fails the
+    gate's stability bound, and the token split depends on batch-mates more than LLMVisor."""
+    import duckdb
+    import numpy as np
+
+    from shadowd.calibrator import calibration_from_body
+    from shadowd.stability import stability_of
+    from shadowd.step_log import Window, load_batch
+
+    result, db = stationary
+    con = duckdb.connect(db, read_only=True)
+    body = con.execute("SELECT body FROM model_versions").fetchone()[0]
+    batch = load_batch(con, Window(last_steps=1200))
+    con.close()
+    att = calibration_from_body(body).model.attribute(batch)
+    # Deliberately composition-dependent: every request pays an equal slice of the measured step,
+    # so a decode's charge rises with the prompt chunks it happens to share the step with.
+    deliberate = (batch.latency_ms / batch.batch_size())[batch.req_step]
+    rep = stability_of(batch, att, extra={"deliberate": deliberate}, n_boot=100)
+    limit = 0.10                                                                   # GatePolicy default
+    assert rep["deliberate"]["ci_low"] > limit
+    assert rep["llmvisor"]["ci_high"] <= limit
+    assert rep["token_baseline"]["effect"] > rep["llmvisor"]["effect"]
+    assert rep["differences"]["token_baseline - llmvisor"]["ci_low"] > 0
