@@ -125,7 +125,7 @@ class DemoRun:
     def _catch_up(self, ref: ReferenceRun, daemon: Daemon) -> None:
         tap = ref.scheduler.shadowd_tap
         deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
-        while daemon.receiver.frames_received + tap.dropped_total < tap.step_seq:
+        while daemon.pipeline.steps_ingested + tap.dropped_total < tap.step_seq:
             if time.monotonic() > deadline:
                 raise RuntimeError("the daemon did not keep up with the demo engine")
             time.sleep(0.01)

@@ -236,32 +236,48 @@ class Writer:
             self.stats.rows_dropped += n
 
     def _flush_all(self, con: duckdb.DuckDBPyConnection) -> None:
-        for table in list(self._buffers):
-            self._flush_table(con, table)
-
-    def _flush_table(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
-        chunks = self._buffers.get(table)
-        if not chunks:
+        """Insert every buffered table in one transaction: a crash or a storage fault never
+        leaves steps without their request rows (or the reverse); on failure all stay buffered."""
+        merged = {}
+        for table, chunks in self._buffers.items():
+            if chunks:
+                merged[table] = chunks[0] if len(chunks) == 1 else \
+                    {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
+        if not merged:
             return
-        names = list(chunks[0])
-        merged = {k: np.concatenate([c[k] for c in chunks]) for k in names}
-        cols = ", ".join(names)
         try:
-            con.register("_shadowd_buf", merged)
+            con.execute("BEGIN TRANSACTION")
             try:
-                con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _shadowd_buf")
-            finally:
-                con.unregister("_shadowd_buf")
+                for table, columns in merged.items():
+                    self._insert(con, table, columns)
+                con.execute("COMMIT")
+            except BaseException:
+                try:
+                    con.execute("ROLLBACK")
+                except duckdb.Error:
+                    pass
+                raise
         except (duckdb.Error, OSError) as exc:
-            self._record_error(f"insert into {table} failed: {exc}")
-            self._buffers[table] = [merged]           # keep for retry, bounded
+            self._record_error(f"insert into {', '.join(merged)} failed: {exc}")
+            for table, columns in merged.items():
+                self._buffers[table] = [columns]           # keep for retry, bounded
             return
-        n = len(merged[names[0]])
-        self.stats.rows_written[table] = self.stats.rows_written.get(table, 0) + n
+        now = time.monotonic()
+        for table, columns in merged.items():
+            self.stats.rows_written[table] = self.stats.rows_written.get(table, 0) + _rows(columns)
+            self._buffers[table] = []
+            self._buffered_rows[table] = 0
         self.stats.flushes += 1
-        self.stats.last_flush_monotonic = self.stats.last_progress_monotonic = time.monotonic()
-        self._buffers[table] = []
-        self._buffered_rows[table] = 0
+        self.stats.last_flush_monotonic = self.stats.last_progress_monotonic = now
+
+    @staticmethod
+    def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, np.ndarray]) -> None:
+        cols = ", ".join(columns)
+        con.register("_shadowd_buf", columns)
+        try:
+            con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _shadowd_buf")
+        finally:
+            con.unregister("_shadowd_buf")
 
     def _record_error(self, message: str) -> None:
         self.stats.errors += 1

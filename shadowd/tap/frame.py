@@ -23,9 +23,18 @@ True
 """
 from __future__ import annotations
 
+from typing import Annotated
+
 import msgspec
 
 FRAME_VERSION = 1
+
+# Range limits, checked by msgspec while decoding (in C, per element): a frame that decodes is
+# safe to put in the int64/int32/int16 columns the daemon stores, so one bad frame is counted
+# as malformed instead of failing (and losing) the whole batch it arrived in.
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]       # tokens: INTEGER columns
+Small = Annotated[int, msgspec.Meta(ge=0, le=2**15 - 1)]       # preemptions: SMALLINT
+Stamp = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]       # ns stamps, counters: BIGINT
 
 
 class StepFrame(msgspec.Struct, array_like=True, frozen=True):
@@ -34,21 +43,21 @@ class StepFrame(msgspec.Struct, array_like=True, frozen=True):
     version: int             # FRAME_VERSION; first on the wire
     engine_id: str
     run_id: str
-    step_seq: int            # per run, increments once per non-empty step
-    t_sched_start: int       # monotonic ns, schedule() entry
-    t_sched_end: int         # monotonic ns, schedule() return
-    t_done: int              # monotonic ns, update_from_output() entry (output arrival)
-    t_prev_done: int         # monotonic ns, previous step's t_done in this run (0 if none)
-    wall_ns: int             # wall clock (time.time_ns) at output arrival
-    dropped_total: int       # frames this tap has dropped so far in this run
+    step_seq: Stamp          # per run, increments once per non-empty step
+    t_sched_start: Stamp     # monotonic ns, schedule() entry
+    t_sched_end: Stamp       # monotonic ns, schedule() return
+    t_done: Stamp            # monotonic ns, update_from_output() entry (output arrival)
+    t_prev_done: Stamp       # monotonic ns, previous step's t_done in this run (0 if none)
+    wall_ns: Stamp           # wall clock (time.time_ns) at output arrival
+    dropped_total: Stamp     # frames this tap has dropped so far in this run
     req_ids: list[str]
     tenants: list[str]
-    new_tokens: list[int]        # tokens processed this step, speculative drafts included
-    context_tokens: list[int]    # tokens already in the KV cache before the step
-    prompt_tokens: list[int]
-    spec_tokens: list[int]       # speculative draft tokens scheduled this step
+    new_tokens: list[Count]      # tokens processed this step, speculative drafts included
+    context_tokens: list[Count]  # tokens already in the KV cache before the step
+    prompt_tokens: list[Count]
+    spec_tokens: list[Count]     # speculative draft tokens scheduled this step
     prefill: list[bool]          # prefill-like work (prompt chunk or recompute after preemption)
-    preemptions: list[int]       # times this request has been preempted so far
+    preemptions: list[Small]     # times this request has been preempted so far
 
 
 class FrameError(ValueError):
