@@ -14,7 +14,7 @@ What docs/checks.md quotes, measured the way the daemon runs:
    (``--long-steps`` per class, default 2M) resampled by the AR sieve that ``checks.calibration``
    uses, once from the later residuals (fresh data) and once from the calibration's own held-out
    residuals with a new seed (re-measurement). ADWIN detections are counted raw and after the
-   daemon's relevance filter (``DriftWatch._relevant``: a shift under ``min_shift / 2`` is ignored).
+   daemon's relevance filter (``shadowd.drift_watch.is_relevant``: an ADWIN detection whose kept window sits under ``min_shift / 2`` from the calibration mean is ignored).
 3. Detection delay per slowdown size: the later residual stream (all classes, interleaved as the
    engine produced them) is treated as circular; from each of ``--offsets`` evenly spaced starts it
    is fed to fresh detectors for ``--warmup`` steps unchanged, then slowed (``r -> (1+r)(1+s) - 1``)
@@ -148,11 +148,9 @@ def calibrations(run: dict[str, Any]) -> dict[str, Any]:
 
 # -- 2. false alarms ------------------------------------------------------------------------------
 def _relevant(det: Any, cal: Any, min_shift: float) -> bool:
-    """The daemon's filter (shadowd.drift_watch.DriftWatch._relevant)."""
-    if det.name != "adwin":
-        return True
-    stat = (det.last_detection or {}).get("statistic", math.nan)
-    return not (abs(stat) * cal.std < min_shift / 2)
+    """The daemon's filter (``shadowd.drift_watch.is_relevant``)."""
+    from shadowd.drift_watch import is_relevant
+    return is_relevant(det.name, (det.last_detection or {}).get("kept_mean"), cal.std, min_shift)
 
 
 def count_alarms(cal: Any, z: np.ndarray, min_shift: float) -> dict[str, dict[str, Any]]:
@@ -378,7 +376,7 @@ def markdown(res: dict[str, Any]) -> str:
     add("")
     add("Alarms of each detector at the calibrated thresholds, run continuously (a detector resets "
         "itself after each alarm, as in the daemon). *ADWIN kept* applies the daemon's relevance "
-        "filter (a detected shift under `min_shift/2` = 1 % of latency is counted, not raised); "
+        "filter (a detection whose kept window sits under `min_shift/2` = 1 % of latency from the calibration mean is counted, not raised); "
         "Page-Hinkley has no such filter. Rates are per step of that class; 95 % is the one-sided "
         "Poisson upper bound.")
     add("")
@@ -577,8 +575,10 @@ residuals are tight (σ ≈ 1–2 %) does not page anyone for a 0.3 % bias. The 
 **ADWIN** (river, `checks/adwin.py`): keeps an adaptive window and drops its older part when the two
 parts' means differ by more than a bound at confidence δ; no allowance, so it is a second opinion
 that also sees tiny but persistent shifts. The daemon therefore keeps an ADWIN detection only if
-the shift it found is at least `min_shift / 2` (1 % of latency; `DriftWatch._relevant`); smaller
-ones are counted (`ignored_small_shifts`), not raised.
+the window ADWIN kept sits at least `min_shift / 2` (1 % of latency) from the calibration's mean
+(`shadowd.drift_watch.is_relevant`; judged against the calibration rather than against the part
+ADWIN dropped, which right after a slowdown starts is itself partly slow); smaller ones are
+counted (`ignored_small_shifts`), not raised.
 
 **Calibration to a stated false-alarm rate** (`checks/calibration.py`, run by
 `shadowd/calibrator.py`). The daemon buffers its first `warmup_steps` (2000) steps, fits LLMVisor on

@@ -20,6 +20,20 @@ from shadowd.step_columns import StepColumns
 RESIDUAL_DETECTORS = ("page_hinkley", "adwin")
 
 
+def is_relevant(detector: str, kept_mean: float | None, std: float, min_shift: float) -> bool:
+    """Whether a detection is worth an event.
+
+    ADWIN flags any significant change of the mean, however small; a detection counts when the
+    mean of the window it kept sits at least ``min_shift / 2`` (relative latency) away from the
+    calibration's mean.  Judging against the calibration, not against the part ADWIN dropped,
+    matters: right after a slowdown starts the dropped part is itself partly slow.  Page-Hinkley
+    has its allowance built in, so its detections always count.
+    """
+    if detector != "adwin" or kept_mean is None:
+        return True
+    return abs(kept_mean) * std >= min_shift / 2
+
+
 class DriftWatch:
     """Owns the detectors of the installed calibration; fed by the ingest pipeline."""
 
@@ -61,17 +75,11 @@ class DriftWatch:
             self.on_events(events)
 
     def _relevant(self, monitor: checks.DriftMonitor, events: list[checks.DriftEvent]) -> list[checks.DriftEvent]:
-        """ADWIN flags any significant change of the mean, however small.  Keep a detection when
-        the mean of the window it kept sits at least half ``min_shift`` (relative latency) away
-        from the calibration's mean; count the rest.  (Judging the kept window against the
-        calibration, not against the part ADWIN dropped, matters: right after a slowdown starts
-        the dropped part is itself partly slow.)"""
         keep = []
         for e in events:
             cal = monitor.calibrations.get(e.step_class)
-            kept_mean = (e.details or {}).get("kept_mean")
-            if (e.detector == "adwin" and cal is not None and kept_mean is not None
-                    and abs(kept_mean) * cal.std < self.min_shift / 2):
+            if cal is not None and not is_relevant(e.detector, (e.details or {}).get("kept_mean"),
+                                                   cal.std, self.min_shift):
                 self.ignored_small_shifts += 1
                 continue
             keep.append(e)
