@@ -20,7 +20,7 @@ from typing import Callable
 
 import zmq
 
-from shadowd.tap.frame import FrameError, StepFrame, decode_frame
+from shadowd.tap.frame import FrameError, StepFrame, decode_message
 
 log = logging.getLogger("shadowd.ingest")
 MAX_FRAME_BYTES = 8 << 20
@@ -73,6 +73,7 @@ class FrameReceiver:
         self.max_frame_bytes = max_frame_bytes
         self.socket_mode = socket_mode
         self.faults: Counter[str] = Counter()
+        self.messages_received = 0          # zmq messages: a frame or a batch of frames (or junk)
         self.frames_received = 0
         self.rows_received = 0
         self.last_frame_monotonic = 0.0
@@ -143,30 +144,34 @@ class FrameReceiver:
             except zmq.Again:
                 return
             n += 1
-            frame = self._decode(data.buffer)
-            if frame is not None:
+            self.messages_received += 1
+            for frame in self._decode(data.buffer):
                 batch.append(frame)
                 self._batch_rows += len(frame.req_ids)
                 if len(batch) >= self.batch_frames or self._batch_rows >= self.batch_rows:
                     self._hand_over(batch)
                     batch.clear()
 
-    def _decode(self, data: memoryview) -> StepFrame | None:
+    def _decode(self, data: memoryview) -> list[StepFrame]:
+        """The good frames of one message (a frame or a batch of frames); bad ones counted."""
         if len(data) > self.max_frame_bytes:
-            return self._fault("oversized", f"{len(data)} bytes > {self.max_frame_bytes}")
+            self._fault("oversized", f"{len(data)} bytes > {self.max_frame_bytes}")
+            return []
         try:
-            frame = decode_frame(data)
-        except FrameError as exc:
-            return self._fault("version" if "version" in str(exc) else "malformed", str(exc))
+            frames, errors = decode_message(data)
         except Exception as exc:      # anything else the decoder might raise
-            return self._fault("malformed", f"{type(exc).__name__}: {exc}")
-        gap = self.tracker.observe(frame)
-        if gap:
-            self.faults["gap"] += gap
-        self.frames_received += 1
-        self.rows_received += len(frame.req_ids)
-        self.last_frame_monotonic = time.monotonic()
-        return frame
+            frames, errors = [], [FrameError(f"{type(exc).__name__}: {exc}")]
+        for exc in errors:
+            self._fault("version" if "version" in str(exc) else "malformed", str(exc))
+        for frame in frames:
+            gap = self.tracker.observe(frame)
+            if gap:
+                self.faults["gap"] += gap
+            self.rows_received += len(frame.req_ids)
+        if frames:
+            self.frames_received += len(frames)
+            self.last_frame_monotonic = time.monotonic()
+        return frames
 
     def _hand_over(self, batch: list[StepFrame]) -> None:
         self._batch_rows = 0

@@ -3,8 +3,8 @@
 What is fuzzed, and how much (each test bounded to well under a minute here):
 
 * ``test_million_mutated_frames``: 1,000,000 byte strings derived from real encoded frames
-  (1–256 requests): random byte overwrites, truncations, insertions, splices of two frames,
-  and pure random bytes;
+  (1–256 requests) and batches of frames (the tap's batched messages): random byte overwrites,
+  truncations, insertions, splices of two messages, and pure random bytes;
 * ``test_structured_random_frames``: 100,000 msgpack arrays shaped like frames whose fields
   take edge values (negative, 2**31, 2**63, 2**64 - 1, floats, strings, None, nested lists)
   and ragged columns: they decode to the right *types*, so range checks must catch them;
@@ -12,9 +12,10 @@ What is fuzzed, and how much (each test bounded to well under a minute here):
 * ``test_fuzzed_stream_through_daemon``: 20,000 frames, half valid, half fuzzed, over the
   real socket into a running daemon.
 
-The contract: ``decode_frame`` either returns a frame or raises ``FrameError`` (nothing else),
-and whatever it returns, ``frames_to_columns`` turns into columns without raising, so one bad
-frame can never take a batch of good ones down with it.
+The contract: ``decode_frame`` either returns a frame or raises ``FrameError`` (nothing else);
+``decode_message`` (what the daemon calls on each message) never raises; and whatever they
+return, ``frames_to_columns`` turns into columns without raising, so one bad frame can never
+take a batch of good ones down with it.
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shadowd.step_columns import frames_to_columns
-from shadowd.tap.frame import FRAME_VERSION, FrameError, StepFrame, decode_frame, encode_frame
+from shadowd.tap.frame import (FRAME_VERSION, FrameError, StepFrame, decode_frame, decode_message,
+                                encode_batch, encode_frame)
 from tests.helpers import Pusher, make_daemon, make_frame, wait_until
 
 N_MUTATED = 1_000_000
@@ -40,7 +42,8 @@ def _corpus() -> list[bytes]:
 
     frames = [encode_frame(make_frame(i + 1, n=n)) for i, n in enumerate((1, 2, 4, 8, 32, 64))]
     frames += make_frames(8, requests=256, seed=3)[::2] + make_frames(8, requests=16, seed=4)[::2]
-    return frames
+    small = make_frames(6, requests=8, seed=5)
+    return frames + [encode_batch(small[:2]), encode_batch(small[2:]), encode_batch(frames[:3])]
 
 
 def _check_columns(frames: list[StepFrame]) -> None:
@@ -85,22 +88,19 @@ def test_million_mutated_frames():
     accepted = rejected = 0
     t0 = time.monotonic()
     for _ in range(N_MUTATED):
-        data = mutate()
-        try:
-            frame = decode_frame(data)
-        except FrameError:
-            rejected += 1
-            continue
-        accepted += 1
-        decoded.append(frame)
+        frames, errors = decode_message(mutate())
+        accepted += bool(frames)
+        rejected += not frames
+        assert all(isinstance(e, FrameError) for e in errors) and (frames or errors)
+        decoded += frames
         if len(decoded) >= 2000:
             _check_columns(decoded)
             decoded.clear()
     if decoded:
         _check_columns(decoded)
     elapsed = time.monotonic() - t0
-    print(f"{N_MUTATED} mutated frames in {elapsed:.1f} s: {accepted} decoded (and columned), "
-          f"{rejected} rejected with FrameError")
+    print(f"{N_MUTATED} mutated messages in {elapsed:.1f} s: {accepted} gave frames (columned), "
+          f"{rejected} only FrameErrors")
     assert accepted + rejected == N_MUTATED
     assert accepted > 0 and rejected > 0
 
@@ -171,15 +171,19 @@ _any = st.recursive(_leaf, lambda inner: st.lists(inner, max_size=4), max_leaves
                                            st.text(max_size=4)), max_size=5), min_size=0, max_size=9))
 def test_hypothesis_frame_structures(head, columns):
     data = msgspec.msgpack.encode([FRAME_VERSION, *head[:9], *columns])
+    frames, _ = decode_message(data)
+    frames += decode_message(encode_batch([data, encode_frame(make_frame(1))]))[0]
     try:
-        frame = decode_frame(data)
+        frames.append(decode_frame(data))
     except FrameError:
-        return
-    _check_columns([frame])
+        pass
+    if frames:
+        _check_columns(frames)
 
 
 def test_fuzzed_stream_through_daemon(ipc_endpoint, db_path):
-    """20,000 frames over the socket, half fuzzed: every frame is stored or counted as a fault."""
+    """20,000 messages over the socket, half fuzzed: every frame that decodes is stored, every
+    message that yields none is counted as a fault."""
     daemon = make_daemon(ipc_endpoint, db_path)
     daemon.start(http=False, jobs=False)
     mutate = _Mutator(_corpus(), seed=99)
@@ -192,9 +196,10 @@ def test_fuzzed_stream_through_daemon(ipc_endpoint, db_path):
             push.send(mutate() if r.random() < 0.8 else _structured(r))
             sent += 2
         rx = daemon.receiver
-        bad = lambda: sum(v for k, v in rx.faults.items() if k not in ("gap", "consumer"))  # noqa: E731
-        assert wait_until(lambda: rx.frames_received + bad() == sent, timeout=60)
+        assert wait_until(lambda: rx.messages_received == sent, timeout=60)
+        bad = sum(v for k, v in rx.faults.items() if k not in ("gap", "consumer"))
         assert rx.alive and rx.faults["consumer"] == 0, dict(rx.faults)
+        assert rx.frames_received + bad >= sent        # each message: frames, or a counted fault
     finally:
         push.close()
         daemon.stop()

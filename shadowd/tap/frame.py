@@ -20,6 +20,17 @@ request ids (opaque, chosen by the client or gateway) and tenant labels.
 ...               prompt_tokens=[5], spec_tokens=[0], prefill=[False], preemptions=[0])
 >>> decode_frame(encode_frame(f)) == f
 True
+
+Several frames may travel as one message, a *batch*: a msgpack array whose
+elements are the encoded frames (``encode_batch``), so the tap pays for one
+send per batch.  ``decode_message`` reads either; a batch's frames are
+validated one by one, and a bad one costs only itself (a batch that is not
+even msgpack is one error; its steps then show as a gap in the run):
+
+>>> bad = msgspec.msgpack.encode([FRAME_VERSION, "engine-0"])
+>>> frames, errors = decode_message(encode_batch([encode_frame(f), bad, encode_frame(f)]))
+>>> len(frames), [str(e)[:15] for e in errors]
+(2, ['malformed frame'])
 """
 from __future__ import annotations
 
@@ -66,6 +77,9 @@ class FrameError(ValueError):
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(StepFrame)
+_batch_decoder = msgspec.msgpack.Decoder(list[StepFrame])
+_raw_list_decoder = msgspec.msgpack.Decoder(list[msgspec.Raw])
+_ARRAY_STARTS = frozenset(range(0x90, 0xa0)) | {0xdc, 0xdd}
 _COLUMNS = ("tenants", "new_tokens", "context_tokens", "prompt_tokens",
             "spec_tokens", "prefill", "preemptions")
 
@@ -86,6 +100,10 @@ def decode_frame(data: bytes) -> StepFrame:
         raise FrameError(f"malformed frame: {exc}") from None
     except msgspec.DecodeError as exc:
         raise FrameError(f"undecodable frame: {exc}") from None
+    return _validated(frame)
+
+
+def _validated(frame: StepFrame) -> StepFrame:
     if frame.version != FRAME_VERSION:
         raise FrameError(f"unsupported frame version {frame.version} (this daemon reads "
                          f"{FRAME_VERSION}); upgrade shadowd to match the tap")
@@ -94,6 +112,54 @@ def decode_frame(data: bytes) -> StepFrame:
         if len(getattr(frame, name)) != n:
             raise FrameError(f"column {name} has {len(getattr(frame, name))} rows, req_ids has {n}")
     return frame
+
+
+def encode_batch(encoded: list[bytes]) -> bytes:
+    """Encoded frames as one message: a msgpack array header, then the frames as they are."""
+    n = len(encoded)
+    head = bytes((0x90 | n,)) if n < 16 else (b"\xdc" + n.to_bytes(2, "big") if n < 65536
+                                              else b"\xdd" + n.to_bytes(4, "big"))
+    return head + b"".join(encoded)
+
+
+def is_batch(data: bytes | memoryview) -> bool:
+    """A batch is an array whose first element is an array (a frame); a frame's is its version."""
+    if not data:
+        return False
+    first = {0xdc: 3, 0xdd: 5}.get(data[0], 1 if 0x90 <= data[0] <= 0x9f else None)
+    return first is not None and len(data) > first and data[first] in _ARRAY_STARTS
+
+
+def decode_message(data: bytes | memoryview) -> tuple[list[StepFrame], list[FrameError]]:
+    """The frames in one message (one frame or a batch) and an error for each bad frame."""
+    if not is_batch(data):
+        try:
+            return [decode_frame(data)], []
+        except FrameError as exc:
+            return [], [exc]
+    try:
+        frames = _batch_decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        frames = None
+    if frames is not None:
+        good, errors = [], []
+        for f in frames:
+            try:
+                good.append(_validated(f))
+            except FrameError as exc:
+                errors.append(exc)
+        return good, errors
+    try:                                        # some frame is bad: find which, keep the rest
+        parts = _raw_list_decoder.decode(data)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        return [], [FrameError(f"undecodable batch: {exc}")]
+    good, errors = [], []
+    for raw in parts:
+        try:
+            good.append(decode_frame(raw))
+        except FrameError as exc:
+            errors.append(exc)
+    return good, errors
 
 
 def _peek_version(data: bytes) -> int | None:

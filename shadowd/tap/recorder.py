@@ -10,10 +10,12 @@ resolved once, at admission, and looked up by ``map`` over dicts.
 Cost (``docs/benchmarks.md``): a steady decode step (the same running
 requests as the step before, one token each, nothing new, resumed or
 speculative) reuses the previous step's tenant, prompt, prefill and
-preemption columns instead of looking them up again.  Frames are sent in
-batches (one zmq multipart message, each part one frame, so the daemon's
-receiver sees plain frames): a zmq send wakes zmq's I/O thread and costs tens
-of µs, more than building the frame.  A frame leaves at once if no frame was
+preemption columns instead of looking them up again, and their msgpack
+encoding too: the frame is assembled from the encoded parts (byte for byte
+what ``encode_frame`` would produce), so only the context column and the
+stamps are encoded afresh.  Frames are sent in
+batches (one zmq message, ``encode_batch``): a zmq send wakes zmq's I/O
+thread and costs tens of µs, more than building the frame.  A frame leaves at once if no frame was
 sent in the last ``SEND_INTERVAL_NS`` (engine clock); otherwise it waits until
 that much time has passed, ``BATCH_FRAMES`` frames are waiting, or no further
 step is in flight (the engine is going idle, or scheduling is synchronous), so
@@ -35,13 +37,18 @@ from collections import deque
 from itertools import repeat
 from typing import Any, Callable
 
-from shadowd.tap.frame import FRAME_VERSION, StepFrame, encode_frame
+import msgspec
+
+from shadowd.tap.frame import FRAME_VERSION, StepFrame, encode_batch
 from shadowd.tap.sender import BATCH_FRAMES       # frames per zmq message at most
 from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.tap")
 PRUNE_EVERY_STEPS = 4096
-SEND_INTERVAL_NS = 2_000_000          # at most one send per 2 ms of engine clock, unless idle or full
+SEND_INTERVAL_NS = 16_000_000         # at most one send per 16 ms of engine clock, unless idle or full
+_encode = msgspec.msgpack.Encoder().encode
+_N_FIELDS = len(StepFrame.__struct_fields__)
+_FRAME_HEAD = _encode([None] * _N_FIELDS)[:-_N_FIELDS]      # msgpack array header of a frame
 
 
 class _RequestFacts(dict):
@@ -59,11 +66,12 @@ class _RequestFacts(dict):
 class StepRecorder:
     """Owns the tap's per-run state: step counter, pending steps, drop count.
 
-    ``send`` takes one encoded frame (``bytes``) or a list of them (one batch)
-    and returns whether it was passed on; ``FrameSender.send`` does both.
+    ``send(message, frames=1)`` takes one encoded frame, or a batch of
+    ``frames`` frames (``encode_batch``), and returns whether it was passed on
+    (``FrameSender.send``).
     """
 
-    def __init__(self, send: Callable[[Any], bool], *, engine_id: str,
+    def __init__(self, send: Callable[..., bool], *, engine_id: str,
                  requests: dict[str, Any], tenants: TenantResolver,
                  clock: Callable[[], int] = time.monotonic_ns,
                  wall_clock: Callable[[], int] = time.time_ns) -> None:
@@ -86,6 +94,7 @@ class StepRecorder:
         self._outbox: list[bytes] = []        # encoded frames waiting for their batch
         self._last_send = 0                   # t_done of the step whose frame went out last
         self._steady: tuple | None = None     # last all-decode step's (ids, reusable columns)
+        self._encoded: tuple | None = None    # (tenants list, encoded ids..new_tokens, prompt..preemptions)
 
     def count_send_drops_with(self, fn: Callable[[], int]) -> None:
         self._send_dropped = fn
@@ -124,12 +133,14 @@ class StepRecorder:
             if cols is None:
                 return
             self.step_seq += 1
-            frame = StepFrame(FRAME_VERSION, self.engine_id, self.run_id, self.step_seq,
-                              cols[0], cols[1], t_done, self._prev_done, self.wall_clock(),
-                              self.dropped_total, *cols[2:])
+            head = _encode((FRAME_VERSION, self.engine_id, self.run_id, self.step_seq, cols[0], cols[1],
+                            t_done, self._prev_done, self.wall_clock(), self.dropped_total))
             self._prev_done = t_done
+            enc = self._encoded
+            if enc is None or enc[0] is not cols[3]:      # columns not reused from the last frame
+                enc = self._encoded = (cols[3], _encode(cols[2:5])[1:], _encode(cols[6:])[1:])
             outbox = self._outbox
-            outbox.append(encode_frame(frame))
+            outbox.append(b"".join((_FRAME_HEAD, head[1:], enc[1], _encode(cols[5]), enc[2])))
             if (t_done - self._last_send >= SEND_INTERVAL_NS or len(outbox) >= BATCH_FRAMES
                     or not self._step_in_flight()):
                 self._last_send = t_done
@@ -145,7 +156,10 @@ class StepRecorder:
         if not outbox:
             return
         try:
-            self._send(outbox if len(outbox) > 1 else outbox[0])
+            if len(outbox) == 1:
+                self._send(outbox[0])
+            else:
+                self._send(encode_batch(outbox), len(outbox))
         except Exception as exc:             # the sender counts its own drops; this is a bug guard
             self.dropped += len(outbox) - 1
             self._fault(exc)

@@ -7,11 +7,15 @@ connected (so a stopped daemon means drops, counted, not a silent backlog);
 a full queue into ``zmq.Again``, which we count as a drop.  zmq reconnects by
 itself, so a restarted daemon simply starts receiving again.
 
-A batch of frames goes as one multipart message, one frame per part: zmq
-passes it on whole or not at all, the daemon's receiver reads each part as a
-frame, and the engine pays one send (one wake-up of zmq's I/O thread) per
-batch instead of per frame.  zmq's high-water mark counts messages, so it is
-set to ``hwm // BATCH_FRAMES`` messages to keep about ``hwm`` frames queued at most.
+A batch of frames goes as one message (``shadowd.tap.frame.encode_batch``):
+one zmq send costs the engine thread ~40 µs of CPU here whatever its size,
+and each further part of a multipart message ~12 µs more, so one message per
+batch is what makes batching pay.  zmq's high-water mark counts messages, not
+frames: it is set to ``hwm // 4`` messages.  Steps slower than the recorder's
+send interval (16 ms) go one frame per message, so ``hwm // 4`` frames queue
+(≥ 16 s of such steps at the default); faster steps share messages of up to
+``BATCH_FRAMES`` frames, so at most ``4 * hwm`` (small, fast-step) frames
+queue before the tap drops.
 """
 from __future__ import annotations
 
@@ -21,13 +25,13 @@ import time
 import zmq
 
 log = logging.getLogger("shadowd.tap")
-BATCH_FRAMES = 64          # the recorder's largest batch (shadowd.tap.recorder.BATCH_FRAMES)
+BATCH_FRAMES = 16          # the recorder's largest batch (shadowd.tap.recorder.BATCH_FRAMES)
 
 
 class FrameSender:
     """Sends encoded frames to ``endpoint``; ``dropped`` counts frames that could not be sent."""
 
-    def __init__(self, endpoint: str, *, hwm: int = 4096, batch_frames: int = BATCH_FRAMES) -> None:
+    def __init__(self, endpoint: str, *, hwm: int = 4096) -> None:
         self.endpoint = endpoint
         self.dropped = 0
         self.sent = 0
@@ -35,19 +39,15 @@ class FrameSender:
         self._ctx = zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.PUSH)
         self._sock.setsockopt(zmq.IMMEDIATE, 1)
-        self._sock.setsockopt(zmq.SNDHWM, max(1, hwm // max(1, batch_frames)))
+        self._sock.setsockopt(zmq.SNDHWM, max(1, hwm // 4))
         self._sock.setsockopt(zmq.LINGER, 0)
         self._sock.connect(endpoint)
 
-    def send(self, data: bytes | list[bytes]) -> bool:
-        """Send one frame, or a list of frames as one message; never blocks or raises."""
-        batch = isinstance(data, list)
-        n = len(data) if batch else 1
+    def send(self, data: bytes, frames: int = 1) -> bool:
+        """Send one message holding ``frames`` frames; never blocks or raises."""
+        n = frames
         try:
-            if batch:
-                self._sock.send_multipart(data, zmq.NOBLOCK, copy=True)
-            else:
-                self._sock.send(data, zmq.NOBLOCK, copy=True)
+            self._sock.send(data, zmq.NOBLOCK, copy=True)
         except zmq.Again:
             self.dropped += n
             return False
