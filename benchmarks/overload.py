@@ -62,7 +62,7 @@ def measure(seconds: float = 30.0, requests: int = 256, memory_limit: str | None
 
 def run(quick: bool = False) -> dict:
     seconds = 12.0 if quick else 30.0
-    return {"overload": [measure(seconds=seconds), measure(seconds=seconds, memory_limit="256MB")]}
+    return {"overload": [measure(seconds=seconds), measure(seconds=seconds, memory_limit="192MB")]}
 
 
 if __name__ == "__main__":

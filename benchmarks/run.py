@@ -4,6 +4,7 @@
     .venv/bin/python -m benchmarks.run --quick         # shorter runs, same figures, more noise
     .venv/bin/python -m benchmarks.run --only ingest   # one benchmark (repeatable); others keep
                                                        # their last recorded figures
+    .venv/bin/python -m benchmarks.run --render        # re-render the .md from the .json
 
 Benchmarks run one after another, never concurrently (they pin processes to CPUs 0 and 1).
 Each figure is stored with the command that produced it, when, the load average around it,
@@ -71,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="shorter runs (noisier figures)")
     ap.add_argument("--only", action="append", choices=sorted(BENCHMARKS), help="run only these")
     ap.add_argument("--no-write", action="store_true", help="print the JSON, write nothing")
+    ap.add_argument("--render", action="store_true", help="only re-render docs/benchmarks.md from the JSON")
     a = ap.parse_args(argv)
+    if a.render:
+        MD_PATH.write_text(render(json.loads(JSON_PATH.read_text())))
+        return 0
     names = a.only or list(BENCHMARKS)
     results: dict[str, Any] = {}
     if JSON_PATH.exists() and a.only:

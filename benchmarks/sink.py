@@ -1,4 +1,4 @@
-"""A zmq PULL socket that receives and discards frames, in its own process.
+"""A zmq PULL socket that receives, counts and discards frames, in its own process.
 
 The tap-cost benchmark sends to it so that the tap's ``send`` does what it does
 in production (a connected peer, frames actually leave), without a daemon's
@@ -9,7 +9,10 @@ from __future__ import annotations
 import signal
 import sys
 
+import msgspec
 import zmq
+
+from shadowd.tap.frame import is_batch
 
 
 def main(endpoint: str) -> None:
@@ -30,10 +33,10 @@ def main(endpoint: str) -> None:
         if sock.poll(100):
             while True:
                 try:
-                    sock.recv(zmq.NOBLOCK, copy=False)
+                    msg = sock.recv(zmq.NOBLOCK, copy=False).buffer
                 except zmq.Again:
                     break
-                n += 1
+                n += len(msgspec.msgpack.decode(msg, type=list[msgspec.Raw])) if is_batch(msg) else 1
     print(n, flush=True)
 
 

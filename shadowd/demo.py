@@ -128,8 +128,8 @@ def render_summary(r: dict[str, Any]) -> str:
             a = acc.get(cls)
             if a and a["steps"]:
                 lv, tb = a["llmvisor"], a["token_baseline"]
-                lines.append(f"    {cls:8} {a['steps']:>6} steps     {_p(lv['p50'])} {_p(lv['p90'])} {_p(lv['p99'])}"
-                             f"     {_p(tb['p50'])} {_p(tb['p90'])} {_p(tb['p99'])}")
+                lines.append(f"    {cls:8} {a['steps']:>6} steps     {_p(lv.get('p50'))} {_p(lv.get('p90'))} "
+                             f"{_p(lv.get('p99'))}     {_p(tb.get('p50'))} {_p(tb.get('p90'))} {_p(tb.get('p99'))}")
     truth = r.get("attribution_truth")
     if truth:
         lines.append(f"  per-tenant share vs Shapley ground truth (max error over tenants): LLMVisor "

@@ -1,10 +1,11 @@
 """Frame receiver: the daemon's end of the tap socket.
 
-A zmq PULL socket bound at the listen endpoint; one thread receives frames,
-decodes them, and hands batches of decoded frames to a consumer (the
-pipeline).  Bad input never stops it: oversized, undecodable, malformed and
-wrong-version frames are counted per kind, logged (rate-limited) and
-skipped.  Gaps in a run's ``step_seq`` that the tap's own drop counter does
+A zmq PULL socket bound at the listen endpoint; one thread receives messages
+(each one frame, or a batch of frames the tap sent together), decodes them,
+and hands batches of decoded frames to a consumer (the pipeline).  Bad input
+never stops it, and a bad frame in a batch costs only itself: oversized,
+undecodable, malformed and wrong-version frames are counted per kind, logged
+(rate-limited) and skipped.  Gaps in a run's ``step_seq`` that the tap's own drop counter does
 not explain (frames lost in transit, e.g. across a daemon restart) are
 counted too, so no step is lost silently.
 """

@@ -68,8 +68,8 @@ class Writer:
     """Owns one DuckDB connection on one thread; fed by a bounded queue."""
 
     def __init__(self, path: str, *, setup: Callable[[duckdb.DuckDBPyConnection], Any] | None = None,
-                 flush_rows: int = 200_000, flush_interval_s: float = 0.5,
-                 queue_max: int = 4096, queue_max_rows: int = 200_000,
+                 flush_rows: int = 131_072, flush_interval_s: float = 0.5,
+                 queue_max: int = 4096, queue_max_rows: int = 131_072,
                  buffer_max_rows: int = 1_000_000, memory_limit: str | None = None) -> None:
         self.path = path
         self.flush_rows = flush_rows

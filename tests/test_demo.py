@@ -51,6 +51,13 @@ def test_stationary_run_goes_go_without_drift(stationary):
     assert _gate_exit(db) == 0
 
 
+def test_summary_is_readable(stationary):
+    from shadowd.demo import render_summary
+
+    text = render_summary(stationary[0])
+    assert "verdict: GO" in text and "LLMVisor p50/p90/p99" in text and "scaled" in text
+
+
 def test_demo_json_has_the_documented_keys(stationary):
     result, _ = stationary
     for key in ("steps", "requests", "tenants", "accuracy", "drift_events", "verdict", "checks"):
