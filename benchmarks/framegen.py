@@ -39,7 +39,7 @@ def _request_id(rng: np.random.Generator) -> str:
 
 
 def make_frames(n_frames: int, requests: int = 256, seed: int = 0, *, budget: int = 2048,
-                step_ms: float = 25.0) -> list[bytes]:
+                step_ms: float = 12.0) -> list[bytes]:
     """``n_frames`` encoded frames of ``requests`` rows each (see the module doc)."""
     rng = np.random.default_rng(seed)
     tenant_idx = rng.choice(len(TENANTS), size=requests, p=TENANT_MIX)
@@ -70,7 +70,10 @@ def make_frames(n_frames: int, requests: int = 256, seed: int = 0, *, budget: in
                 new.append(1)
                 pre.append(False)
                 used += 1
-        dur = int((step_ms + 0.004 * used) * 1e6 * rng.lognormal(0, 0.05))
+        # Roughly an 8B model on one GPU: weights (fixed), tokens, and KV reads growing with context,
+        # so that fitted models price context and shares differ row by row, as on real traffic.
+        kv_ms = 1.5e-5 * sum(state["ctx"])
+        dur = int((step_ms + 0.004 * used + kv_ms) * 1e6 * rng.lognormal(0, 0.05))
         frame = StepFrame(FRAME_VERSION, ENGINE_ID, RUN_ID_TEMPLATE, seq, t + 20_000, t + 300_000,
                           t + dur, t, wall + t + dur, 0, list(state["id"]), list(state["tenant"]),
                           new, list(state["ctx"]), list(state["prompt"]), [0] * requests, pre,
@@ -114,7 +117,7 @@ def push(endpoint: str, frames: list[bytes], *, seconds: float, noblock: bool = 
         sock.setsockopt(zmq.IMMEDIATE, 1)
     sock.connect(endpoint)
     time.sleep(0.3)
-    sent = dropped = rows = passes = 0
+    sent = dropped = passes = 0
     t0 = time.monotonic()
     end = t0 + seconds
     interval = 1.0 / rate if rate > 0 else 0.0

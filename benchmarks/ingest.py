@@ -136,6 +136,17 @@ def _seconds(fn: Any) -> float:
     return time.perf_counter() - t
 
 
+def _tenant_sum_costs(cols: Any, shares: np.ndarray) -> dict[str, float]:
+    """Seconds for IngestStats' per-tenant sum as done today, and grouped by tenant codes."""
+    weights = np.nan_to_num(shares.astype(np.float64))
+    return {
+        "per-tenant sum by np.unique (IngestStats today)": _seconds(
+            lambda: np.bincount(np.unique(cols.requests["tenant"], return_inverse=True)[1], weights=weights)),
+        "per-tenant sum by StepColumns.tenant_index (proposed)": _seconds(
+            lambda: np.bincount(cols.tenant_index[1], weights=weights)),
+    }
+
+
 def stage_costs(*, frames: int = 3000, batch_frames: int = 1000, requests: int = 256,
                 cpu: int | None = 0) -> dict[str, Any]:
     """µs per request row of each stage of the daemon's path, in-process, on one CPU.
@@ -184,13 +195,8 @@ def stage_costs(*, frames: int = 3000, batch_frames: int = 1000, requests: int =
             timed("DuckDB append (Writer.flush)", pipe.writer.flush)
             shares = cols.requests.get("llmvisor_measured_ms")
             if shares is not None:          # what IngestStats' per-tenant sum costs grouped by codes
-                alt["per-tenant sum by np.unique (IngestStats today)"] = alt.get(
-                    "per-tenant sum by np.unique (IngestStats today)", 0.0) + _seconds(
-                    lambda: np.bincount(np.unique(cols.requests["tenant"], return_inverse=True)[1],
-                                        weights=np.nan_to_num(shares.astype(np.float64))))
-                alt["per-tenant sum by StepColumns.tenant_index (proposed)"] = alt.get(
-                    "per-tenant sum by StepColumns.tenant_index (proposed)", 0.0) + _seconds(
-                    lambda: np.bincount(cols.tenant_index[1], weights=np.nan_to_num(shares.astype(np.float64))))
+                for name, seconds in _tenant_sum_costs(cols, shares).items():
+                    alt[name] = alt.get(name, 0.0) + seconds
         rows = frames * requests
         per_row = {k: round(v / rows * 1e6, 3) for k, v in cost.items()}
         total = sum(per_row.values())

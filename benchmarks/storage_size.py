@@ -78,6 +78,8 @@ def measure(frames: int = 8000, attribute: bool = True) -> dict[str, Any]:
     steps = con.execute("SELECT count(*) FROM steps").fetchone()[0]
     attributed = con.execute("SELECT count(*) FROM step_requests WHERE llmvisor_ms IS NOT NULL").fetchone()[0]
     distinct_ids = con.execute("SELECT count(DISTINCT req_id) FROM step_requests").fetchone()[0]
+    block_size, total_blocks, used_blocks, free_blocks = con.execute(
+        "SELECT block_size, total_blocks, used_blocks, free_blocks FROM pragma_database_size()").fetchone()
     con.close()
     size = os.path.getsize(db)
     per_col = _column_bytes(db, "step_requests")
@@ -87,6 +89,8 @@ def measure(frames: int = 8000, attribute: bool = True) -> dict[str, Any]:
         "attribute": attribute, "calibrated": info["calibrated"], "rows": rows, "steps": steps,
         "attributed_rows": attributed, "distinct_req_ids": distinct_ids,
         "file_bytes": size, "bytes_per_row": round(size / rows, 2),
+        "used_bytes_per_row": round(used_blocks * block_size / rows, 2),
+        "free_blocks": free_blocks, "total_blocks": total_blocks, "block_size": block_size,
         "step_requests_column_bytes_per_row": per_row,
         "step_requests_bytes_per_row": round(sum(per_col.values()) / rows, 2),
         "steps_bytes_per_request_row": round(sum(steps_cols.values()) / rows, 2),

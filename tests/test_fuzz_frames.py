@@ -29,8 +29,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shadowd.step_columns import frames_to_columns
-from shadowd.tap.frame import (FRAME_VERSION, FrameError, StepFrame, decode_frame, decode_message,
-                                encode_batch, encode_frame)
+from shadowd.tap.frame import (
+    FRAME_VERSION,
+    FrameError,
+    StepFrame,
+    decode_frame,
+    decode_message,
+    encode_batch,
+    encode_frame,
+)
 from tests.helpers import Pusher, make_daemon, make_frame, wait_until
 
 N_MUTATED = 1_000_000

@@ -40,7 +40,7 @@ from typing import Any, Callable
 import msgspec
 
 from shadowd.tap.frame import FRAME_VERSION, StepFrame, encode_batch
-from shadowd.tap.sender import BATCH_FRAMES       # frames per zmq message at most
+from shadowd.tap.sender import BATCH_FRAMES  # frames per zmq message at most
 from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.tap")
