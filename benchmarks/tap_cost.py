@@ -30,20 +30,12 @@ import sys
 import tempfile
 import time
 from collections import deque
-from dataclasses import dataclass
 from statistics import median
 from typing import Any
 
+from shadowd.twin.request_spec import RequestSpec
+
 PROMPT_TOKENS = 32
-
-
-@dataclass(frozen=True)
-class _Req:
-    arrival_s: float
-    tenant: str
-    prompt_tokens: int
-    output_tokens: int
-    prefix_blocks: tuple[int, ...] | None = None
 
 
 class _Engine:
@@ -63,7 +55,7 @@ class _Engine:
         tenants = ("acme", "beta", "gamma", "delta")
         for i in range(n):
             self.sched.add_request(driver.make_request(
-                _Req(0.0, tenants[i % 4], PROMPT_TOKENS, total_steps + 1000)))
+                RequestSpec(0.0, tenants[i % 4], PROMPT_TOKENS, total_steps + 1000)))
         self.queue: deque = deque([self.sched.schedule()])
 
     @staticmethod

@@ -49,8 +49,9 @@ class IngestStats:
                 for kind, e in zip(steps["kind"][ok].tolist(), err.tolist()):
                     self.residuals[kind].append(e)
             if shares is not None and np.isfinite(shares).any():
-                names, inv = np.unique(reqs["tenant"], return_inverse=True)
-                sums = np.bincount(inv, weights=np.nan_to_num(shares.astype(np.float64)))
+                names, inv = cols.tenant_index          # codes the columns already carry
+                sums = np.bincount(inv, weights=np.nan_to_num(shares.astype(np.float64)),
+                                   minlength=len(names))
                 for name, ms in zip(names.tolist(), sums.tolist()):
                     self.tenant_seconds[name] = self.tenant_seconds.get(name, 0.0) + ms / 1e3
 

@@ -7,24 +7,15 @@ compared with what the scheduler itself scheduled.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import msgspec
 import numpy as np
 import pytest
 
 from shadowd.tap.frame import decode_frame, decode_message, encode_frame, is_batch
+from shadowd.twin.request_spec import RequestSpec
 
 pytestmark = pytest.mark.usefixtures("vllm")
-
-
-@dataclass(frozen=True)
-class _Req:
-    arrival_s: float
-    tenant: str
-    prompt_tokens: int
-    output_tokens: int
-    prefix_blocks: tuple[int, ...] | None = None
 
 
 def test_reused_columns_and_batched_sends_are_exact(monkeypatch, llama_dir):
@@ -49,8 +40,8 @@ def test_reused_columns_and_batched_sends_are_exact(monkeypatch, llama_dir):
         return cols
 
     monkeypatch.setattr(tap, "_columns", counting)
-    reqs = [_Req(0.0, "acme" if i % 2 else "beta", 40 + 7 * i, 120 + 10 * i) for i in range(8)]
-    reqs += [_Req(0.05 + 0.01 * i, "gamma", 300, 30) for i in range(4)]      # arrivals mid-run
+    reqs = [RequestSpec(0.0, "acme" if i % 2 else "beta", 40 + 7 * i, 120 + 10 * i) for i in range(8)]
+    reqs += [RequestSpec(0.05 + 0.01 * i, "gamma", 300, 30) for i in range(4)]      # arrivals mid-run
     n = driver.run(reqs, max_steps=400)
 
     batches = [msgspec.msgpack.decode(m, type=list[msgspec.Raw]) if is_batch(m) else [m] for m in sent]
