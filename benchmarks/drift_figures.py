@@ -53,9 +53,11 @@ DETECTORS = ("page_hinkley", "adwin")
 DEMO_MIX = ("chat=synthetic:chat:18", "code=synthetic:code:8", "docs=synthetic:longdoc:1.2")
 TRACE_MIX = ("code=azure-code:6", "chat=azure-conv:10", "docs=mooncake-conversation:0.6")
 # name -> (tenants, overrides of --steps / --warmup-steps)
+LIGHT_MIX = ("code=azure-code:1.5", "chat=azure-conv:0.1", "docs=mooncake-conversation:0.08")
 RUNS = {
-    "demo-mix": (DEMO_MIX, {}),
-    "trace-mix": (TRACE_MIX, {}),
+    "demo-mix": (DEMO_MIX, {"steps": 10000}),
+    "trace-mix": (TRACE_MIX, {"steps": 12000}),
+    "light-mix": (LIGHT_MIX, {"steps": 16000}),
 }
 DEMO_CMD = [".venv/bin/shadowd", "demo", "--platform", "h100_sxm", "--steps", "2400",
             "--inject", "slowdown:0.08@1600", "--json"]
@@ -104,7 +106,13 @@ def reference_residuals(name: str, tenants: tuple[str, ...], *, steps: int, seed
         rows = slice(bounds[i], bounds[i + 1])
         b = ref.engine.breakdown(later.new_tokens[rows], later.context_tokens[rows], later.prefill[rows])
         share[i] = 1.0 - b.get("host_ms", 0.0) / b["total_ms"] if b.get("total_ms") else 1.0
+    legacy = legacy_alarms(window, later, key)
     sizes = batch.batch_size()
+    comp = later.composition()
+    in_domain = np.zeros(later.num_steps, dtype=bool)
+    for cls, dcal in cal.drift.items():
+        mine = kinds == cls
+        in_domain[mine] = dcal.in_domain({k: v[mine] for k, v in comp.items()})
     return {
         "name": name, "tenants": list(tenants), "platform": ref.engine.platform.key, "model": model,
         "seed": seed, "steps": int(n), "engine_steps_run": int(done), "settle_steps": n_settle,
@@ -121,8 +129,37 @@ def reference_residuals(name: str, tenants: tuple[str, ...], *, steps: int, seed
         "unwatched": dict(cal.unwatched),
         "holdout": {c: np.asarray(v, dtype=float) for c, v in cal.holdout_residuals.items()},
         "residual": np.asarray(resid, dtype=float), "kind": kinds, "kernel_share": share,
+        "in_domain": in_domain, "legacy": legacy,
     }
 
+
+
+def legacy_alarms(window: Any, later: Any, key: dict[str, Any]) -> dict[str, Any]:
+    """Relevant alarms on ``later`` under the previous calibration design, for comparison.
+
+    Before: allowance fixed at ``min_shift / 2``, thresholds from the held-out residuals alone,
+    detectors fed every step against their running mean (no wander bound, no domain, no baseline).
+    """
+    import checks
+    from shadowd.calibrator import CalibrationSettings, calibrate
+    from shadowd.drift_watch import is_relevant
+    from shadowd.stepbatch import KIND_NAMES
+
+    settings = CalibrationSettings(wander_k=0.0, detrend_steps=0, noise_from_window=False)
+    cal = calibrate(window, key, settings)
+    resid = checks.relative_residual(later.latency_ms, cal.model.attribute(later).predicted_ms)
+    kinds = np.asarray(KIND_NAMES, dtype=object)[later.kind]
+    mon = checks.DriftMonitor(cal.drift)
+    events = mon.update_many(np.arange(later.num_steps), kinds, resid, np.zeros(later.num_steps))
+    out: dict[str, Any] = {}
+    for cls, c in mon.counts().items():
+        kept = [e for e in events if e.step_class == cls
+                and is_relevant(e.detector, (e.details or {}).get("kept_mean"), cal.drift[cls],
+                                settings.min_shift)]
+        out[cls] = {"steps": c["steps"], "page_hinkley": sum(e.detector == "page_hinkley" for e in kept),
+                    "adwin": sum(e.detector == "adwin" for e in kept),
+                    "ph_threshold": cal.drift[cls].ph_threshold, "ph_delta": cal.drift[cls].ph_delta}
+    return out
 
 
 def load_or_run(name: str, tenants: tuple[str, ...], cache: Path | None, **kw: Any) -> dict[str, Any]:
@@ -150,7 +187,7 @@ def calibrations(run: dict[str, Any]) -> dict[str, Any]:
 def _relevant(det: Any, cal: Any, min_shift: float) -> bool:
     """The daemon's filter (``shadowd.drift_watch.is_relevant``)."""
     from shadowd.drift_watch import is_relevant
-    return is_relevant(det.name, (det.last_detection or {}).get("kept_mean"), cal.std, min_shift)
+    return is_relevant(det.name, (det.last_detection or {}).get("kept_mean"), cal, min_shift)
 
 
 def count_alarms(cal: Any, z: np.ndarray, min_shift: float) -> dict[str, dict[str, Any]]:
@@ -189,50 +226,62 @@ def false_alarms(run: dict[str, Any], long_steps: int, min_shift: float, seed: i
     cals = calibrations(run)
     out: dict[str, Any] = {"real_later": {}, "long_from_later": {}, "long_from_holdout": {},
                            "wander": {}}
+    from checks import detrend
+
     for i, (cls, cal) in enumerate(sorted(cals.items())):
-        r = run["residual"][run["kind"] == cls]
-        z = cal.standardise(r[np.isfinite(r)])
-        out["real_later"][cls] = count_alarms(cal, z, min_shift)
+        mine = run["kind"] == cls
+        r = run["residual"][mine & run["in_domain"]]      # what the daemon feeds the detectors
+        r = r[np.isfinite(r)]
+        out["real_later"][cls] = count_alarms(cal, cal.prepare(r), min_shift)
+        out["real_later"][cls]["out_of_domain"] = int((mine & ~run["in_domain"]).sum())
         out["wander"][cls] = {"holdout": block_variance_ratio(run["holdout"][cls]),
                               "later": block_variance_ratio(r),
-                              "later_std": float(np.nanstd(r, ddof=1)), "holdout_std": cal.std}
-        for j, (src, base) in enumerate((("long_from_later", z),
+                              "later_std": float(np.nanstd(r, ddof=1)), "holdout_std": cal.std,
+                              "allowance": cal.allowance}
+        for j, (src, base) in enumerate((("long_from_later", cal.standardise(r)),
                                          ("long_from_holdout", cal.standardise(run["holdout"][cls])))):
             rng = np.random.default_rng(seed + 100 * i + j)
             stream = np.clip(ar_sieve_bootstrap(base, long_steps, rng), -cal.clip, cal.clip)
-            out[src][cls] = count_alarms(cal, stream, min_shift)
+            out[src][cls] = count_alarms(cal, detrend(stream, cal.detrend_steps)[0], min_shift)
     return out
 
 
 # -- 3. detection delay ---------------------------------------------------------------------------
 def detection_delay(run: dict[str, Any], shifts: tuple[float, ...], *, offsets: int, warmup: int,
                     horizon: int, min_shift: float, kernel_only: bool) -> dict[str, Any]:
+    from checks import Detrend
+
     cals = calibrations(run)
     r, kind, share = run["residual"], run["kind"], run["kernel_share"]
     ok = np.isfinite(r)
-    r, kind, share = r[ok], kind[ok], share[ok]
+    r, kind, share, inside = r[ok], kind[ok], share[ok], run["in_domain"][ok]
     length = len(r)
     names = list(DETECTORS) + ["either"]
     delays = {(s, nm): [] for s in shifts for nm in names}
+    judged_delays = {(s, nm): [] for s in shifts for nm in names}   # counting judged steps only
     early = {(s, nm): 0 for s in shifts for nm in DETECTORS}
     blinded = {(s, nm): 0 for s in shifts for nm in DETECTORS}
     by_class: dict[tuple[float, str, str], list[float]] = {}
     for k in range(offsets):
         o = int(k * length / offsets)
         idx = (o - warmup + np.arange(warmup + horizon)) % length
-        base, cls_seq, g = r[idx], kind[idx], share[idx]
+        base, cls_seq, g, dom = r[idx], kind[idx], share[idx], inside[idx]
         for s in shifts:
             eff = s * g[warmup:] if kernel_only else s
             rr = base.copy()
             rr[warmup:] = (1 + rr[warmup:]) * (1 + eff) - 1
             dets = {c: cal.detectors() for c, cal in cals.items()}
+            baselines = {c: Detrend(cal.detrend_steps) for c, cal in cals.items()}
             first: dict[tuple[str, str], int] = {}
+            first_judged: dict[tuple[str, str], int] = {}
+            judged = 0
             filtered: set[tuple[str, str]] = set()
-            for i, (x, c) in enumerate(zip(rr.tolist(), cls_seq.tolist())):
+            for i, (x, c, d) in enumerate(zip(rr.tolist(), cls_seq.tolist(), dom.tolist())):
                 cal = cals.get(c)
-                if cal is None:
-                    continue                      # unwatched class: the daemon skips it too
-                zz = min(max((x - cal.mean) / cal.std, -cal.clip), cal.clip)
+                if cal is None or not d:
+                    continue                      # unwatched class or out of domain: skipped, as the daemon does
+                judged += i >= warmup
+                zz = baselines[c].update(min(max((x - cal.mean) / cal.std, -cal.clip), cal.clip))
                 for det in dets[c]:
                     if not det.update(zz):
                         continue
@@ -244,6 +293,7 @@ def detection_delay(run: dict[str, Any], shifts: tuple[float, ...], *, offsets: 
                         early[(s, det.name)] += 1
                     else:
                         first.setdefault((c, det.name), i - warmup + 1)
+                        first_judged.setdefault((c, det.name), judged)
                 if len(first) == 2 * len(cals):
                     break
             for nm in DETECTORS:
@@ -252,6 +302,7 @@ def detection_delay(run: dict[str, Any], shifts: tuple[float, ...], *, offsets: 
                 if not hits and any(d == nm for _, d in filtered):
                     blinded[(s, nm)] += 1
             delays[(s, "either")].append(min(first.values()) if first else math.inf)
+            judged_delays[(s, "either")].append(min(first_judged.values()) if first_judged else math.inf)
             for c in cals:
                 for nm in DETECTORS:
                     by_class.setdefault((s, c, nm), []).append(first.get((c, nm), math.inf))
@@ -265,6 +316,7 @@ def detection_delay(run: dict[str, Any], shifts: tuple[float, ...], *, offsets: 
                 "max": float(hit.max()) if len(hit) else None}
 
     rows = [{"shift": s, "detector": nm, **summary(delays[(s, nm)]),
+             "judged": summary(judged_delays[(s, nm)]) if nm == "either" else None,
              "relevant_alarms_during_warmups": early.get((s, nm)),
              "missed_after_filtered_detection": blinded.get((s, nm))} for s in shifts for nm in names]
     class_rows = [{"shift": s, "step_class": c, "detector": nm, **summary(v)}
@@ -323,6 +375,11 @@ def _fmt(x: Any, nd: int = 0) -> str:
     return f"{x:.{nd}f}"
 
 
+def _legacy(run: dict[str, Any], cls: str) -> str:
+    old = run.get("legacy", {}).get(cls)
+    return f"{old['steps']}, {old['page_hinkley']} / {old['adwin']}" if old else "–"
+
+
 def _rate(x: float) -> str:
     return "0" if x == 0 else f"{x:.1e}"
 
@@ -358,41 +415,50 @@ def markdown(res: dict[str, Any]) -> str:
     add("### Calibration (production `CalibrationSettings()`: target 1e-5 false alarms per step, "
         "detector and class; 400k AR-sieve steps per detector and class)")
     add("")
-    add("| run | class | held-out steps | σ of relative residual | PH allowance δ (σ) | PH threshold "
-        "| ADWIN δ | calibration estimate PH: alarms / steps (95 % upper) | ADWIN: alarms / steps (95 % upper) |")
-    add("|---|---|---|---|---|---|---|---|---|")
+    add("| run | class | held-out steps | σ of relative residual | allowance (% of latency) | PH allowance δ (σ) "
+        "| PH threshold | ADWIN δ | domain: batch size; KV tokens (k) | calibration estimate PH: alarms / steps "
+        "(95 % upper), noise model | ADWIN: alarms / steps (95 % upper), noise model |")
+    add("|---|---|---|---|---|---|---|---|---|---|---|")
     for run in res["runs"]:
         for cls, d in sorted(run["drift"].items()):
             e = d["estimates"]
             ph, ad = e.get("page_hinkley", {}), e.get("adwin", {})
-            add(f"| {run['name']} | {cls} | {d['n_calibration']} | {d['std']:.4f} | {d['ph_delta']:.2f} "
-                f"| {d['ph_threshold']:g} | {d['adwin_delta']:g} | {ph.get('alarms')} / "
-                f"{ph.get('exposure', 0):.0f} ({_rate(ph.get('rate_upper95', math.nan))}) "
-                f"| {ad.get('alarms')} / {ad.get('exposure', 0):.0f} ({_rate(ad.get('rate_upper95', math.nan))}) |")
+            dom = d.get("domain", {})
+            bs, kv = dom.get("batch_size", (math.nan, math.nan)), dom.get("kv_tokens", (math.nan, math.nan))
+            add(f"| {run['name']} | {cls} | {d['n_calibration']} | {d['std']:.4f} | {100 * d.get('allowance', 0):.2f} "
+                f"| {d['ph_delta']:.2f} | {d['ph_threshold']:g} | {d['adwin_delta']:g} "
+                f"| {bs[0]:.0f}–{bs[1]:.0f}; {kv[0] / 1e3:.0f}–{kv[1] / 1e3:.0f} | {ph.get('alarms')} / "
+                f"{ph.get('exposure', 0):.0f} ({_rate(ph.get('rate_upper95', math.nan))}), {ph.get('source', '–')} "
+                f"| {ad.get('alarms')} / {ad.get('exposure', 0):.0f} ({_rate(ad.get('rate_upper95', math.nan))}), "
+                f"{ad.get('source', '–')} |")
         for cls, why in sorted(run["unwatched"].items()):
-            add(f"| {run['name']} | {cls} | – | – | – | – | – | not watched: {why} | |")
+            add(f"| {run['name']} | {cls} | – | – | – | – | – | – | – | not watched: {why} | |")
     add("")
     add("### False alarms")
     add("")
     add("Alarms of each detector at the calibrated thresholds, run continuously (a detector resets "
         "itself after each alarm, as in the daemon). *ADWIN kept* applies the daemon's relevance "
-        "filter (a detection whose kept window sits under `min_shift/2` = 1 % of latency from the calibration mean is counted, not raised); "
-        "Page-Hinkley has no such filter. Rates are per step of that class; 95 % is the one-sided "
-        "Poisson upper bound.")
+        "filter (a detection whose kept window sits closer than the class's allowance to the calibration "
+        "mean is counted, not raised); Page-Hinkley has its allowance built in. Steps outside the class's "
+        "calibrated domain are not fed (counted in the *out of domain* column), as in the daemon. Rates are "
+        "per step of that class; 95 % is the one-sided Poisson upper bound.")
     add("")
     add("**(a) On the real later residuals** (the engine's own steps after the calibration window; "
         "a few thousand steps can only bound the rate, to about 3 / steps):")
     add("")
-    add("| run | class | steps | PH alarms | PH 95 % upper | ADWIN alarms (kept / raw) | ADWIN kept 95 % upper "
-        "| σ later / σ held-out | block-mean variance ratio, held-out → later |")
-    add("|---|---|---|---|---|---|---|---|---|")
+    add("| run | class | steps fed | out of domain | PH alarms | PH 95 % upper | ADWIN alarms (kept / raw) "
+        "| ADWIN kept 95 % upper | σ later / σ held-out | block-mean variance ratio, held-out → later "
+        "| before this design: steps fed, PH / ADWIN alarms |")
+    add("|---|---|---|---|---|---|---|---|---|---|---|")
     for run, fa in zip(res["runs"], res["false_alarms"]):
         for cls, v in sorted(fa["real_later"].items()):
             ph, ad = v["page_hinkley"], v["adwin"]
             w = fa["wander"][cls]
-            add(f"| {run['name']} | {cls} | {ph['steps']} | {ph['alarms']} | {_rate(ph['rate_upper95'])} "
+            add(f"| {run['name']} | {cls} | {ph['steps']} | {v.get('out_of_domain', 0)} | {ph['alarms']} "
+                f"| {_rate(ph['rate_upper95'])} "
                 f"| {ad['alarms_relevant']} / {ad['alarms']} | {_rate(ad['rate_relevant_upper95'])} "
-                f"| {w['later_std'] / w['holdout_std']:.2f} | {_fmt(w['holdout'], 1)} → {_fmt(w['later'], 1)} |")
+                f"| {w['later_std'] / w['holdout_std']:.2f} | {_fmt(w['holdout'], 1)} → {_fmt(w['later'], 1)} "
+                f"| {_legacy(run, cls)} |")
     add("")
     add("The last column is the variance of 50-step means of the residual times 50 over its variance: "
         "1 for independent noise, larger when the residual's mean wanders (serial correlation, or a "
@@ -403,7 +469,8 @@ def markdown(res: dict[str, Any]) -> str:
         "standardised residuals, driven by innovations drawn from its own residuals, clipped at ±5σ). "
         "*from later*: fitted to the later residuals, which calibration never saw, so this checks the "
         "thresholds on fresh data of the same run; *from held-out*: fitted to calibration's own held-out "
-        "residuals with a new seed, i.e. a re-measurement of what calibration targeted. These are "
+        "residuals with a new seed (calibration took the more conservative of this and the whole "
+        "window's residuals). Both go through the same slow-baseline filter as live residuals. These are "
         "synthetic streams with the residuals' autocorrelation and tails, not 2M real steps.")
     add("")
     add("| run | class | source | PH alarms | PH rate (95 % upper) | ADWIN kept / raw | ADWIN kept rate (95 % upper) | ADWIN raw rate |")
@@ -427,7 +494,9 @@ def markdown(res: dict[str, Any]) -> str:
         f"skips them) from the first slow step to the first kept detection; *missed* = none within "
         f"{a['horizon']} steps (for ADWIN, in brackets: of which after a detection the relevance filter "
         f"dropped — see the note below); *either* = the first residual drift event of any detector, which is what "
-        f"makes the gate's drift check fail. The starts overlap (the stream is only a few thousand steps "
+        f"makes the gate's drift check fail; for it the last column counts only the steps the detectors "
+        f"judged (watched class, inside its calibrated domain), i.e. leaves out stretches of traffic "
+        f"calibration never saw, where the detectors are blind by design. The starts overlap (the stream is only a few thousand steps "
         f"long), so the {a['offsets']} repetitions are not independent.")
     add("")
     for key, title in (("delay_step", "Whole step slower by s: r → (1+r)(1+s) − 1"),
@@ -437,15 +506,17 @@ def markdown(res: dict[str, Any]) -> str:
                                            for r, d in zip(res['runs'], res['delays'])) + ")"
                                if key == "delay_kernel" else ""))
         add("")
-        add("| run | slowdown | detector | detected / starts | median | p90 | max | missed |")
-        add("|---|---|---|---|---|---|---|---|")
+        add("| run | slowdown | detector | detected / starts | median | p90 | max | missed "
+            "| judged steps to detection: median / max |")
+        add("|---|---|---|---|---|---|---|---|---|")
         for run, d in zip(res["runs"], res["delays"]):
             for row in d[key]["rows"]:
                 add(f"| {run['name']} | {row['shift']:.0%} | {row['detector']} | {row['detected']} / "
                     f"{row['reps']} | {_fmt(row['median'])} | {_fmt(row['p90'])} | {_fmt(row['max'])} "
                     f"| {row['missed']}"
                     + (f" ({row['missed_after_filtered_detection']})" if row["detector"] == "adwin" else "")
-                    + " |")
+                    + (f" | {_fmt(row['judged']['median'])} / {_fmt(row['judged']['max'])} |"
+                       if row.get("judged") else " | |"))
         add("")
     warm = [(run["name"], row["detector"], row["relevant_alarms_during_warmups"])
             for run, d in zip(res["runs"], res["delays"]) for row in d["delay_step"]["rows"]
@@ -510,40 +581,44 @@ def findings(res: dict[str, Any]) -> str:
     L.append(f"**ADWIN's misses** ({miss} over all runs, shifts and both slowdown models; {blind} of them "
              "after a detection the relevance filter dropped): when a slowdown starts, ADWIN often cuts "
              "its window within a clock period (32 steps), while the part it keeps still holds mostly "
-             "pre-slowdown values, so the shift it reports (kept mean − dropped mean) is under 1 % of "
-             "latency and the daemon drops the detection as irrelevant. river's ADWIN then clears its "
+             "pre-slowdown values, so the kept window's mean sits closer than the class's allowance to the calibration's "
+             "and the daemon drops the detection as irrelevant. river's ADWIN then clears its "
              "whole window on the next value, so it never again sees the old level and stays silent "
              "for as long as the new level lasts. Page-Hinkley covers these cases (the *either* rows), "
              "but ADWIN's value as a second opinion is reduced by the combination of filter and reset.")
     L.append("")
-    worst8 = [(run["name"], r["p90"], r["max"], r["missed"]) for run, d in zip(res["runs"], res["delays"])
+    worst8 = [(run["name"], r) for run, d in zip(res["runs"], res["delays"])
               for key in ("delay_step", "delay_kernel") for r in d[key]["rows"]
               if r["detector"] == "either" and r["shift"] == 0.08]
-    L.append("**The issue's 8 % requirement** (drift detected within 500 steps): the first residual drift "
-             "event comes after at most "
-             f"{max(w[2] or math.inf for w in worst8):.0f} steps over all starts, runs and slowdown models "
-             f"({sum(w[3] for w in worst8)} misses)" + (
+    per_run = "; ".join(f"{name} {r['median']:.0f} / {r['max']:.0f} engine steps, "
+                        f"{_fmt((r.get('judged') or {}).get('median'))} / "
+                        f"{_fmt((r.get('judged') or {}).get('max'))} judged, {r['missed']} missed"
+                        for name, r in worst8[::2] if r["median"] is not None)
+    L.append("**The issue's 8 % requirement** (drift detected within 500 steps), whole-step model, "
+             f"median / max: {per_run}" + (
                  f"; end to end in the demo, {res['demo']['delay_steps']} steps."
                  if res.get("demo") and res["demo"].get("delay_steps") is not None else "."))
     return "\n".join(L)
 
 
 FINDINGS_TEXT = """
-**Why trace-mix's decode class misses its target.** The demo mix keeps a busy engine at a steady
-working point (≈250 requests per batch once the ramp-up is over); the real Azure/Mooncake
-traces are bursty, and the mean batch moves by a factor of several between thousands of steps (see
-the run list). LLMVisor's error has a small bias that moves with load, so the residual's mean wanders
-(block-mean variance ratio well above 1, and larger on the later steps than in the held-out part).
-The calibration window's held-out 30 % (≈550 decode steps, seconds of traffic) contains less of that
-wander, and an autoregression of order ≤ 10 cannot reproduce a mean that drifts over hundreds of
-steps, so the AR sieve fitted to it underestimates the alarm rate on the later steps of the same
-run; the real later steps agree
-(Page-Hinkley alarms on a few thousand real steps where 1e-5 predicts none). Calibration saw part of
-it: ADWIN needed δ = 1e-10 to meet the target on these held-out residuals (2e-3 on the demo mix),
-which is also why ADWIN is slow on this run. The thresholds are right
-for the noise calibration saw, not for load swings it did not see. Whether such an alarm is false is
-a matter of definition: the model's error really did move by ~1 % for a while, which is at the edge of
-the 2 % `min_shift`; for the operator it is noise.
+**Real steps versus synthetic streams.** On the engine's own later steps (table (a)) the
+detectors stay quiet where the earlier design fired, and each remaining alarm is counted there.
+The synthetic *from later* streams are harsher than the real steps they were fitted to: the
+trace and light mixes change regime within the run (mean batch 9 → 200 requests on the trace mix,
+1 → 6 on the light mix), and an autoregression fitted across regimes, driven for 2M steps, makes
+the most persistent regime's dependence permanent, so they are likely an upper-side estimate. But
+a few thousand real steps bound a rate only to ~1e-3, so for those two mixes the 1e-5 target is
+not shown to be met: on the light mix the real steps themselves put it above (see the limits
+below).
+
+**Blind stretches.** The trace mix's load left the calibrated domain for long stretches (mean
+batch 121 and 200 per 1000 steps, against a domain that ends at 122): the detectors skip those
+steps by design, so a slowdown that begins there is seen only when traffic returns, which is what
+the long engine-step delays and the misses of that run measure; counted in judged steps (last
+column) detection is prompt. The daemon does not pass the gate on that silence: when most of a
+required class's recent steps are out of domain, the class is reported *blind* and the gate's drift
+check is inconclusive, naming it and the way out (recalibrate on current traffic).
 """
 
 
@@ -565,20 +640,46 @@ than `min_class_steps` (300) held-out steps get no detectors and are listed as u
 steps are skipped, never guessed at.
 
 **Page-Hinkley** (river, `checks/page_hinkley.py`): a two-sided CUSUM of deviations from the running
-mean, less an allowance δ, firing when the excursion passes a threshold. The allowance is half the
-smallest shift worth catching, in the residuals' own standard deviations:
-`δ = max(0.25, min_shift / (2σ))` with `min_shift = 0.02` (2 % of latency), so a model whose
-residuals are tight (σ ≈ 1–2 %) does not page anyone for a 0.3 % bias. The forgetting factor is 1
+mean, less an allowance δ, firing when the excursion passes a threshold. The forgetting factor is 1
 (a true CUSUM): with river's default 0.9999 the sums become a stationary process with a spread of
 ~70 and fire on noise in long runs.
 
 **ADWIN** (river, `checks/adwin.py`): keeps an adaptive window and drops its older part when the two
 parts' means differ by more than a bound at confidence δ; no allowance, so it is a second opinion
 that also sees tiny but persistent shifts. The daemon therefore keeps an ADWIN detection only if
-the window ADWIN kept sits at least `min_shift / 2` (1 % of latency) from the calibration's mean
+the window ADWIN kept sits at least the class's allowance (below) from the calibration's mean
 (`shadowd.drift_watch.is_relevant`; judged against the calibration rather than against the part
 ADWIN dropped, which right after a slowdown starts is itself partly slow); smaller ones are
 counted (`ignored_small_shifts`), not raised.
+
+**Why a healthy engine used to raise alarms, and what the detectors are fed now.** LLMVisor is a
+piecewise-linear model; its residual carries a bias of a fraction of a percent to a few percent that
+depends on what is in the batch (GEMM wave quantisation, attention tiles, KV reads at long
+contexts). On bursty traffic the batch composition moves over hundreds of steps and the residual's
+*mean* moves with it, with no change to the engine. A CUSUM whose allowance is below that wander
+accumulates it and fires sooner or later whatever its threshold, and a calibration on a few hundred
+held-out steps neither sees the wander nor the persistence it brings. An earlier version (allowance
+fixed at half of 2 %, held-out residuals only) fired at step ≈3,600 of the default 4,000-step demo
+and ran at 2.7e-4 false alarms per step, 29× its target, on the trace mix. Three things changed
+(`shadowd/calibrator.py`, `checks/`):
+
+1. *Allowance from the measured wander* (`checks/wander.py`): the spread of 100-step means of the
+   residual over the whole calibration window, with a one-sided 90 % chi-square upper bound (a
+   window holds a few dozen blocks). The allowance is `max(min_shift / 2, 2.5 × that bound)`
+   (relative latency; `min_shift = 0.02`): Page-Hinkley's δ is at least allowance / σ, and ADWIN's
+   relevance filter uses the same allowance. It is stored with the calibration, so the smallest shift
+   the detectors raise is stated per class (the table below).
+2. *A composition domain* (`checks/domain.py`): the 1st–99th percentile range of batch size, KV
+   tokens and new tokens per step of the class in the window, widened by `envelope_margin` (×1.5 /
+   ÷1.5). Steps outside it are not fed to the residual detectors (the model's bias was never measured
+   there) and are counted (`out_of_domain` in `/metrics` and the drift state); the workload-envelope
+   check speaks for them.
+3. *A slow baseline* (`checks/detrend.py`): each class's clipped z-score is taken relative to an
+   exponentially weighted baseline of its own past with a time constant of 100 steps of that class,
+   `y_t = z_t − b_{t−1}`. A slowdown makes every step slower from one step on, and passes almost
+   whole through the tens of steps Page-Hinkley needs; wander slower than the baseline is absorbed.
+   Slow changes of the model's error are the accuracy check's business (per-class error against the
+   policy's bound), not the residual detectors'.
 
 **Calibration to a stated false-alarm rate** (`checks/calibration.py`, run by
 `shadowd/calibrator.py`). The daemon buffers its first `warmup_steps` (2000) steps, fits LLMVisor on
@@ -588,11 +689,15 @@ per detector and class) from a few hundred residuals, the standardised held-out 
 resampled by an **AR sieve** (`checks/resample.py`: an autoregression of AIC-chosen order driven by
 innovations drawn from its own fitted innovations — it keeps the serial correlation and the
 empirical tails, and can produce runs the window never contained; a block bootstrap only recombines
-stretches already seen and understates rare-event rates). On 400k resampled steps per detector and
-class, the chosen Page-Hinkley threshold is the smallest whose one-sided 95 % Poisson upper bound on
-the alarm rate is ≤ the target (a whole grid is scored in one vectorised pass that reproduces river's
-recursion); the chosen ADWIN δ is the largest (most sensitive) that meets it, by bisection with
-river's own ADWIN. A threshold is stored with the evidence for it (alarms, exposure, bound).
+stretches already seen and understates rare-event rates). The AR sieve is fitted twice — to the
+held-out residuals and to the whole window's (fit part in sample: three times as long, so it shows
+more of the tails and the persistence) — both standardised with the held-out mean and σ and passed
+through the same baseline filter as live residuals, and each detector takes the more conservative
+of the two results. On 400k resampled steps per detector, class and noise model, the chosen
+Page-Hinkley threshold is the smallest whose one-sided 95 % Poisson upper bound on the alarm rate is
+≤ the target (a whole grid is scored in one vectorised pass that reproduces river's recursion); the
+chosen ADWIN δ is the largest (most sensitive) that meets it, by bisection with river's own ADWIN.
+A threshold is stored with the evidence for it (alarms, exposure, bound, noise model).
 Each detection is a `drift_events` row (time, `step_seq`, detector, statistic, step class). The
 other drift checks — coefficient drift (online refit against the calibrated version) and
 workload-envelope drift (contexts, batch sizes, tokens per step, tenants beyond 1.5× what
@@ -654,12 +759,12 @@ file; `shadowd gate [--db PATH | --daemon URL] [--json]` exits 0 GO, 1 NO_GO, 2 
   have heavier tails and longer memory; the daemon recalibrates on its own warm-up window for that.
 - **Unwatched classes.** With the default 2000-step window and a 30 % holdout, a class needs ≥ 300 of
   ~600 held-out steps to be watched: in each run here only the dominant class is (mixed on the busy
-  demo mix, decode on the trace mix), and no run forms prefill-only steps. A slowdown is then seen
-  only through the watched class. The gate fails closed on this: when a class in
-  `required_step_classes` (all three by default) is unwatched, the drift evidence is missing and the
-  drift check is inconclusive, so the default policy never says GO on such a calibration; the demo
-  requires only the classes carrying ≥ 10 % of the steps. A longer `warmup_steps` watches more
-  classes (and sees more of the load's range, see above).
+  demo mix, decode on the trace and light mixes). A slowdown is then seen only through the watched
+  class. The gate fails closed on this: when a required class is unwatched (or blind, see above),
+  the drift evidence is missing and the drift check is inconclusive. Of the policy's
+  `required_step_classes` (all three by default) the daemon requires those carrying ≥ 25 % of the
+  attributed steps (`GateKeeper.min_class_share`): a class that is a sliver of the traffic cannot
+  gather evidence and governs little. A longer `warmup_steps` watches more classes.
 - **Delay model.** The offline delay figures slow the residuals of steps the scheduler formed at full
   speed; in the engine a slowdown also changes what the scheduler forms next (more arrivals per
   step, bigger batches), which the end-to-end demo figure includes. The delays also depend on how long
@@ -667,20 +772,24 @@ file; `shadowd gate [--db PATH | --daemon URL] [--json]` exits 0 GO, 1 NO_GO, 2 
   reset): here the warm-up before the change is fixed; in the demo it is the steps since calibration.
 - **Alarms just before a change.** A detector that fired shortly before the slowdown has reset; Page-
   Hinkley then cannot fire for the next 100 steps of its class (`ph_min_instances`) and learns its
-  running mean partly on slowed steps. That is the tail (max ≈ 80 steps) of the trace mix's delays
-  at 8–15 %, where false alarms occur in the warm-up stretches.
+  running mean partly on slowed steps; the slow baseline (100 steps) also starts absorbing the new
+  level, so a change that lands during such a reset is caught later or, for small shifts, missed.
 - **Overlapping starts.** The starts for the delay figures are drawn from one stream of a few thousand
   steps, so their spread understates the run-to-run spread.
-- **2 % is at the design limit.** Page-Hinkley's allowance is half of 2 % and ADWIN's filter drops
-  shifts under 1 %, so 2 % is the smallest slowdown the detectors are meant to catch: Page-Hinkley
-  does, quickly where the residuals are steady (demo mix) and slowly where their mean wanders (trace
-  mix: median ≈ 200 steps, worst ≈ 1500); ADWIN misses most 2 % slowdowns (see above).
-- **A longer window is not a cure on bursty traffic.** While preparing this page the trace mix was
-  also run for 12000 steps with an 8000-step calibration window (not in the tables): its load swung
-  between ≈30 and ≈200 requests per batch inside the window, and the decode held-out residuals were
-  too non-stationary for any Page-Hinkley threshold up to 120 to reach 1e-5, so calibration left
-  decode unwatched and said why (the fail-closed path). Calibrating across load regimes, or per
-  regime, is not done today.
+- **The smallest shift raised is per class.** Page-Hinkley's allowance and ADWIN's filter are
+  the class's `allowance` (≥ 1 % of latency; 1.8 % on the light mix, whose residual mean wanders
+  most), so 2 % is at or below the design limit: caught quickly on the demo mix, slowly or not at all
+  on the trace and light mixes. 5 % and more are caught within tens of judged steps on every run.
+- **A longer window is not yet a cure on bursty traffic.** While preparing this page the trace mix
+  was also calibrated offline on 4000- and 6000-step windows with the same code (not in the
+  tables): with 6000 steps the decode class's residuals were too non-stationary for any
+  Page-Hinkley threshold up to 120 to reach 1e-5, so calibration left decode unwatched and said why
+  (the fail-closed path). Calibrating per load regime is not done today; recalibration is an
+  operator's act (`shadowd calibrate`), never automatic, so that a slow real drift is not absorbed.
+- **Light traffic.** At 1–6 requests per batch LLMVisor's bias depends on the exact batch size
+  (CUDA-graph padding, the memory-bound flat region) more than the calibration window shows; the
+  light mix keeps a few real alarms per 10k steps (table (a)). A per-batch-size bias correction was
+  tried and rejected: the window's per-bucket means did not predict the later ones.
 """
 
 
@@ -725,7 +834,7 @@ def main(argv: list[str] | None = None) -> int:
     runs, fas, delays = [], [], []
     for name in a.runs.split(","):
         tenants, over = RUNS[name]
-        kw = {"steps": a.steps, "warmup_steps": a.warmup_steps, **over}
+        kw = {"steps": a.steps, "warmup_steps": a.warmup_steps, **({} if a.quick else over)}
         run = load_or_run(name, tenants, cache, seed=a.seed, platform="h100_sxm",
                           model="llama-3.1-8b", settle=a.settle, **kw)
         print(f"{name}: {run['steps']} steps, run {run['run_seconds']} s, calibrate "
@@ -741,7 +850,7 @@ def main(argv: list[str] | None = None) -> int:
              for k in ("step", "kernel")}
         print(f"  delays {time.perf_counter() - t:.0f} s", file=sys.stderr)
         runs.append({k: v for k, v in run.items()
-                     if k not in ("holdout", "residual", "kind", "kernel_share")})
+                     if k not in ("holdout", "residual", "kind", "kernel_share", "in_domain")})
         fas.append(fa)
         delays.append(d)
     demo = None

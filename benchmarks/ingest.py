@@ -34,7 +34,8 @@ class DaemonProc:
     def __init__(self, listen: str, db: str, *args: str) -> None:
         self.proc = subprocess.Popen([PY, "-m", "benchmarks.ingest_daemon", "--listen", listen,
                                       "--db", db, *args], stdout=subprocess.PIPE, text=True,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                     env={**os.environ, "PYTHONUNBUFFERED": "1",
+                                          "MALLOC_ARENA_MAX": "2"})   # as systemd/shadowd.service
         first = json.loads(self.proc.stdout.readline() or "{}")
         if not first.get("ready"):
             raise RuntimeError("benchmark daemon did not start")
@@ -130,23 +131,6 @@ def _observer_name(fn: Any) -> str:
     return f"{type(owner).__name__}.{fn.__name__}" if owner is not None else getattr(fn, "__name__", repr(fn))
 
 
-def _seconds(fn: Any) -> float:
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
-
-
-def _tenant_sum_costs(cols: Any, shares: np.ndarray) -> dict[str, float]:
-    """Seconds for IngestStats' per-tenant sum as done today, and grouped by tenant codes."""
-    weights = np.nan_to_num(shares.astype(np.float64))
-    return {
-        "per-tenant sum by np.unique (IngestStats today)": _seconds(
-            lambda: np.bincount(np.unique(cols.requests["tenant"], return_inverse=True)[1], weights=weights)),
-        "per-tenant sum by StepColumns.tenant_index (proposed)": _seconds(
-            lambda: np.bincount(cols.tenant_index[1], weights=weights)),
-    }
-
-
 def stage_costs(*, frames: int = 3000, batch_frames: int = 1000, requests: int = 256,
                 cpu: int | None = 0) -> dict[str, Any]:
     """µs per request row of each stage of the daemon's path, in-process, on one CPU.
@@ -182,26 +166,19 @@ def stage_costs(*, frames: int = 3000, batch_frames: int = 1000, requests: int =
             return out
 
         pipe = daemon.pipeline
-        alt: dict[str, float] = {}
         for i in range(1000, 1000 + frames, batch_frames):
             dec = timed("decode (msgspec, FrameReceiver._decode)", lambda b: [decode_frame(x) for x in b],
                         encoded[i:i + batch_frames])
             cols = timed("frames_to_columns", frames_to_columns, dec)
             timed("attribution (pipeline._attribute)", pipe._attribute, cols)
-            pipe.writer.append("steps", cols.steps)
-            pipe.writer.append("step_requests", cols.requests)
+            pipe.writer.append_many({"steps": cols.steps, "step_requests": cols.requests})
             for obs in pipe.observers:
                 timed(f"observer {_observer_name(obs)}", obs, cols)
             timed("DuckDB append (Writer.flush)", pipe.writer.flush)
-            shares = cols.requests.get("llmvisor_measured_ms")
-            if shares is not None:          # what IngestStats' per-tenant sum costs grouped by codes
-                for name, seconds in _tenant_sum_costs(cols, shares).items():
-                    alt[name] = alt.get(name, 0.0) + seconds
         rows = frames * requests
         per_row = {k: round(v / rows * 1e6, 3) for k, v in cost.items()}
         total = sum(per_row.values())
         return {"us_per_row": per_row, "total_us_per_row": round(total, 3),
-                "alternatives_us_per_row": {k: round(v / rows * 1e6, 3) for k, v in alt.items()},
                 "implied_rows_per_s": round(1e6 / total) if total else None,
                 "calibrated": daemon.calibration is not None, "rows": rows, "batch_frames": batch_frames}
     finally:

@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup-steps", type=int, default=1000)
     ap.add_argument("--report-every", type=float, default=0.5)
     ap.add_argument("--duckdb-memory-limit", default=None,
-                    help="SET memory_limit on the writer's DuckDB (e.g. 256MB); default: DuckDB's own")
+                    help="SET memory_limit on the writer's DuckDB (e.g. 256MB; 'reset': DuckDB's own "
+                         "default); default: the daemon's [storage] memory_limit")
     ap.add_argument("--duckdb-threads", type=int, default=None, help="SET threads on the writer's DuckDB")
     a = ap.parse_args(argv)
     if a.cpu is not None:
@@ -105,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     daemon.start(http=False, jobs=True)
     settings = [("memory_limit", a.duckdb_memory_limit), ("threads", a.duckdb_threads)]
     for name, value in settings:
-        if value is not None:
+        if value == "reset":
+            daemon.writer.submit(lambda con, n=name: con.execute(f"RESET {n}")).result()
+        elif value is not None:
             daemon.writer.submit(lambda con, n=name, v=value: con.execute(f"SET {n} = ?", [v])).result()
     t0 = time.monotonic()
     print(json.dumps({"ready": True}), flush=True)

@@ -40,7 +40,8 @@ def measure(seconds: float = 30.0, requests: int = 256, memory_limit: str | None
     peak = max([r["peak_rss_mib"] for r in daemon.reports] + [final.get("peak_rss_mib", 0)])
     frame_rows = requests
     return {
-        "duckdb_memory_limit": memory_limit or "DuckDB default (80% of RAM)",
+        "duckdb_memory_limit": {None: f"daemon default ([storage] memory_limit = {_default_limit()})",
+                                "reset": "DuckDB's own default (80% of RAM)"}.get(memory_limit, memory_limit),
         "seconds": seconds, "requests_per_frame": requests,
         "frames_sent": gen["sent"], "frames_dropped_by_sender": gen["dropped"],
         "send_rate_frames_per_s": round(gen["sent"] / gen["seconds"]),
@@ -60,9 +61,14 @@ def measure(seconds: float = 30.0, requests: int = 256, memory_limit: str | None
     }
 
 
+def _default_limit() -> str:
+    from shadowd.config import StorageConfig
+    return StorageConfig().memory_limit
+
+
 def run(quick: bool = False) -> dict:
     seconds = 12.0 if quick else 30.0
-    return {"overload": [measure(seconds=seconds), measure(seconds=seconds, memory_limit="192MB")]}
+    return {"overload": [measure(seconds=seconds), measure(seconds=seconds, memory_limit="reset")]}
 
 
 if __name__ == "__main__":

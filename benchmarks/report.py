@@ -88,8 +88,12 @@ def summary_rows(r: dict[str, Any]) -> list[list[str]]:
                      f"{d['lost_ms_median']} / {d['lost_ms_max']} ms of frames",
                      f"≤ {d['bound_ms']:.0f} ms, prefix intact", _met(d["met"]), _cmd(k9)])
     g = r.get("gate_eval")
-    if g:
-        rows.append(["Gate evaluation time over 24 h of data", "pending", "–", "pending", "–"])
+    if g and "cold_s" in g["data"]:
+        d = g["data"]
+        rows.append([f"Gate evaluation over {d['hours']:g} h of data ({_fmt(d['request_rows'])} request rows): "
+                     "s per evaluation, warm median / max (cold)",
+                     f"{d['warm_median_s']:.2f} / {d['warm_max_s']:.2f} s ({d['cold_s']:.2f} s)",
+                     f"≤ {d['target_s']:.0f} s", _met(d["met"]), _cmd(g)])
     return rows
 
 
@@ -107,11 +111,11 @@ def render(doc: dict[str, Any]) -> str:
              "## Summary\n", _table(["Figure", "Measured", "Target", "Met", "Command"], summary_rows(r)) + "\n"]
     parts.append(_tap_section(r.get("tap_cost")))
     parts.append(_attribution_section(r.get("attribution")))
-    parts.append(_ingest_section(r.get("ingest"), r.get("ingest_stages")))
+    parts.append(_ingest_section(r.get("ingest"), r.get("ingest_stages"), r.get("duckdb_append")))
     parts.append(_storage_section(r.get("storage")))
     parts.append(_overload_section(r.get("overload")))
     parts.append(_faults_section(r.get("kill9")))
-    parts.append(GATE)
+    parts.append(_gate_section(r.get("gate_eval")))
     return "\n".join(p for p in parts if p) + "\n"
 
 
@@ -126,15 +130,6 @@ in `tests/test_faults.py` and `tests/test_fuzz_frames.py`; their measured figure
 The 2 vCPUs are shared with other jobs (load averages of 2–5 during these runs): wall-clock figures
 carry that noise, so each benchmark pins its processes (daemon on CPU 0, generator on CPU 1),
 interleaves A/B runs, and reports CPU time where wall time would mostly measure the neighbours.
-"""
-
-GATE = """## Gate evaluation over 24 h of data: pending
-
-Not measured yet.  It needs a database holding 24 h of realistic traffic (at 30 steps/s of up to
-256 requests: ~2.6 M steps and up to 6.6·10⁸ request rows; at this machine's ~0.4 M rows/s ingest
-that is hours to build), then `Daemon.evaluate_gate()` timed on it.  Planned as
-`benchmarks/gate_eval.py`, building the file directly with DuckDB (`INSERT … SELECT` from
-`range()`), not through the socket.
 """
 
 
@@ -211,7 +206,28 @@ copies, a model-version string per row).  {_load(entry)}.
 """
 
 
-def _ingest_section(entry: dict | None, stages: dict | None) -> str:
+def _append_table(entry: dict | None) -> str:
+    if not entry:
+        return ""
+    d = entry["data"]
+    rows = [[k, f"{v:.3f}"] for k, v in d["us_per_row"].items()]
+    return (f"\n\n`benchmarks/duckdb_append.py`: DuckDB alone, {_fmt(d['rows'])} rows shaped like "
+            f"`step_requests`, one DuckDB thread, best of {d['repeats']}.  {_load(entry)}.\n\n"
+            + _table(["DuckDB append, fed as", "µs per request row"], rows))
+
+
+def _free_blocks_table(entry: dict | None) -> str:
+    rows = [[" / ".join(f"{x:,}" for x in r["append_rows"]), f"{r['free_blocks']} of {r['total_blocks']}",
+             f"{r['file_over_used']:.2f}"]
+            for r in ((entry or {}).get("data", {}).get("free_blocks_by_append_size") or [])]
+    if not rows:
+        return ""
+    return ("\n\nFree blocks after `CHECKPOINT` by the size of each append (`benchmarks/duckdb_append.py`, "
+            "the same rows each time; sizes cycled):\n\n"
+            + _table(["rows per append (transaction)", "free blocks", "file size / used blocks"], rows) + "\n")
+
+
+def _ingest_section(entry: dict | None, stages: dict | None, append: dict | None = None) -> str:
     out = ["## Daemon end-to-end ingest\n"]
     if entry:
         rows = []
@@ -227,9 +243,9 @@ process pinned to CPU 1 (`benchmarks/framegen.py`) pushes pre-encoded frames of 
 throttle it to what the daemon takes.  "Attributing": a platform is configured, the daemon
 calibrates on the first 1000 steps and attributes every later step, drift detectors on.
 Rate = rows reaching DuckDB per second, from 3 s after start (or calibration) until the generator
-stops.  The writer never blocks ingest: rows it cannot queue are dropped and counted (without
-attribution and its observers the pipeline outruns DuckDB on one core, hence the drops there).
-Peak RSS here is with DuckDB's default memory limit (see the overload section).  {_load(entry)}.
+stops.  When the writer is behind, the receiver waits for it (up to 1 s per batch, then the batch
+is dropped and counted), so the generator is throttled through zmq rather than rows dropped.
+Peak RSS here is with the daemon's defaults (`[storage]`: 192 MB, one thread; see the overload section).  {_load(entry)}.
 
 """ + _table(["attributing", "rows stored/s", "rows received/s", "steps/s", "rows sent", "rows stored",
               "rows dropped by writer", "peak RSS MiB"], rows) + "\n")
@@ -237,21 +253,21 @@ Peak RSS here is with DuckDB's default memory limit (see the overload section). 
         d = stages["data"]
         rows = [[k, f"{v:.3f}"] for k, v in d["us_per_row"].items()]
         rows.append(["**total**", f"**{d['total_us_per_row']:.3f}**"])
-        alt = [[k, f"{v:.3f}"] for k, v in d.get("alternatives_us_per_row", {}).items()]
         out.append(f"""### Where a row's time goes (in-process, one CPU, DuckDB threads = 1)
 
 `benchmarks.ingest.stage_costs`: the same daemon, calibrated, driven stage by stage on batches of
 {d['batch_frames']} frames ({_fmt(d['rows'])} rows).  {_load(stages)}.
 
-""" + _table(["stage", "µs per request row"], rows) + "\n\n" +
-            _table(["alternative, same data", "µs per request row"], alt) + f"""
+""" + _table(["stage", "µs per request row"], rows) + _append_table(append) + _free_blocks_table(append) + f"""
 
 **Verdict: missed, by a factor of {1 / max(d['implied_rows_per_s'] / 1e6, 1e-9):.1f} on this CPU.**
 The target (1 µs per row, all stages, one core) is out of reach with the v1 wire format and this
-schema: msgspec decoding alone is ~0.5–0.9 µs per row (two Python strings and six ints per row),
-and DuckDB's compressed append of 17 columns, 6 of them VARCHAR, ~0.6–1.1 µs per row even when fed
-numpy arrays (a VARCHAR column costs ~100 µs per 1,000 rows to append, a constant one included;
-an INTEGER column ~35).
+schema.  Two floors: DuckDB's append into a file of the `step_requests` columns costs ~0.75 µs
+per row on this CPU (the table above: in memory it is a third of that, so most is compression and
+the write; feeding strings as codes or constants does not help), and turning a v1 frame's
+per-request lists into numpy columns (`frames_to_columns`, with its code tables) and msgspec's
+decoding before it (two Python strings and six ints per row) cost more than the whole budget
+together (the stage table).
 
 **What was optimised** (before → after, µs per row on this machine; noisy ±30 %):
 - `frames_to_columns` (`shadowd/step_columns.py`): 0.59–0.62 → 0.35–0.41: `np.fromiter` over
@@ -259,27 +275,27 @@ an INTEGER column ~35).
   request ids and tenants go through a code table, so all rows of a request share one `str` (a
   queued row then costs ~90 bytes instead of ~240) and `StepColumns.tenant_index` gives per-tenant
   codes for free.
+- `IngestStats.observe` (`shadowd/metrics.py`) sums per tenant over those codes instead of
+  `np.unique` over the tenant strings: 0.46 → 0.006 µs per row.
+- The pipeline stores a batch's steps and request rows as one unit (`Writer.append_many`): a full
+  queue drops both or neither.  While the writer is behind, the receiver waits up to 1 s for room
+  (`Writer.append_many(wait_s=...)`): zmq's queue fills, and overload becomes drops the tap counts
+  and reports in later frames (so they reach the database), instead of drops after receipt.
+- DuckDB runs on `[storage] threads = 1` by default (25 % faster appends on one core than all
+  cores, and a sidecar leaves the host's cores to the engine), with `memory_limit = "192MB"`.
 - Batches are bounded by rows (`FrameReceiver(batch_rows=65_536)`) as well as frames, and the
   writer's queue by rows (see the overload section).
-- `Writer` flushes all tables in one transaction (a crash or disk-full never leaves steps without
-  their rows), `Writer.append_many` queues several tables as one unit.
 
-**Proposals (not done here; files of others)**, in order of gain:
-1. `shadowd/metrics.py` `IngestStats.observe`: group per-tenant sums by `cols.tenant_index`
-   instead of `np.unique(reqs["tenant"])` (sorts Python strings): see the alternatives table.
-2. `shadowd/pipeline.py`: `writer.append_many({{"steps": ..., "step_requests": ...}})` so a batch
-   is stored or dropped as a unit; let the receiver wait (back-pressure) instead of the writer
-   dropping, so overload drops happen at the tap, where they are counted in `dropped_total` and
-   stored with the next frames, rather than after receipt, where only the daemon's counters see
-   them; `model_version` as one constant instead of an object array per row.
-3. Schema (the lead's contract stays as views): store `step_requests` without per-row
-   `engine_id`/`run_id`/`model_version` (a step key joins them from `steps`) and `phase` as a
-   BOOLEAN/ENUM; measured here: append 1.13 → 0.62 µs per row, and ~1 B/row less on disk.
-4. Frame v2 with packed columns (int32 little-endian byte strings, tenant codes + a per-frame
-   name table): decode becomes `np.frombuffer` (per-frame cost only, ~0.05 µs/row left for the
-   request id strings' share); encoding in the tap gets cheaper too.
-5. DuckDB `threads` for the writer's connection: on one core, `SET threads = 1` appends 25 %
-   faster than the default (all cores) here; a sidecar on a GPU host should not take every core.
+**What would close the gap** (not done): the decode and column stages are the Python-object
+cost of the v1 format's per-request lists.  A frame v2 with packed little-endian columns makes
+them `np.frombuffer` calls, but a prototype showed the packing moves into the tap, where building
+byte columns from vLLM's Python lists costs more than msgpack-encoding them, and the tap's budget
+(the engine's hot path) is the tighter one; packing would have to come from vLLM's own arrays.
+Dropping per-row copies of step-level strings (`engine_id`, `run_id`, `model_version`, joined from
+`steps` by a view with the contract's name) saves ~0.07 µs per column (table above).  With
+DuckDB's compressed append at ~0.6–0.75 µs per row, 1 M rows per second on one core of this CPU
+leaves ~0.3 µs per row for everything else; a faster core, or the writer on a second core, is the
+realistic way to the target.
 """)
     return "\n".join(out)
 
@@ -292,6 +308,7 @@ def _storage_section(entry: dict | None) -> str:
         cols = ", ".join(f"{k} {v:.2f}" for k, v in list(s["step_requests_column_bytes_per_row"].items())[:8])
         rows.append(["yes" if s["attribute"] else "no", _fmt(s["rows"]), _fmt(s["distinct_req_ids"]),
                      f"{s['bytes_per_row']:.2f}", _fmt(s.get("used_bytes_per_row"), 2),
+                     _fmt(s.get("marginal_bytes_per_row"), 2),
                      f"{s.get('free_blocks')} of {s.get('total_blocks')}",
                      f"{s['steps_bytes_per_request_row']:.2f}", cols])
     return f"""## DuckDB bytes per stored request row
@@ -303,25 +320,33 @@ included).  Then each `step_requests` column is copied alone into a fresh file (
 unattributed.  {_load(entry)}.
 
 """ + _table(["attributed", "request rows", "distinct request ids", "file bytes/row",
-              "used-block bytes/row", "free blocks (256 kB)", "steps table bytes/request row",
+              "used-block bytes/row", "file growth per row, second half", "free blocks (256 kB)", "steps table bytes/request row",
               "largest step_requests columns (bytes/row)"], rows) + """
 
-**Attributed: missed, by ~5.5 B/row (file size, the brief's measure); within the target counting
-used blocks only.**  A third of the file right after the run is free blocks: the writer's flushes
-(131,072 rows) do not align with DuckDB's 122,880-row row groups, and the checkpoint rewrites the
-partial ones, leaving their old blocks free.  Later appends reuse free blocks, so a long-running
-file grows by about the used-block figure per row; a one-off copy (`EXPORT`/`IMPORT`, or the
-Parquet export) drops them.  Flushing whole row groups (keeping the remainder buffered until the
-interval) is a cheap writer change to try next.
+**Attributed: missed on the whole file, met on used blocks.**  About a fifth of the file after
+the run is free blocks, and the share does not shrink as the file grows (whole-file bytes per row
+at mid-run, half the rows: """ + ", ".join(f"{'attributed' if s['attribute'] else 'unattributed'} "
+                                             f"{_fmt(s.get('bytes_per_row_at_mid'), 2)} B"
+                                             for s in entry["data"]) + """; the "second half" column
+is the growth between the checkpoints at mid-run and at the end, which reuses the free blocks the
+first half left, so it understates the long-run cost).  The cause is measured in the ingest section's free-blocks table:
+DuckDB writes a large transaction straight into row groups of 122,880 rows; when a transaction
+ends part-way into a row group, a later checkpoint rewrites that row group and frees the old
+blocks.  The writer's size-triggered flushes are 131,072 rows (two receiver batches): in isolation
+that leaves half the file free, exact multiples of 122,880 leave none, and small transactions
+(tens of thousands of rows, through the WAL) leave none.  **Fix, not done:** cut size-triggered
+flushes at a multiple of 122,880 request rows; that splits one step's request rows across two
+transactions, so the steps row would go with the later one and startup would delete request rows
+left without their step by a crash (today a crash never leaves either without the other).
 
 What dominates the used bytes: the two LLMVisor share columns (`llmvisor_ms`,
 `llmvisor_measured_ms`: REAL, ALP-RD compressed to ~2.8 B each, since shares differ row by row),
 the request id (50 characters, but each repeats on every step of its request, so DuckDB's
 dictionary compression brings it to ~2 B), context and prompt token counts (bit-packed, ~2 B
 each).  The VTC columns compress to almost nothing (equal shares for a step's decode rows).
-Cheap fixes: drop `llmvisor_ms` (it is `llmvisor_measured_ms` × predicted/measured, derivable per
-step: −2.8 B), or store shares as ‰ of the step in SMALLINT; drop per-row copies of step-level
-columns (proposal 3 above).  Earlier versions of this benchmark fed latencies that did not depend
+Cheap fixes on the used bytes, both contract changes: drop `llmvisor_ms` (it is
+`llmvisor_measured_ms` × predicted/measured, derivable per step: −2.8 B), or store shares as ‰
+of the step in SMALLINT.  Earlier versions of this benchmark fed latencies that did not depend
 on context, so every decode row of a step got the same share and compressed to nothing: the
 generator now prices KV reads, as real traffic does.
 """
@@ -360,10 +385,12 @@ one batch of decoded frames (≤ 65,536 rows), the writer's queue (≤ 131,072 r
 4,096 × 512,000 rows) → the figures above: `RCV_HWM_FRAMES = 2048`, `BATCH_ROWS = 65_536`
 (`shadowd/ingest.py`); `Writer(flush_rows=131_072, queue_max_rows=131_072,
 buffer_max_rows=1_000_000)`, flushing as it drains on stop (`storage/writer.py`); request ids and
-tenants interned per batch.  **Proposal** (the second row): the daemon should pass
-`Writer(memory_limit=...)` (new parameter; e.g. 192 MB from a `[storage] memory_limit` config
-key): DuckDB's default is 80 % of the host's RAM.  `MALLOC_ARENA_MAX=2` in the systemd unit took
-another ~35 MB off the peak in a trial (476 vs 510 MiB at 256 MB).
+tenants interned per batch; DuckDB's memory bounded by `[storage] memory_limit` (the first row;
+the second row resets it to DuckDB's own default, 80 % of the host's RAM); `MALLOC_ARENA_MAX=2`
+in the systemd unit and in this benchmark's daemon (fewer glibc malloc arenas for the daemon's
+threads).  Under overload the receiver now waits up to 1 s for the writer before a batch is
+dropped (`Writer.append_many(wait_s=1)`), so most of the overload is refused at the tap, where it
+is counted and later reported in frames (`dropped_total`).
 """
 
 
@@ -418,4 +445,28 @@ a frame is counted as malformed.  Finding, not fixed: a frame with a corrupted, 
 a known run inflates the `gap` count by the jump.
 
 A corrupt config on reload is covered by the config tests (`tests/test_config.py`).
+"""
+
+
+def _gate_section(entry: dict | None) -> str:
+    if not entry or "cold_s" not in entry["data"]:
+        return ""
+    d = entry["data"]
+    q = ", ".join(f"{k} {v:.2f} s" for k, v in d["query_s"].items())
+    return f"""## Gate evaluation over {d['hours']:g} h of data
+
+`benchmarks/gate_eval.py`: a daemon database holding {d['hours']:g} h of one engine at
+{d['rate_steps_per_s']} steps/s and {d['requests_per_step']} requests per step
+({_fmt(d['steps'])} steps, {_fmt(d['request_rows'])} request rows, {d['file_bytes'] / 2**20:,.0f} MiB;
+built with `INSERT … SELECT` from `range()` in {d['build_s']:.0f} s), then the production
+`GateKeeper` on the daemon's `Writer` (`memory_limit` {d['memory_limit']}, {d['duckdb_threads']}
+DuckDB thread) evaluating the gate over the last 24 h, {d['repeats']} times.  {_load(entry)}.
+
+| first evaluation (cold) | warm median | warm max | target | evidence queries (warm) |
+|---|---|---|---|---|
+| {d['cold_s']:.2f} s | {d['warm_median_s']:.2f} s | {d['warm_max_s']:.2f} s | ≤ {d['target_s']:.0f} s | {q} |
+
+The gate job runs every 30 s (`[gate] interval_s`); an evaluation scans the window's `steps`
+(accuracy quantiles per class, drop rate) and `step_requests` (tenants and longest context seen
+under the model version), on one DuckDB thread, so its cost is linear in the window's rows.
 """

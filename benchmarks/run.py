@@ -34,19 +34,14 @@ BENCHMARKS: dict[str, str] = {
     "tap_cost": "benchmarks.tap_cost",
     "attribution": "benchmarks.attribution_cost",
     "ingest": "benchmarks.ingest",
+    "duckdb_append": "benchmarks.duckdb_append",
     "storage": "benchmarks.storage_size",
     "overload": "benchmarks.overload",
     "kill9": "benchmarks.kill9",
+    "gate_eval": "benchmarks.gate_eval",
 }
 
-PENDING = {
-    "gate_eval": {
-        "status": "pending",
-        "note": "gate evaluation time over 24 h of stored data: not measured yet (needs a 24 h "
-                "database of realistic volume: ~2.6 M steps, 10^8 request rows at 30 steps/s); "
-                "to be added as benchmarks/gate_eval.py",
-    },
-}
+PENDING: dict[str, dict[str, Any]] = {}     # figures not measured yet: name -> note
 
 
 def _command(name: str | None, quick: bool) -> str:

@@ -30,15 +30,26 @@ def _fill(db: str, frames: int, attribute: bool) -> dict[str, Any]:
     daemon = Daemon(build_config(f"ipc://{d}/tap.sock", db, attribute=attribute, warmup_steps=1000),
                     run_job=lambda fn: fn())
     daemon.start(http=False, jobs=False)
+    marks = []
     try:
         encoded = make_frames(frames)
         for i in range(0, frames, 1000):
             daemon.pipeline([decode_frame(f) for f in encoded[i:i + 1000]])
+            if i + 1000 == frames // 2:        # mid-run: checkpointed size, for the marginal growth
+                marks.append(daemon.writer.submit(_checkpointed_size(db)).result())
         daemon.writer.flush()
+        marks.append(daemon.writer.submit(_checkpointed_size(db)).result())
         calibrated = daemon.calibration is not None
     finally:
         daemon.stop()
-    return {"calibrated": calibrated}
+    return {"calibrated": calibrated, "marks": marks}
+
+
+def _checkpointed_size(db: str) -> Any:
+    def job(con: Any) -> tuple[int, int]:
+        con.execute("CHECKPOINT")
+        return con.execute("SELECT count(*) FROM step_requests").fetchone()[0], os.path.getsize(db)
+    return job
 
 
 def _column_bytes(db: str, table: str) -> dict[str, int]:
@@ -85,6 +96,8 @@ def measure(frames: int = 8000, attribute: bool = True) -> dict[str, Any]:
     per_col = _column_bytes(db, "step_requests")
     steps_cols = _column_bytes(db, "steps")
     per_row = {k: round(v / rows, 2) for k, v in sorted(per_col.items(), key=lambda kv: -kv[1])}
+    (rows_mid, size_mid), (rows_end, size_end) = info["marks"]
+    marginal = (size_end - size_mid) / (rows_end - rows_mid)
     return {
         "attribute": attribute, "calibrated": info["calibrated"], "rows": rows, "steps": steps,
         "attributed_rows": attributed, "distinct_req_ids": distinct_ids,
@@ -94,12 +107,14 @@ def measure(frames: int = 8000, attribute: bool = True) -> dict[str, Any]:
         "step_requests_column_bytes_per_row": per_row,
         "step_requests_bytes_per_row": round(sum(per_col.values()) / rows, 2),
         "steps_bytes_per_request_row": round(sum(steps_cols.values()) / rows, 2),
+        "marginal_bytes_per_row": round(marginal, 2), "marginal_rows": rows_end - rows_mid,
+        "bytes_per_row_at_mid": round(size_mid / rows_mid, 2), "rows_at_mid": rows_mid,
         "target_bytes": TARGET_BYTES, "met": size / rows <= TARGET_BYTES,
     }
 
 
 def run(quick: bool = False) -> dict:
-    frames = 3000 if quick else 8000
+    frames = 4000 if quick else 16000
     return {"storage": [measure(frames, attribute=False), measure(frames, attribute=True)]}
 
 

@@ -22,6 +22,10 @@ stationary process with a standard deviation of ~70 after ~10⁴ steps, and the 
 fires on pure noise in long runs.) ADWIN is scored by running river's own implementation
 over one long resampled stream per candidate ``delta``, bisecting the ``delta`` grid.
 
+``calibrate_class`` can take a second noise model (``noise``, e.g. the whole calibration window)
+and keeps the more conservative threshold of the two; with ``detrend_steps`` the resampled
+streams go through the same slow-baseline filter as live residuals (``checks.detrend``).
+
 ``measure_false_alarm_rate`` and ``measure_detection_delay`` run the real detectors at a
 calibration's thresholds and return plain dicts (the figures in docs/checks.md).
 
@@ -46,6 +50,7 @@ import numpy as np
 from scipy.signal import lfilter
 
 from checks.adwin import AdwinDetector
+from checks.detrend import detrend
 from checks.drift_calibration import DriftCalibration
 from checks.resample import ar_sieve_bootstrap, poisson_upper, stationary_bootstrap
 
@@ -110,7 +115,7 @@ def calibrate_page_hinkley(z: np.ndarray, target_rate: float = 1e-5, delta: floa
                            min_instances: int = 100, alpha: float = 1.0,
                            n_steps: int = 3_000_000, segment_len: int = 20_000,
                            clip: float = np.inf, rng: np.random.Generator | None = None,
-                           thresholds: Sequence[float] = PH_THRESHOLD_GRID,
+                           thresholds: Sequence[float] = PH_THRESHOLD_GRID, detrend_steps: int = 0,
                            ) -> tuple[float, dict[str, float]]:
     """Smallest threshold whose 95 % upper false-alarm rate on resampled ``z`` is ≤ target."""
     rng = rng or np.random.default_rng(0)
@@ -118,7 +123,7 @@ def calibrate_page_hinkley(z: np.ndarray, target_rate: float = 1e-5, delta: floa
     alarms, exposure = np.zeros(len(h)), np.zeros(len(h))
     n_runs = max(1, int(np.ceil(n_steps / segment_len)))
     stream = np.clip(ar_sieve_bootstrap(z, n_runs * segment_len, rng), -clip, clip)
-    runs = stream.reshape(n_runs, segment_len)  # AR memory is short: runs are ~independent
+    runs = detrend(stream.reshape(n_runs, segment_len), detrend_steps)[0]  # runs ~independent
     for start in range(0, n_runs, 32):  # bounded memory: 32 runs at a time
         curve = page_hinkley_alarm_curve(runs[start:start + 32], h, delta, min_instances, alpha)
         alarms += curve["alarms"]
@@ -141,13 +146,13 @@ def alarm_count(detector: Any, z: np.ndarray) -> int:
 def calibrate_adwin(z: np.ndarray, target_rate: float = 1e-5, n_steps: int = 1_000_000,
                     clip: float = np.inf, rng: np.random.Generator | None = None,
                     deltas: Sequence[float] = ADWIN_DELTA_GRID, clock: int = 32,
-                    grace_period: int = 10) -> tuple[float, dict[str, float]]:
+                    grace_period: int = 10, detrend_steps: int = 0) -> tuple[float, dict[str, float]]:
     """Largest ADWIN ``delta`` (most sensitive) whose 95 % upper false-alarm rate is ≤ target.
 
     Alarm counts fall as ``delta`` falls, so the grid is bisected (about log2(len) runs).
     """
     rng = rng or np.random.default_rng(0)
-    stream = np.clip(ar_sieve_bootstrap(z, n_steps, rng), -clip, clip)
+    stream = detrend(np.clip(ar_sieve_bootstrap(z, n_steps, rng), -clip, clip), detrend_steps)[0]
     grid = sorted(deltas, reverse=True)  # most sensitive first
     tried: dict[int, int] = {}
 
@@ -175,29 +180,53 @@ def calibrate_class(residuals: np.ndarray, step_class: str, *, target_rate: floa
                     ph_alpha: float = 1.0, n_steps: int = 3_000_000, segment_len: int = 20_000,
                     adwin_n_steps: int = 1_000_000, seed: int = 0,
                     detector_names: Sequence[str] = ("page_hinkley", "adwin"),
-                    min_rows: int = 500) -> DriftCalibration:
-    """Standardisation and thresholds for one step class from its stationary relative residuals."""
+                    min_rows: int = 500, allowance: float = 0.0,
+                    domain: Mapping[str, tuple[float, float]] | None = None,
+                    detrend_steps: int = 0, noise: np.ndarray | None = None) -> DriftCalibration:
+    """Standardisation and thresholds for one step class from its stationary relative residuals.
+
+    ``allowance`` (relative latency; ``checks.wander.allowance``) raises Page-Hinkley's
+    allowance to at least ``allowance / std`` standard deviations and travels with the result;
+    so does ``domain`` (``checks.domain.feature_domain``). ``detrend_steps`` (``checks.detrend``)
+    is applied to the resampled streams, so thresholds hold for what the detectors are fed.
+    ``noise`` (relative residuals, e.g. the whole calibration window, fit part included) is a
+    second noise model: the AR sieve resamples it too, standardised like ``residuals``, and
+    each detector gets the more conservative of the two thresholds. A longer series shows
+    persistence a short held-out part lacks; the held-out part shows the out-of-sample scale.
+    """
     r = np.asarray(residuals, dtype=float)
     r = r[np.isfinite(r)]
     if len(r) < min_rows:
         raise ValueError(f"{step_class}: {len(r)} finite calibration residuals, "
                          f"need ≥ {min_rows}")
     mean, std = float(r.mean()), float(r.std(ddof=1))
-    z = np.clip((r - mean) / std, -clip, clip)
+    bases = [("held_out", r)]
+    if noise is not None:
+        bases.append(("noise", np.asarray(noise, dtype=float)))
+    ph_delta = max(ph_delta, allowance / std)
     rng = np.random.default_rng(seed)
+    # Detectors not asked for never fire: an infinite threshold, a zero delta.
     params: dict[str, Any] = {"ph_threshold": float("inf"), "adwin_delta": 0.0}
-    estimates: dict[str, dict[str, float]] = {}
-    if "page_hinkley" in detector_names:
-        params["ph_threshold"], estimates["page_hinkley"] = calibrate_page_hinkley(
-            z, target_rate, ph_delta, ph_min_instances, ph_alpha, n_steps, segment_len, clip, rng)
-    if "adwin" in detector_names:
-        params["adwin_delta"], estimates["adwin"] = calibrate_adwin(
-            z, target_rate, adwin_n_steps, clip, rng)
+    estimates: dict[str, dict[str, Any]] = {}
+    for source, base in bases:
+        z = np.clip((base[np.isfinite(base)] - mean) / std, -clip, clip)
+        if "page_hinkley" in detector_names:
+            h, est = calibrate_page_hinkley(z, target_rate, ph_delta, ph_min_instances, ph_alpha,
+                                            n_steps, segment_len, clip, rng,
+                                            detrend_steps=detrend_steps)
+            if "page_hinkley" not in estimates or h > params["ph_threshold"]:   # the higher wins
+                params["ph_threshold"], estimates["page_hinkley"] = h, {**est, "source": source}
+        if "adwin" in detector_names:
+            d, est = calibrate_adwin(z, target_rate, adwin_n_steps, clip, rng,
+                                     detrend_steps=detrend_steps)
+            if "adwin" not in estimates or d < params["adwin_delta"]:           # the smaller wins
+                params["adwin_delta"], estimates["adwin"] = d, {**est, "source": source}
     for est in estimates.values():
         est.update(resampler="ar_sieve", seed=seed)
     return DriftCalibration(step_class=step_class, mean=mean, std=std, clip=clip,
                             ph_delta=ph_delta, ph_min_instances=ph_min_instances, ph_alpha=ph_alpha,
-                            target_rate=target_rate, n_calibration=len(r),
+                            target_rate=target_rate, n_calibration=len(r), allowance=allowance,
+                            domain=dict(domain or {}), detrend_steps=int(detrend_steps),
                             detector_names=tuple(detector_names), estimates=estimates, **params)
 
 
@@ -212,8 +241,7 @@ def calibrate(residuals_by_class: Mapping[str, np.ndarray],
 def measure_false_alarm_rate(residuals: np.ndarray,
                              calibration: DriftCalibration) -> dict[str, Any]:
     """Run each detector at ``calibration``'s thresholds over a long stationary residual array."""
-    z = calibration.standardise(residuals)
-    z = z[np.isfinite(z)]
+    z = calibration.prepare(residuals)
     out: dict[str, Any] = {"step_class": calibration.step_class, "steps": int(len(z))}
     for det in calibration.detectors():
         est = _estimate(alarm_count(det, z), len(z))
@@ -252,7 +280,7 @@ def measure_detection_delay(calibration: DriftCalibration,
         for s in shifts:
             r = base.copy()
             r[warmup:] = (1 + s) * (1 + r[warmup:]) - 1
-            z = calibration.standardise(r).tolist()
+            z = calibration.prepare(r).tolist()
             for det in calibration.detectors():
                 first = np.inf
                 for i, x in enumerate(z):

@@ -16,16 +16,21 @@ window's mean and standard deviation, then clipped to ``±clip``: a single stall
 ['page_hinkley', 'adwin']
 >>> DriftCalibration.from_dict(cal.to_dict()) == cal
 True
+>>> cal = DriftCalibration(step_class="decode", mean=0.0, std=0.03, ph_threshold=25.0,
+...                        adwin_delta=0.002, domain={"batch_size": (8, 64)})
+>>> cal.in_domain({"batch_size": np.array([4, 8, 64, 65]), "kv_tokens": np.zeros(4)}).tolist()
+[False, True, True, False]
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
 from checks.adwin import AdwinDetector
+from checks.detrend import detrend
 from checks.page_hinkley import PageHinkleyDetector
 
 
@@ -33,7 +38,14 @@ from checks.page_hinkley import PageHinkleyDetector
 class DriftCalibration:
     """Standardisation and detector thresholds for one step class.
 
-    ``estimates`` records, per detector, the false-alarm rate measured during calibration
+    ``allowance`` (relative latency, e.g. 0.012) is the smallest shift of the residual mean the
+    detectors should raise: Page-Hinkley's ``ph_delta`` is at least ``allowance / std``, and the
+    daemon drops ADWIN detections whose kept window is closer than that to ``mean``
+    (``checks.wander`` says how it is measured).  ``domain`` maps step features (e.g.
+    ``batch_size``, ``kv_tokens``) to the inclusive range calibration saw them in: the model's
+    bias is only measured there, so steps outside it are not fed to the detectors (the workload
+    envelope check speaks for them).  With ``detrend_steps``, the detectors are fed the clipped
+    z-scores relative to a slow baseline of their own past (``checks.detrend``).  ``estimates`` records, per detector, the false-alarm rate measured during calibration
     (alarms, exposure in steps, point rate and 95 % upper bound), so a threshold always
     travels with the evidence for it.
     """
@@ -51,6 +63,9 @@ class DriftCalibration:
     adwin_grace_period: int = 10
     target_rate: float = 1e-5
     n_calibration: int = 0
+    allowance: float = 0.0     # smallest shift of the relative residual's mean worth raising (0: unset)
+    domain: dict[str, tuple[float, float]] = field(default_factory=dict)
+    detrend_steps: int = 0     # time constant of the baseline the detectors see changes against (0: none)
     detector_names: tuple[str, ...] = ("page_hinkley", "adwin")
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
 
@@ -62,6 +77,22 @@ class DriftCalibration:
         """Relative residuals → clipped z-scores (NaN stays NaN)."""
         z = (np.asarray(residuals, dtype=float) - self.mean) / self.std
         return np.clip(z, -self.clip, self.clip)
+
+    def prepare(self, residuals: Iterable[float] | np.ndarray) -> np.ndarray:
+        """What the detectors are fed for a run of residuals from a fresh start (offline use)."""
+        z = self.standardise(residuals)
+        z = z[np.isfinite(z)]
+        return detrend(z, self.detrend_steps)[0]
+
+    def in_domain(self, features: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Which steps lie inside ``domain`` on every feature given (all, if no domain)."""
+        n = len(next(iter(features.values()))) if features else 0
+        ok = np.ones(n, dtype=bool)
+        for name, (lo, hi) in self.domain.items():
+            if name in features:
+                x = np.asarray(features[name], dtype=float)
+                ok &= (x >= lo) & (x <= hi)
+        return ok
 
     def detectors(self) -> list[PageHinkleyDetector | AdwinDetector]:
         """Fresh detectors at this calibration's thresholds, in ``detector_names`` order."""
@@ -80,6 +111,7 @@ class DriftCalibration:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["detector_names"] = list(self.detector_names)
+        d["domain"] = {k: list(v) for k, v in self.domain.items()}
         return d
 
     @classmethod
@@ -91,4 +123,6 @@ class DriftCalibration:
         d = dict(data)
         if "detector_names" in d:
             d["detector_names"] = tuple(d["detector_names"])
+        if "domain" in d:
+            d["domain"] = {k: (float(v[0]), float(v[1])) for k, v in d["domain"].items()}
         return cls(**d)

@@ -58,7 +58,9 @@ class Evidence:
 
     ``stability`` maps split name → ``{'effect', 'ci_low', 'ci_high'[, 'computed_at']}`` as
     produced by ``checks.share_stability``. ``extrapolated_fraction`` and ``new_tenants`` come
-    from ``checks.envelope.EnvelopeMonitor.summary()`` over the evaluation window.
+    from ``checks.envelope.EnvelopeMonitor.summary()`` over the evaluation window. ``drift_blind``
+    names required step classes the residual detectors cannot speak for, and why (then
+    ``unresolved_drift_events`` is missing).
     """
 
     accuracy: dict[str, ClassAccuracy] = field(default_factory=dict)
@@ -66,6 +68,7 @@ class Evidence:
     tenants_seen: int | None = None
     max_context_seen: int | None = None
     unresolved_drift_events: int | None = None
+    drift_blind: dict[str, str] = field(default_factory=dict)   # required class -> why not watched
     stability: dict[str, dict[str, Any]] = field(default_factory=dict)
     calibrated_platform_key: str | None = None
     running_platform_key: str | None = None
@@ -81,6 +84,7 @@ class Evidence:
         d["accuracy"] = {str(k): v if isinstance(v, ClassAccuracy) else ClassAccuracy.from_dict(v)
                          for k, v in (d.get("accuracy") or {}).items()}
         d["stability"] = {str(k): dict(v) for k, v in (d.get("stability") or {}).items()}
+        d["drift_blind"] = {str(k): str(v) for k, v in (d.get("drift_blind") or {}).items()}
         return cls(**d)
 
     def to_dict(self) -> dict[str, Any]:

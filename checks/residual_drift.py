@@ -31,8 +31,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from checks.detrend import Detrend
 from checks.drift_calibration import DriftCalibration
 from checks.drift_event import DriftEvent
+
 
 def relative_residual(measured: np.ndarray | float, predicted: np.ndarray | float) -> np.ndarray:
     """``(T - T_hat) / T_hat``; NaN where the prediction is not positive."""
@@ -45,11 +47,16 @@ def relative_residual(measured: np.ndarray | float, predicted: np.ndarray | floa
 class DriftMonitor:
     """Per-class Page-Hinkley and ADWIN over standardised relative residuals."""
 
-    def __init__(self, calibrations: Mapping[str, DriftCalibration]) -> None:
+    def __init__(self, calibrations: Mapping[str, DriftCalibration], recent_steps: int = 1000) -> None:
         self.calibrations = dict(calibrations)
+        self.recent_steps = recent_steps
+        # Per class: exponentially weighted share of recent steps inside the domain (judged).
+        self._judged_recent = {cls: 1.0 for cls in self.calibrations}
         self._detectors = {cls: cal.detectors() for cls, cal in self.calibrations.items()}
+        self._baselines = {cls: Detrend(cal.detrend_steps) for cls, cal in self.calibrations.items()}
         self.n_seen: dict[str, int] = {cls: 0 for cls in self.calibrations}
         self.n_skipped = 0  # uncalibrated class or non-finite residual
+        self.n_out_of_domain: dict[str, int] = {cls: 0 for cls in self.calibrations}
 
     def update(self, step_seq: int, step_class: str, residual: float,
                ts: float) -> list[DriftEvent]:
@@ -59,6 +66,7 @@ class DriftMonitor:
             self.n_skipped += 1
             return []
         z = min(max((residual - cal.mean) / cal.std, -cal.clip), cal.clip)
+        z = self._baselines[step_class].update(z)
         return self._feed(step_class, z, int(step_seq), float(ts), residual)
 
     def _feed(self, step_class: str, z: float, step_seq: int, ts: float,
@@ -80,11 +88,14 @@ class DriftMonitor:
     def update_many(self, step_seq: Sequence[int] | np.ndarray,
                     step_class: Sequence[str] | np.ndarray,
                     residual: Sequence[float] | np.ndarray,
-                    ts: Sequence[float] | np.ndarray) -> list[DriftEvent]:
+                    ts: Sequence[float] | np.ndarray,
+                    features: Mapping[str, np.ndarray] | None = None) -> list[DriftEvent]:
         """Feed steps in order (arrays of equal length); events sorted by ``step_seq``.
 
         Classes are independent, so each class's steps are standardised in one vector
-        operation and then streamed through its detectors.
+        operation and then streamed through its detectors. With ``features`` (per-step arrays,
+        e.g. ``batch_size``), steps outside their class's calibrated ``domain`` are counted in
+        ``n_out_of_domain`` and not fed.
         """
         seq = np.asarray(step_seq)
         cls = np.asarray(step_class)
@@ -95,27 +106,50 @@ class DriftMonitor:
         events: list[DriftEvent] = []
         handled = np.zeros(len(r), dtype=bool)
         for name, cal in self.calibrations.items():
-            idx = np.flatnonzero((cls == name) & np.isfinite(r))
-            handled[idx] = True
-            z = cal.standardise(r[idx])
+            mine = (cls == name) & np.isfinite(r)
+            handled |= mine
+            if features and cal.domain:
+                inside = cal.in_domain(features)
+                self.n_out_of_domain[name] += int((mine & ~inside).sum())
+                self._judged_recent[name] = _ewma(self._judged_recent[name], inside[mine],
+                                                  self.recent_steps)
+                mine &= inside
+            idx = np.flatnonzero(mine)
+            z = self._baselines[name].update_many(cal.standardise(r[idx]))
             for i, zi in zip(idx.tolist(), z.tolist()):
                 events.extend(self._feed(name, zi, int(seq[i]), float(t[i]), float(r[i])))
         self.n_skipped += int((~handled).sum())
         events.sort(key=lambda e: (e.step_seq, e.detector))
         return events
 
+    def judged_fraction(self) -> dict[str, float]:
+        """Per class, the share of its last ~``recent_steps`` steps that lay inside its domain."""
+        return dict(self._judged_recent)
+
     def counts(self) -> dict[str, dict[str, int]]:
         """Steps seen and detections so far, per class and detector."""
         out: dict[str, dict[str, int]] = {}
         for cls, dets in self._detectors.items():
-            out[cls] = {"steps": self.n_seen[cls], **{d.name: d.n_detections for d in dets}}
+            out[cls] = {"steps": self.n_seen[cls], "out_of_domain": self.n_out_of_domain[cls],
+                        **{d.name: d.n_detections for d in dets}}
         return out
 
     def state(self) -> dict[str, Any]:
         """Counts plus each detector's last detection, for /metrics and reports."""
         return {"skipped": self.n_skipped, "classes": {
-            cls: {"steps": self.n_seen[cls],
+            cls: {"steps": self.n_seen[cls], "out_of_domain": self.n_out_of_domain[cls],
+                  "baseline": self._baselines[cls].baseline,
+                  "recent_judged_fraction": self._judged_recent[cls],
+                  "domain": {k: list(v) for k, v in self.calibrations[cls].domain.items()},
                   "detectors": {d.name: {"detections": d.n_detections,
                                          "threshold": d.threshold,
                                          "last_detection": d.last_detection} for d in dets}}
             for cls, dets in self._detectors.items()}}
+
+
+def _ewma(start: float, x: np.ndarray, steps: int) -> float:
+    """Exponentially weighted mean of ``start`` followed by the values ``x`` (time constant ``steps``)."""
+    if not len(x):
+        return start
+    keep = (1.0 - 1.0 / steps) ** np.arange(len(x) - 1, -1, -1)   # weight of each value, oldest first
+    return float(start * (1.0 - 1.0 / steps) ** len(x) + (np.asarray(x, float) * keep).sum() / steps)

@@ -139,6 +139,10 @@ def advantage(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
 
 
 def drift(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
+    if ev.unresolved_drift_events is None and ev.drift_blind:
+        why = "; ".join(f"{k}: {v}" for k, v in sorted(ev.drift_blind.items()))
+        return [_missing("drift", f"residual drift detectors blind on required steps ({why})",
+                         pol.max_unresolved_drift)]
     return [_at_most("drift", ev.unresolved_drift_events, pol.max_unresolved_drift,
                      "unresolved drift events")]
 

@@ -5,7 +5,10 @@ the database for ``shadowd calibrate``), fits LLMVisor and the token model on
 the earlier part, and scores the later part out of sample.  Those held-out
 residuals are what the drift detectors' thresholds are calibrated on, so the
 detectors see on live traffic the same kind of error they were tuned to
-tolerate.  The workload envelope (longest context, batch sizes, tokens per
+tolerate; the whole window's residuals serve as a second, longer noise model and
+measure how far the residual mean wanders with batch composition, which sets
+the smallest shift the detectors raise (``checks.wander``).  Each class also gets
+the composition domain it was calibrated over (``checks.domain``).  The workload envelope (longest context, batch sizes, tokens per
 step, tenants) is taken from the whole window.
 """
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Calibration:
         return {"model_version": self.model.version, "platform_key": self.platform_key,
                 "fit_window": self.model.fit_window,
                 "drift_classes": sorted(self.drift), "unwatched_classes": self.unwatched,
+                "drift_allowance": {k: round(v.allowance, 5) for k, v in self.drift.items()},
                 "envelope": self.envelope.limits()}
 
 
@@ -60,6 +64,11 @@ class CalibrationSettings:
     min_class_steps: int = 300
     envelope_margin: float = 0.5           # contexts/batches up to 1.5x what calibration saw are in range
     min_shift: float = 0.02                # smallest relative latency shift worth an alarm
+    wander_block: int = 100                # steps per block when measuring the residual mean's wander
+    wander_k: float = 2.5                  # allowance = max(min_shift / 2, wander_k x wander upper bound)
+    clip: float = 5.0                      # standardised residuals are clipped to +-clip before the detectors
+    noise_from_window: bool = True         # thresholds from the whole window's residual dynamics
+    detrend_steps: int = 100               # detectors judge changes against a baseline of this time constant
     settle_steps: int = 0                  # steps ignored before the warm-up window starts
 
 
@@ -71,19 +80,27 @@ def calibrate(batch: StepBatch, platform_key: dict[str, Any],
                          f"{batch.num_steps}; run the engine longer or widen the window")
     fit_part, hold = split_window(batch, 1.0 - settings.holdout_fraction)
     model = fit(fit_part, platform_key)
-    attributed = model.attribute(hold)
-    resid = checks.relative_residual(hold.latency_ms, attributed.predicted_ms)
+    resid = checks.relative_residual(hold.latency_ms, model.attribute(hold).predicted_ms)
     by_class = {name: resid[hold.kind == code] for code, name in enumerate(KIND_NAMES)}
     usable = {k: v[np.isfinite(v)] for k, v in by_class.items()
               if np.isfinite(v).sum() >= settings.min_class_steps}
+    # The wander of the residual mean is measured over the whole window (fit part in sample):
+    # the held-out part alone holds too few blocks of steps to bound it.
+    whole = checks.relative_residual(batch.latency_ms, model.attribute(batch).predicted_ms)
+    features = batch.composition()
     drift, unwatched = {}, {}
     for i, (cls, r) in enumerate(sorted(usable.items())):
-        # Page-Hinkley's allowance is half the smallest shift worth detecting, in the residuals'
-        # own standard deviations: a 0.3 % bias is not drift an operator should be paged for.
-        ph_delta = max(0.25, settings.min_shift / (2 * float(np.std(r))))
+        mine = batch.kind == KIND_NAMES.index(cls)
         try:
+            wander = checks.block_spread(_detrended(whole[mine], r, settings), block=settings.wander_block)
+            domain = checks.feature_domain({k: v[mine] for k, v in features.items()},
+                                           margin=settings.envelope_margin)
             drift[cls] = checks.calibrate_class(r, cls, seed=i, target_rate=settings.target_false_alarm_rate,
-                                                ph_delta=ph_delta,
+                                                allowance=checks.allowance(wander, settings.min_shift,
+                                                                           settings.wander_k),
+                                                domain=domain, clip=settings.clip,
+                                                detrend_steps=settings.detrend_steps,
+                                                noise=whole[mine] if settings.noise_from_window else None,
                                                 n_steps=settings.drift_sim_steps,
                                                 adwin_n_steps=settings.adwin_sim_steps,
                                                 min_rows=settings.min_class_steps)
@@ -103,6 +120,13 @@ def calibrate(batch: StepBatch, platform_key: dict[str, Any],
              batch.num_steps, sorted(drift))
     return Calibration(model=model, drift=drift, envelope=envelope, holdout_residuals=usable,
                        unwatched=unwatched)
+
+
+def _detrended(resid: np.ndarray, holdout: np.ndarray, settings: CalibrationSettings) -> np.ndarray:
+    """``resid`` as the detectors will see it, in relative latency units (for the wander bound)."""
+    mean, std = float(np.mean(holdout)), float(np.std(holdout, ddof=1))
+    z = np.clip((resid[np.isfinite(resid)] - mean) / std, -settings.clip, settings.clip)
+    return std * checks.detrend(z, settings.detrend_steps)[0]
 
 
 class WarmupCalibrator:

@@ -26,6 +26,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import threading
 import tomllib
 from dataclasses import dataclass, field, fields
@@ -40,7 +41,8 @@ FIXED_TERM_POLICIES = ("equal", "pro_rata")   # = shadowd.attribution.shares (a 
                                               # not imported, so loading a config stays cheap
 EXPORT_FORMATS = ("parquet",)
 UNIX_PATH_MAX = 107                              # sun_path minus the NUL
-RESTART_KEYS = ("listen", "db", "http", "http_allow_remote", "state_file", "tap.max_frame_bytes")
+RESTART_KEYS = ("listen", "db", "http", "http_allow_remote", "state_file", "tap.max_frame_bytes",
+                "storage.memory_limit", "storage.threads")
 DEFAULT_ALERTS: dict[str, Any] = {"sinks": {"journal": {"type": "log"}}}
 
 
@@ -58,10 +60,6 @@ Check = Callable[[Any], "str | None"]
 
 def positive(v: float) -> str | None:
     return None if v > 0 else f"must be > 0, got {v!r}"
-
-
-def non_negative(v: float) -> str | None:
-    return None if v >= 0 else f"must be ≥ 0, got {v!r}"
 
 
 def between(lo: float, hi: float) -> Check:
@@ -99,7 +97,6 @@ class Platform:
 class CalibrationConfig:
     warmup_steps: int = key(2000, between(100, 10_000_000), "steps buffered before the first fit")
     holdout_fraction: float = key(0.3, between(0.05, 0.9), "later part of the window scored out of sample")
-    refresh_interval_s: float = key(3600.0, non_negative, "how often a refit is tried; 0 never")
     max_age_s: float = key(7 * 86400.0, positive, "older calibrations are stale (gate fails closed)")
     policy: str = key("equal", one_of(*FIXED_TERM_POLICIES), "who pays the fixed term")
     platform: Platform | None = None
@@ -142,6 +139,18 @@ class ExportConfig:
     format: str = key("parquet", one_of(*EXPORT_FORMATS), "file format")
 
 
+def memory_size(v: str) -> str | None:
+    """A DuckDB memory size such as ``256MB`` or ``2GiB``."""
+    ok = isinstance(v, str) and re.fullmatch(r"\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*", v, re.I)
+    return None if ok else f"{v!r} is not a memory size; write it like \"256MB\" or \"1GiB\""
+
+
+@dataclass(frozen=True)
+class StorageConfig:
+    memory_limit: str = key("192MB", memory_size, "DuckDB's memory limit (its default is 80% of RAM)")
+    threads: int = key(1, between(1, 256), "DuckDB threads for the writer; a sidecar leaves the host's cores alone")
+
+
 @dataclass(frozen=True)
 class TapConfig:
     max_frame_bytes: int = key(8 << 20, between(1024, 1 << 30), "larger frames are dropped and counted")
@@ -164,6 +173,7 @@ class Config:
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     export: ExportConfig = field(default_factory=ExportConfig)
     tap: TapConfig = field(default_factory=TapConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
     source: str | None = None          # the file it came from, for messages
 
     @classmethod

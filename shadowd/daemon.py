@@ -55,7 +55,8 @@ class Daemon:
                  flush_interval_s: float = 0.5) -> None:
         self.config = config
         self.started_at = time.time()
-        self.writer = Writer(config.db, setup=migrate, flush_interval_s=flush_interval_s)
+        self.writer = Writer(config.db, setup=migrate, flush_interval_s=flush_interval_s,
+                             memory_limit=config.storage.memory_limit, threads=config.storage.threads)
         self.pipeline = IngestPipeline(self.writer)
         self.stats = IngestStats()
         self.drift = DriftWatch(self._on_drift)
@@ -132,11 +133,13 @@ class Daemon:
                         "ci_high": v.get("ci_high"), "computed_at": self.stability.get("computed_at")}
                     for k, v in self.stability.items() if isinstance(v, dict) and "effect" in v}
         envelope = self.drift.state().get("envelope")
+        blind = self.drift.blind_classes()
         return DaemonFacts(model_version=cal.model.version if cal else None,
                            calibrated_platform_key=cal.platform_key if cal else None,
                            running_platform_key=self.running_platform_key,
                            stability=stab, envelope=envelope, calibrated_at_s=self.calibrated_at,
-                           watched_classes=tuple(cal.drift) if cal else ())
+                           watched_classes=tuple(c for c in cal.drift if c not in blind) if cal else (),
+                           unwatched_why={**(cal.unwatched if cal else {}), **blind})
 
     def _on_drift(self, events: list[Any]) -> None:
         engine = None

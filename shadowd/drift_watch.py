@@ -1,8 +1,9 @@
 """Online drift checks on every attributed step.
 
 Residuals ``(T - T_hat)/T_hat`` of LLMVisor per step class go through the
-calibrated river detectors; every step is also checked against the workload
-envelope calibration saw (longer contexts, bigger batches, new tenants mean
+calibrated river detectors (steps whose batch composition lies outside the
+class's calibrated domain are counted, not judged); every step is also checked
+against the workload envelope calibration saw (longer contexts, bigger batches, new tenants mean
 the model is extrapolating).  Each detection becomes a ``drift_events`` row
 and is passed to ``on_events`` (alerts, metrics).
 """
@@ -20,18 +21,21 @@ from shadowd.step_columns import StepColumns
 RESIDUAL_DETECTORS = ("page_hinkley", "adwin")
 
 
-def is_relevant(detector: str, kept_mean: float | None, std: float, min_shift: float) -> bool:
+def is_relevant(detector: str, kept_mean: float | None, cal: checks.DriftCalibration,
+                min_shift: float) -> bool:
     """Whether a detection is worth an event.
 
     ADWIN flags any significant change of the mean, however small; a detection counts when the
-    mean of the window it kept sits at least ``min_shift / 2`` (relative latency) away from the
-    calibration's mean.  Judging against the calibration, not against the part ADWIN dropped,
-    matters: right after a slowdown starts the dropped part is itself partly slow.  Page-Hinkley
-    has its allowance built in, so its detections always count.
+    mean of the window it kept sits at least the calibration's ``allowance`` (the wander of the
+    model's residual mean under changing batch composition, ``checks.wander``; at least
+    ``min_shift / 2``, relative latency) away from the calibration's mean.  Judging against the
+    calibration, not against the part ADWIN dropped, matters: right after a slowdown starts the
+    dropped part is itself partly slow.  Page-Hinkley has its allowance built in, so its
+    detections always count.
     """
     if detector != "adwin" or kept_mean is None:
         return True
-    return abs(kept_mean) * std >= min_shift / 2
+    return abs(kept_mean) * cal.std >= max(cal.allowance, min_shift / 2)
 
 
 class DriftWatch:
@@ -67,7 +71,8 @@ class DriftWatch:
         resid = checks.relative_residual(steps["latency_ms"], steps["predicted_ms"])
         idx = np.flatnonzero(mine)
         events = self._relevant(monitor, monitor.update_many(
-            steps["step_seq"][idx], steps["kind"][idx], resid[idx], ts[idx]))
+            steps["step_seq"][idx], steps["kind"][idx], resid[idx], ts[idx],
+            {k: v[idx] for k, v in cols.batch.composition().items()}))
         events += self._envelope_events(envelope, cols, idx, ts)
         if events:
             for e in events:
@@ -79,7 +84,7 @@ class DriftWatch:
         for e in events:
             cal = monitor.calibrations.get(e.step_class)
             if cal is not None and not is_relevant(e.detector, (e.details or {}).get("kept_mean"),
-                                                   cal.std, self.min_shift):
+                                                   cal, self.min_shift):
                 self.ignored_small_shifts += 1
                 continue
             keep.append(e)
@@ -105,6 +110,21 @@ class DriftWatch:
                                       max_context=max_ctx[i], batch_size=float(sizes[i]),
                                       tokens=tokens[i], tenants=tenants, step_class=kinds[i])
         return events
+
+    def blind_classes(self, min_judged: float = 0.5) -> dict[str, str]:
+        """Watched classes whose recent steps mostly lie outside their calibrated domain.
+
+        The residual detectors cannot speak for those steps, so the gate treats the class as
+        unwatched (drift evidence missing) until traffic returns to what calibration saw or the
+        model is recalibrated on current traffic.
+        """
+        with self._lock:
+            monitor = self.monitor
+        if monitor is None:
+            return {}
+        return {cls: (f"{1 - f:.0%} of its recent steps are outside the batch compositions calibration "
+                      "saw; recalibrate on current traffic (shadowd calibrate)")
+                for cls, f in monitor.judged_fraction().items() if f < min_judged}
 
     def state(self) -> dict[str, Any]:
         with self._lock:

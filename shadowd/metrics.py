@@ -118,6 +118,7 @@ class DaemonCollector(Collector):
         for det, n in d.drift.events_total.items():
             de.add_metric([det], float(n))
         yield de
+        yield from _drift_watch_metrics(d.drift.state().get("residual"))
         if d.notifier is not None:
             an = CounterMetricFamily("shadowd_alert_notifications", "Alert notifications by sink and outcome",
                                      labels=["sink", "outcome"])
@@ -125,6 +126,20 @@ class DaemonCollector(Collector):
                 for outcome in ("sent", "failed", "retried", "dropped"):
                     an.add_metric([sink, outcome], float(counts.get(outcome, 0)))
             yield an
+
+
+def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
+    """Per watched class: steps judged by the residual detectors, and steps outside their domain."""
+    judged = CounterMetricFamily("shadowd_drift_steps_judged", "Steps fed to the residual drift detectors",
+                                 labels=["step_class"])
+    outside = CounterMetricFamily("shadowd_drift_steps_out_of_domain",
+                                  "Steps outside the calibrated batch composition, not judged",
+                                  labels=["step_class"])
+    for cls, c in ((residual or {}).get("classes") or {}).items():
+        judged.add_metric([cls], float(c["steps"]))
+        outside.add_metric([cls], float(c.get("out_of_domain", 0)))
+    yield judged
+    yield outside
 
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:

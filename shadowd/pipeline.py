@@ -20,6 +20,7 @@ from storage.writer import Writer
 log = logging.getLogger("shadowd.pipeline")
 
 STEP_ATTRIBUTION = ("predicted_ms", "baseline_ms")
+APPEND_WAIT_S = 1.0
 REQUEST_ATTRIBUTION = ("llmvisor_ms", "llmvisor_measured_ms", "vtc_ms", "vtc_tokens")
 
 
@@ -52,8 +53,11 @@ class IngestPipeline:
     def __call__(self, frames: Sequence[StepFrame]) -> None:
         cols = frames_to_columns(frames)
         self._attribute(cols)
-        self.writer.append("steps", cols.steps)
-        self.writer.append("step_requests", cols.requests)
+        # Steps and their request rows are stored (or dropped) together.  While the writer is
+        # behind, wait a little: zmq's queue then fills and the tap drops and counts, which the
+        # next frames carry into the database; after APPEND_WAIT_S the batch is dropped here.
+        self.writer.append_many({"steps": cols.steps, "step_requests": cols.requests},
+                                wait_s=APPEND_WAIT_S)
         self.steps_ingested += cols.num_steps
         self.rows_ingested += cols.num_requests
         for observe in self.observers:

@@ -84,6 +84,12 @@ class StepBatch:
         """Sum a per-request column over each step, float64[S]."""
         return np.bincount(self.req_step, weights=values, minlength=self.num_steps)
 
+    def composition(self) -> dict[str, np.ndarray]:
+        """Per-step features the residual detectors' domain is drawn over (``checks.domain``)."""
+        return {"batch_size": self.batch_size().astype(float),
+                "kv_tokens": self.per_step_sum(self.context_tokens.astype(float)),
+                "new_tokens": self.per_step_sum(self.new_tokens.astype(float))}
+
     def select_steps(self, mask: np.ndarray) -> "StepBatch":
         """The sub-batch of steps where ``mask`` (bool[S]) is true, rows renumbered."""
         mask = np.asarray(mask, dtype=bool)

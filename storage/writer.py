@@ -70,20 +70,22 @@ class Writer:
     def __init__(self, path: str, *, setup: Callable[[duckdb.DuckDBPyConnection], Any] | None = None,
                  flush_rows: int = 131_072, flush_interval_s: float = 0.5,
                  queue_max: int = 4096, queue_max_rows: int = 131_072,
-                 buffer_max_rows: int = 1_000_000, memory_limit: str | None = None) -> None:
+                 buffer_max_rows: int = 1_000_000, memory_limit: str | None = None,
+                 threads: int | None = None) -> None:
         self.path = path
         self.flush_rows = flush_rows
         self.flush_interval_s = flush_interval_s
         self.queue_max_rows = queue_max_rows
         self.buffer_max_rows = buffer_max_rows
         self.memory_limit = memory_limit
+        self.threads = threads
         self.stats = WriterStats()
         self._setup = setup
         self._queue: queue.Queue = queue.Queue(maxsize=queue_max)
         self._buffers: dict[str, list[dict[str, np.ndarray]]] = {}
         self._buffered_rows: dict[str, int] = {}
         self._queued_rows = 0              # rows appended and not yet taken by the writer thread
-        self._queued_lock = threading.Lock()
+        self._queued_lock = threading.Condition()     # notified when the writer takes rows
         self._thread = threading.Thread(target=self._run, name="shadowd-writer", daemon=True)
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
@@ -101,14 +103,19 @@ class Writer:
         """Queue rows for ``table``; never blocks. False (and counted) if the queue is full."""
         return self.append_many({table: columns})
 
-    def append_many(self, tables: dict[str, dict[str, np.ndarray]]) -> bool:
+    def append_many(self, tables: dict[str, dict[str, np.ndarray]], wait_s: float = 0.0) -> bool:
         """Queue rows for several tables as one unit (e.g. steps with their request rows):
-        all are stored, or none and all are counted as dropped.  Never blocks.
+        all are stored, or none and all are counted as dropped.
 
         Refused once ``queue_max_rows`` rows wait for the writer thread (a unit is always
-        accepted into an empty queue, so one larger than the bound still gets through)."""
+        accepted into an empty queue, so one larger than the bound still gets through).
+        ``wait_s`` > 0 waits up to that long for room first: back-pressure on the caller
+        (the daemon's receiver, so overload turns into drops the tap counts and reports),
+        bounded so a wedged database cannot stall the caller for good."""
         n = sum(_rows(c) for c in tables.values())
         with self._queued_lock:
+            if wait_s > 0:
+                self._queued_lock.wait_for(lambda: self._queued_rows < self.queue_max_rows, wait_s)
             if self._queued_rows >= self.queue_max_rows:
                 self.stats.rows_dropped += n
                 return False
@@ -124,6 +131,7 @@ class Writer:
     def _taken(self, n: int) -> None:
         with self._queued_lock:
             self._queued_rows -= n
+            self._queued_lock.notify_all()
 
     def submit(self, fn: Callable[[duckdb.DuckDBPyConnection], Any]) -> Future:
         """Run ``fn(con)`` on the writer thread once everything queued before it is written."""
@@ -160,6 +168,8 @@ class Writer:
             self.con = duckdb.connect(self.path)
             if self.memory_limit is not None:      # DuckDB's default is 80% of the host's RAM
                 self.con.execute("SET memory_limit = ?", [self.memory_limit])
+            if self.threads is not None:           # DuckDB's default is every core of the host
+                self.con.execute(f"SET threads = {int(self.threads)}")
             if self._setup is not None:
                 self._setup(self.con)
         except BaseException as exc:  # report to start(), never raise on the thread

@@ -48,6 +48,10 @@ def test_drift_alert_fires_in_alertmanager_and_resolves_after_recalibration(tmp_
         assert wait_until(lambda: daemon.pipeline.steps_ingested == 2000, timeout=60)
         assert wait_until(lambda: bool(_events(daemon)), timeout=30), "no drift detected"
         assert min(e["step_seq"] for e in _events(daemon)) > 500, "a false alarm before the change"
+        judged = _scrape(daemon, "shadowd_drift_steps_judged")
+        outside = _scrape(daemon, "shadowd_drift_steps_out_of_domain")
+        assert set(judged) == set(cal.drift) and sum(judged.values()) > 1000
+        assert sum(judged.values()) + sum(outside.values()) <= 2000
 
         def firing() -> list[dict]:
             return [a for a in am.alerts(active="true") if a["labels"]["alertname"] == "AttributionDrift"]
@@ -63,6 +67,17 @@ def test_drift_alert_fires_in_alertmanager_and_resolves_after_recalibration(tmp_
         if daemon is not None:
             daemon.stop()
         am.stop()
+
+
+def _scrape(daemon, family: str) -> dict[str, float]:
+    """``{step_class: value}`` of one counter family, parsed from the daemon's /metrics text."""
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from shadowd.metrics import registry_for
+    text = generate_latest(registry_for(daemon)).decode()
+    fam = next(f for f in text_string_to_metric_families(text) if f.name == family)
+    return {s.labels["step_class"]: s.value for s in fam.samples if s.name.endswith("_total")}
 
 
 def _events(daemon) -> list[dict]:

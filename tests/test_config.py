@@ -186,3 +186,21 @@ def test_policy_choices_match_the_attribution_code():
     from shadowd import config
     from shadowd.attribution.shares import FIXED_TERM_POLICIES
     assert config.FIXED_TERM_POLICIES == FIXED_TERM_POLICIES
+
+
+def test_storage_limits_are_checked_and_reach_duckdb(tmp_path):
+    got = problems(tmp_path, local(tmp_path, '[storage]\nmemory_limit = "lots"\nthreads = 0\n'))
+    assert any(p.startswith("storage.memory_limit: 'lots' is not a memory size") for p in got)
+    assert "storage.threads: must be between 1 and 256, got 0" in got
+    cfg = load_config(write(tmp_path, local(tmp_path, '[storage]\nmemory_limit = "160MB"\nthreads = 2\n')))
+    assert (cfg.storage.memory_limit, cfg.storage.threads) == ("160MB", 2)
+    from tests.helpers import make_daemon
+    d = make_daemon(cfg.listen, cfg.db, storage=cfg.storage)
+    d.writer.start()
+    try:
+        limit, threads = d.writer.submit(lambda con: con.execute(
+            "SELECT current_setting('memory_limit'), current_setting('threads')").fetchone()).result()
+    finally:
+        d.writer.close()
+    value, unit = limit.split()
+    assert threads == 2 and unit == "MiB" and abs(float(value) - 160e6 / 2**20) < 0.2, limit

@@ -1,0 +1,34 @@
+"""The range of batch compositions a class's residual calibration is valid for.
+
+The latency model's residual has a bias that depends on batch composition (``checks.wander``),
+and calibration only measured it over the compositions its window held. A light-load stretch
+with a tenth of the calibration's KV traffic, or a batch twice as big, is a regime where the
+bias was never measured: a residual detector fed those steps would report the model's
+extrapolation error as drift of the engine. The domain keeps the detectors on comparable steps;
+the workload-envelope check reports the steps beyond it.
+
+>>> import numpy as np
+>>> feats = {"batch_size": np.arange(10, 110), "kv_tokens": np.linspace(1e4, 1e5, 100)}
+>>> d = feature_domain(feats, quantiles=(0.0, 1.0), margin=0.5)
+>>> d["batch_size"], d["kv_tokens"]
+((6.666666666666667, 163.5), (6666.666666666667, 150000.0))
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+
+def feature_domain(features: Mapping[str, np.ndarray], quantiles: tuple[float, float] = (0.01, 0.99),
+                   margin: float = 0.5) -> dict[str, tuple[float, float]]:
+    """Per feature ``[q_lo / (1 + margin), q_hi · (1 + margin)]`` over the calibration steps."""
+    out = {}
+    for name, values in features.items():
+        x = np.asarray(values, dtype=float)
+        x = x[np.isfinite(x)]
+        if not len(x):
+            raise ValueError(f"no finite values of {name!r} to take a domain from")
+        lo, hi = np.quantile(x, quantiles)
+        out[name] = (float(lo / (1.0 + margin)), float(hi * (1.0 + margin)))
+    return out
