@@ -2,13 +2,15 @@
 
 What docs/checks.md quotes, measured the way the daemon runs:
 
-1. A stationary reference-engine run per workload (the real vLLM scheduler forming the steps, H100
-   kernel tables, llama-3.1-8b): the first ``settle`` fraction of the steps (ramp-up from an empty
+1. A stationary reference-engine run per workload (demo mix 10k steps, real-trace mix 12k,
+   light-load mix 16k; the real vLLM scheduler forming the steps, H100 kernel tables,
+   llama-3.1-8b): the first ``settle`` fraction of the steps (ramp-up from an empty
    engine) is skipped; the next ``warmup_steps`` steps (the daemon's default window, 2000) are
    calibrated exactly as the daemon does (``shadowd.calibrator.calibrate`` with the production
    ``CalibrationSettings()``: LLMVisor fitted on the earlier 70 %, detector thresholds calibrated on
-   the held-out 30 % to 1e-5 false alarms per step, detector and class); the model's relative
-   residuals on all *later* steps (never seen by the calibration) are what is measured on.
+   the held-out 30 % and the whole window to 1e-5 false alarms per step, detector and class); the
+   model's relative residuals on all *later* steps (never seen by the calibration) are what is
+   measured on, and, for comparison, the same later steps under the previous calibration design.
 2. False alarms per detector and step class: (a) on the real later residuals themselves (a few
    thousand steps: an upper bound, not a rate of 1e-5), (b) on long stationary streams
    (``--long-steps`` per class, default 2M) resampled by the AR sieve that ``checks.calibration``

@@ -45,9 +45,11 @@ class DriftCalibration:
     ``batch_size``, ``kv_tokens``) to the inclusive range calibration saw them in: the model's
     bias is only measured there, so steps outside it are not fed to the detectors (the workload
     envelope check speaks for them).  With ``detrend_steps``, the detectors are fed the clipped
-    z-scores relative to a slow baseline of their own past (``checks.detrend``).  ``estimates`` records, per detector, the false-alarm rate measured during calibration
-    (alarms, exposure in steps, point rate and 95 % upper bound), so a threshold always
-    travels with the evidence for it.
+    z-scores relative to a slow baseline of their own past (``checks.detrend``).
+
+    ``estimates`` records, per detector, the false-alarm rate measured during calibration
+    (alarms, exposure in steps, point rate and 95 % upper bound, noise model), so a threshold
+    always travels with the evidence for it.
     """
 
     step_class: str

@@ -3,8 +3,8 @@
 Residuals ``(T - T_hat)/T_hat`` of LLMVisor per step class go through the
 calibrated river detectors (steps whose batch composition lies outside the
 class's calibrated domain are counted, not judged); every step is also checked
-against the workload envelope calibration saw (longer contexts, bigger batches, new tenants mean
-the model is extrapolating).  Each detection becomes a ``drift_events`` row
+against the workload envelope calibration saw (longer contexts, bigger batches,
+new tenants mean the model is extrapolating).  Each detection becomes a ``drift_events`` row
 and is passed to ``on_events`` (alerts, metrics).
 """
 from __future__ import annotations

@@ -20,8 +20,8 @@ from storage.writer import Writer
 log = logging.getLogger("shadowd.pipeline")
 
 STEP_ATTRIBUTION = ("predicted_ms", "baseline_ms")
-APPEND_WAIT_S = 1.0
 REQUEST_ATTRIBUTION = ("llmvisor_ms", "llmvisor_measured_ms", "vtc_ms", "vtc_tokens")
+APPEND_WAIT_S = 1.0      # longest the receiver waits for the writer before dropping a batch
 
 
 class Attributor(Protocol):
