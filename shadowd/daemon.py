@@ -37,6 +37,7 @@ from shadowd.stability import stability_from_db
 from storage.queries import known_runs
 from storage.records import (latest_model_version, resolve_drift_events, save_drift_events,
                              save_model_version)
+from storage.row_groups import Alignment
 from storage.schema import migrate
 from storage.writer import Writer
 
@@ -56,7 +57,8 @@ class Daemon:
         self.config = config
         self.started_at = time.time()
         self.writer = Writer(config.db, setup=migrate, flush_interval_s=flush_interval_s,
-                             memory_limit=config.storage.memory_limit, threads=config.storage.threads)
+                             memory_limit=config.storage.memory_limit, threads=config.storage.threads,
+                             alignment=Alignment())
         self.pipeline = IngestPipeline(self.writer)
         self.stats = IngestStats()
         self.drift = DriftWatch(self._on_drift)

@@ -8,7 +8,7 @@ transaction per migration, and records each in ``schema_migrations``.
 >>> import duckdb
 >>> con = duckdb.connect()
 >>> migrate(con)
-[1, 2, 3]
+[1, 2, 3, 4]
 >>> migrate(con)
 []
 """
@@ -106,6 +106,16 @@ MIGRATIONS: list[tuple[int, str]] = [
     (3, """
     ALTER TABLE gate_decisions ADD COLUMN valid_until TIMESTAMP;
     ALTER TABLE gate_decisions ADD COLUMN decision VARCHAR;    -- the whole decision as JSON
+    """),
+    (4, """
+    -- A step whose request rows are committed in part (storage.row_groups): at most one row,
+    -- between the two transactions that store the step.  Left behind by a crash, it names the
+    -- rows to delete when the database is next opened.
+    CREATE TABLE partial_steps (
+        engine_id  VARCHAR NOT NULL,
+        run_id     VARCHAR NOT NULL,
+        step_seq   BIGINT  NOT NULL
+    );
     """),
 ]
 

@@ -7,6 +7,12 @@ batches, on a row count or a time interval, whichever comes first.  Other work
 that must touch the database (small inserts, updates, migrations) goes through
 ``submit()`` and runs on the same thread, so there is exactly one owner.
 
+Appends of the request-row table are cut where DuckDB's row groups end
+(``storage.row_groups``, when the writer is given an ``Alignment``): a step may
+then reach the database in two transactions, and ``partial_steps`` records it
+in between so a crash never leaves half a step behind.  Explicit flushes,
+jobs and close write everything buffered.
+
 A storage fault (disk full, I/O error) never kills the thread: the batch stays
 buffered (bounded; the oldest rows are dropped and counted beyond the bound),
 the error is counted and kept in ``stats``, and the next flush retries.
@@ -44,6 +50,8 @@ from typing import Any, Callable
 import duckdb
 import numpy as np
 
+from storage.row_groups import Alignment
+
 log = logging.getLogger(__name__)
 _STOP = object()
 _MANY = object()             # queue item tag: {table: columns} appended as one unit
@@ -59,6 +67,7 @@ class WriterStats:
     flushes: int = 0
     errors: int = 0
     rows_dropped: int = 0            # dropped because the queue or the retry buffer was full
+    partial_rows_removed: int = 0    # request rows of half-committed steps deleted at open (after a crash)
     last_error: str | None = None
     last_flush_monotonic: float = 0.0
     last_progress_monotonic: float = 0.0   # any successful flush or job; for the watchdog
@@ -71,7 +80,7 @@ class Writer:
                  flush_rows: int = 131_072, flush_interval_s: float = 0.5,
                  queue_max: int = 4096, queue_max_rows: int = 131_072,
                  buffer_max_rows: int = 1_000_000, memory_limit: str | None = None,
-                 threads: int | None = None) -> None:
+                 threads: int | None = None, alignment: Alignment | None = None) -> None:
         self.path = path
         self.flush_rows = flush_rows
         self.flush_interval_s = flush_interval_s
@@ -79,11 +88,14 @@ class Writer:
         self.buffer_max_rows = buffer_max_rows
         self.memory_limit = memory_limit
         self.threads = threads
+        self.alignment = alignment
         self.stats = WriterStats()
         self._setup = setup
         self._queue: queue.Queue = queue.Queue(maxsize=queue_max)
         self._buffers: dict[str, list[dict[str, np.ndarray]]] = {}
         self._buffered_rows: dict[str, int] = {}
+        self._filled: int | None = None    # rows in the aligned table's last row group; None: ask DuckDB
+        self._partial: tuple | None = None  # step whose request rows are stored only in part
         self._queued_rows = 0              # rows appended and not yet taken by the writer thread
         self._queued_lock = threading.Condition()     # notified when the writer takes rows
         self._thread = threading.Thread(target=self._run, name="shadowd-writer", daemon=True)
@@ -134,7 +146,9 @@ class Writer:
             self._queued_lock.notify_all()
 
     def submit(self, fn: Callable[[duckdb.DuckDBPyConnection], Any]) -> Future:
-        """Run ``fn(con)`` on the writer thread once everything queued before it is written."""
+        """Run ``fn(con)`` on the writer thread once the rows queued before it are written, except
+        request rows the row-group cut holds back (fewer than one row group, stored with the next
+        flush); ``flush()`` writes those too."""
         fut: Future = Future()
         self._queue.put((None, (fn, fut)))
         return fut
@@ -172,6 +186,8 @@ class Writer:
                 self.con.execute(f"SET threads = {int(self.threads)}")
             if self._setup is not None:
                 self._setup(self.con)
+            if self.alignment is not None:
+                self._recover(self.con)
         except BaseException as exc:  # report to start(), never raise on the thread
             self._start_error = exc
             self._ready.set()
@@ -193,7 +209,7 @@ class Writer:
             if item is not None:
                 self._handle(item)
             if time.monotonic() >= next_flush or self._any_buffer_full():
-                self._flush_all(self.con)
+                self._flush_all(self.con, whole=False)
                 next_flush = time.monotonic() + self.flush_interval_s
 
     def _drain_queue(self) -> None:
@@ -205,7 +221,7 @@ class Writer:
             if item is not _STOP:
                 self._handle(item)
                 if self._any_buffer_full():          # flush as we go: memory stays bounded
-                    self._flush_all(self.con)
+                    self._flush_all(self.con, whole=False)
 
     def _handle(self, item: tuple) -> None:
         table, payload = item
@@ -215,7 +231,8 @@ class Writer:
             return
         if table is None:
             fn, fut = payload
-            self._flush_all(self.con)        # a job sees every row queued before it
+            self._flush_all(self.con, whole=False)   # a job sees the rows queued before it (see submit)
+            self._filled = None              # a job may delete rows (retention): ask again
             try:
                 fut.set_result(fn(self.con))
                 self.stats.last_progress_monotonic = time.monotonic()
@@ -235,7 +252,24 @@ class Writer:
         self._enforce_bound(table)
 
     def _any_buffer_full(self) -> bool:
+        a = self.alignment
+        if a is not None and self._buffered_rows.get(a.child, 0) >= a.group_rows - self._filled_rows():
+            return True                      # a row group can be completed
         return any(n >= self.flush_rows for n in self._buffered_rows.values())
+
+    def _filled_rows(self) -> int:
+        if self._filled is None:
+            assert self.alignment is not None and self.con is not None
+            self._filled = self.alignment.filled(self.con)
+        return self._filled
+
+    def _recover(self, con: duckdb.DuckDBPyConnection) -> None:
+        assert self.alignment is not None
+        removed = self.alignment.recover(con)
+        if removed:
+            self.stats.partial_rows_removed += removed
+            log.warning("storage: removed %d request rows of a step the last run stored only in part "
+                        "(it stopped between the step's two transactions)", removed)
 
     def _enforce_bound(self, table: str) -> None:
         chunks = self._buffers[table]
@@ -245,9 +279,10 @@ class Writer:
             self._buffered_rows[table] -= n
             self.stats.rows_dropped += n
 
-    def _flush_all(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Insert every buffered table in one transaction: a crash or a storage fault never
-        leaves steps without their request rows (or the reverse); on failure all stay buffered."""
+    def _flush_all(self, con: duckdb.DuckDBPyConnection, whole: bool = True) -> None:
+        """Insert buffered rows of every table in one transaction: a crash or a storage fault never
+        leaves steps without their request rows; on failure all stay buffered.  Unless ``whole``,
+        the aligned table is cut at its last row-group boundary and the rest waits."""
         merged = {}
         for table, chunks in self._buffers.items():
             if chunks:
@@ -255,11 +290,14 @@ class Writer:
                     {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
         if not merged:
             return
+        now, later, partial = self._cut(merged, whole)
         try:
             con.execute("BEGIN TRANSACTION")
             try:
-                for table, columns in merged.items():
-                    self._insert(con, table, columns)
+                for table, columns in now.items():
+                    if _rows(columns):
+                        self._insert(con, table, columns)
+                pending = self._record_partial(con, now, partial)
                 con.execute("COMMIT")
             except BaseException:
                 try:
@@ -272,13 +310,36 @@ class Writer:
             for table, columns in merged.items():
                 self._buffers[table] = [columns]           # keep for retry, bounded
             return
-        now = time.monotonic()
-        for table, columns in merged.items():
-            self.stats.rows_written[table] = self.stats.rows_written.get(table, 0) + _rows(columns)
-            self._buffers[table] = []
-            self._buffered_rows[table] = 0
+        self._partial = pending
+        now_s = time.monotonic()
+        for table, columns in now.items():
+            n = _rows(columns)
+            self.stats.rows_written[table] = self.stats.rows_written.get(table, 0) + n
+            rest = later.get(table)
+            self._buffers[table] = [rest] if rest is not None and _rows(rest) else []
+            self._buffered_rows[table] = _rows(rest) if rest is not None else 0
+            if self.alignment is not None and table == self.alignment.child and self._filled is not None:
+                self._filled = (self._filled + n) % self.alignment.group_rows
         self.stats.flushes += 1
-        self.stats.last_flush_monotonic = self.stats.last_progress_monotonic = now
+        self.stats.last_flush_monotonic = self.stats.last_progress_monotonic = now_s
+
+    def _cut(self, merged: dict, whole: bool) -> tuple[dict, dict, tuple | None]:
+        a = self.alignment
+        if whole or a is None or a.child not in merged:
+            return merged, {}, None
+        return a.split(merged, a.take(_rows(merged[a.child]), self._filled_rows()))
+
+    def _record_partial(self, con: duckdb.DuckDBPyConnection, now: dict, partial: tuple | None) -> tuple | None:
+        """Keep ``partial_steps`` true in the same transaction; returns the step left in part."""
+        a, pending = self.alignment, self._partial
+        if a is None:
+            return None
+        if pending is not None and _rows(now.get(a.parent, {})):
+            a.unmark(con, pending)           # its parent row is the first one committed now
+            pending = None
+        if partial is not None and partial != pending:
+            a.mark(con, partial)
+        return partial if partial is not None else pending
 
     @staticmethod
     def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, np.ndarray]) -> None:

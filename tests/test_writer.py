@@ -1,10 +1,15 @@
 """The single DuckDB writer: units stored together, bounded queue, bounded back-pressure."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 
+import duckdb
 import numpy as np
 
+from storage.row_groups import ROW_GROUP_ROWS, Alignment
 from storage.schema import migrate
 from storage.writer import Writer
 
@@ -56,3 +61,109 @@ def test_back_pressure_waits_for_room_and_gives_up_after_wait_s(tmp_path):
     finally:
         gate.set()
         w.close()
+
+
+# -- request rows cut at DuckDB's row-group boundaries (storage.row_groups) ------------------
+
+def _units(first_seq: int, steps: int, n: int = 250, run: str = "run1") -> list[dict]:
+    """Steps of ``n`` request rows each, as the pipeline hands them over (20 steps per unit)."""
+    from shadowd.step_columns import frames_to_columns
+    from tests.helpers import make_frame
+
+    out = []
+    for s in range(first_seq, first_seq + steps, 20):
+        cols = frames_to_columns([make_frame(q, n=n, run=run) for q in range(s, min(s + 20, first_seq + steps))])
+        out.append({"steps": cols.steps, "step_requests": cols.requests})
+    return out
+
+
+def _aligned_writer(path: str, **kw) -> Writer:
+    w = Writer(path, setup=migrate, alignment=Alignment(), flush_interval_s=3600, **kw)
+    w.start()
+    return w
+
+
+def _layout(con) -> tuple:
+    groups = [r[0] for r in con.execute(
+        "SELECT max(start + count) FROM pragma_storage_info('step_requests') "
+        "WHERE column_id = 0 GROUP BY row_group_id ORDER BY row_group_id").fetchall()]
+    con.execute("CHECKPOINT")
+    free = con.execute("SELECT free_blocks FROM pragma_database_size()").fetchone()[0]
+    one = lambda sql: con.execute(sql).fetchone()[0]
+    return (groups, free, one("SELECT count(*) FROM steps"), one("SELECT count(*) FROM step_requests"),
+            one("SELECT count(*) FROM step_requests SEMI JOIN steps USING (engine_id, run_id, step_seq)"))
+
+
+def test_request_rows_fill_whole_row_groups_and_leave_no_free_blocks(tmp_path):
+    w = _aligned_writer(str(tmp_path / "a.duckdb"))
+    try:
+        for unit in _units(1, 1200):                  # 300,000 request rows, 60 units of 5,000
+            assert w.append_many(unit, wait_s=5)
+        w.submit(lambda con: None).result()           # a job: flushes everything first
+        groups, free, steps, rows, stored = w.submit(_layout).result()
+    finally:
+        w.close()
+    assert (steps, rows, stored) == (1200, 300_000, 300_000)
+    assert groups[:2] == [ROW_GROUP_ROWS, ROW_GROUP_ROWS] and sum(groups) == 300_000
+    assert free == 0
+    assert w.stats.flushes >= 3 and w.stats.rows_dropped == 0
+
+
+def test_a_step_cut_in_two_is_whole_or_absent_after_a_crash(tmp_path):
+    """The daemon dies between the two transactions of a step the row-group cut divided: the next
+    open deletes the half that was stored, so no request row is left without its step."""
+    db = str(tmp_path / "crash.duckdb")
+    script = f"""
+import os, sys
+sys.path.insert(0, {os.getcwd()!r})
+from tests.test_writer import _aligned_writer, _units
+w = _aligned_writer({db!r})
+for unit in _units(1, 500):                    # 125,000 rows: the cut falls inside step 492
+    w.append_many(unit, wait_s=5)
+import time
+deadline = time.monotonic() + 30
+while w.stats.flushes == 0 and time.monotonic() < deadline:
+    time.sleep(0.01)
+os._exit(0 if w.stats.flushes == 1 else 3)      # die without flushing the rest
+"""
+    proc = subprocess.run([sys.executable, "-c", script], check=False, timeout=120)
+    assert proc.returncode == 0
+    con = duckdb.connect(db, read_only=True)
+    before = con.execute("SELECT count(*), max(step_seq) FROM step_requests").fetchone()
+    marked = con.execute("SELECT step_seq FROM partial_steps").fetchall()
+    steps_before = con.execute("SELECT count(*) FROM steps").fetchone()[0]
+    con.close()
+    assert before == (ROW_GROUP_ROWS, 492) and marked == [(492,)] and steps_before == 491
+
+    w = _aligned_writer(db)
+    try:
+        after = w.submit(lambda con: (
+            con.execute("SELECT count(*), max(step_seq) FROM step_requests").fetchone(),
+            con.execute("SELECT count(*) FROM partial_steps").fetchone()[0])).result()
+        assert after == ((491 * 250, 491), 0)
+        assert w.stats.partial_rows_removed == ROW_GROUP_ROWS - 491 * 250
+        for unit in _units(492, 20):                  # the run goes on: step 492 arrives again, whole
+            w.append_many(unit, wait_s=5)
+        w.flush()
+        assert w.submit(lambda con: con.execute(
+            "SELECT count(*) FROM step_requests WHERE step_seq = 492").fetchone()[0]).result() == 250
+    finally:
+        w.close()
+
+
+def test_cut_divides_child_rows_by_their_parents_counts():
+    a = Alignment(group_rows=10)
+    parent = {"engine_id": np.array(["e"] * 3, object), "run_id": np.array(["r"] * 3, object),
+              "step_seq": np.arange(1, 4), "num_requests": np.array([4, 6, 5], np.int32)}
+    child = {"step_seq": np.repeat(np.arange(1, 4), [4, 6, 5])}
+    tables = {"steps": parent, "step_requests": child, "other": {"x": np.arange(2)}}
+    assert [a.take(15, f) for f in (0, 3, 9)] == [10, 7, 11]
+    now, later, partial = a.split(tables, 10)          # on a step boundary: nothing divided
+    assert partial is None and now["steps"]["step_seq"].tolist() == [1, 2]
+    assert later["steps"]["step_seq"].tolist() == [3] and len(now["other"]["x"]) == 2
+    now, later, partial = a.split(tables, 7)
+    assert partial == ("e", "r", 2) and type(partial[2]) is int
+    assert now["steps"]["step_seq"].tolist() == [1] and later["step_requests"]["step_seq"].tolist() == [2] * 3 + [3] * 5
+    mismatched = {"steps": parent, "step_requests": {"step_seq": np.arange(14)}}
+    now, later, partial = a.split(mismatched, 7)       # counts do not add up: not cut
+    assert later == {} and partial is None and len(now["step_requests"]["step_seq"]) == 14
