@@ -131,13 +131,15 @@ def _observer_name(fn: Any) -> str:
     return f"{type(owner).__name__}.{fn.__name__}" if owner is not None else getattr(fn, "__name__", repr(fn))
 
 
-def stage_costs(*, frames: int = 3000, batch_frames: int = 1000, requests: int = 256,
+def stage_costs(*, frames: int = 3840, batch_frames: int = 960, requests: int = 256,
                 cpu: int | None = 0) -> dict[str, Any]:
     """µs per request row of each stage of the daemon's path, in-process, on one CPU.
 
     The production ``Daemon`` (calibrated on the first 1000 steps, synchronously) is
     driven stage by stage on batches of ``batch_frames`` frames: decode, columns,
-    attribution, each pipeline observer, and the DuckDB append (``Writer.flush``).
+    attribution, each pipeline observer, and the DuckDB append (``Writer.flush``).  960 frames
+    of 256 requests are two DuckDB row groups, so each flush is a whole-row-group append, as
+    the daemon's writer makes them (``storage.row_groups``).
     """
     from benchmarks.framegen import make_frames
     from benchmarks.ingest_daemon import build_config
@@ -193,7 +195,7 @@ def run(quick: bool = False) -> dict:
         r["target_rows_per_s"] = 1_000_000
         r["met"] = bool(r["rows_per_s"] and r["rows_per_s"] >= 1_000_000
                         and not r["rows_dropped_by_writer"])
-    return {"ingest": results, "ingest_stages": stage_costs(frames=2000 if quick else 4000)}
+    return {"ingest": results, "ingest_stages": stage_costs(frames=1920 if quick else 3840)}
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ calibration never saw has unvalidated shares. ``WorkloadEnvelope`` records the r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -109,6 +109,37 @@ class EnvelopeMonitor:
                 self.max_seen[k] = max(self.max_seen[k], float(v))
         beyond = self.envelope.violations(max_context=max_context, batch_size=batch_size,
                                           tokens=tokens)
+        return self._judge(int(step_seq), float(ts), beyond, tenants, step_class)
+
+    def update_many(self, step_seq: np.ndarray, ts: np.ndarray, *, max_context: np.ndarray,
+                    batch_size: np.ndarray, tokens: np.ndarray, step_class: Sequence[str | None],
+                    tenants: Mapping[int, Iterable[str]] | None = None) -> list[DriftEvent]:
+        """``update`` for many steps at once (the same events and counts, in step order).
+
+        The ingest path's form: steps inside the envelope (nearly all) cost no Python work.
+        ``tenants`` maps a step's index to tenants to check; only steps that may bring a tenant
+        not seen before need an entry.
+        """
+        seen = {"context": np.asarray(max_context, float), "batch_size": np.asarray(batch_size, float),
+                "tokens": np.asarray(tokens, float)}
+        n = len(step_seq)
+        self.steps += n
+        if n == 0:
+            return []
+        limits = self.envelope.limits()
+        beyond = np.zeros(n, dtype=bool)
+        for k, v in seen.items():
+            self.max_seen[k] = max(self.max_seen[k], float(v.max()))
+            beyond |= v > limits[k]
+        tenants = tenants or {}
+        events: list[DriftEvent] = []
+        for i in sorted(set(np.flatnonzero(beyond).tolist()) | set(tenants)):
+            over = {k: float(v[i]) for k, v in seen.items() if v[i] > limits[k]}
+            events += self._judge(int(step_seq[i]), float(ts[i]), over, tenants.get(i, ()), step_class[i])
+        return events
+
+    def _judge(self, step_seq: int, ts: float, beyond: dict[str, float], tenants: Iterable[str],
+               step_class: str | None) -> list[DriftEvent]:
         events = []
         if beyond:
             self.extrapolated_steps += 1
@@ -118,14 +149,14 @@ class EnvelopeMonitor:
             last = self._last_event.get(dim)
             if last is None or step_seq - last >= self.cooldown_steps:
                 self._last_event[dim] = step_seq
-                events.append(DriftEvent(ts=float(ts), step_seq=int(step_seq),
+                events.append(DriftEvent(ts=ts, step_seq=step_seq,
                                          detector=f"envelope.{dim}", statistic=value,
                                          threshold=float(limits[dim]), step_class=step_class,
                                          details={"steps_beyond": self.by_dimension[dim]}))
         for tenant in tenants:
             if tenant not in self.envelope.tenants and tenant not in self.new_tenants:
-                self.new_tenants[tenant] = int(step_seq)
-                events.append(DriftEvent(ts=float(ts), step_seq=int(step_seq),
+                self.new_tenants[tenant] = step_seq
+                events.append(DriftEvent(ts=ts, step_seq=step_seq,
                                          detector="envelope.new_tenant", statistic=1.0,
                                          threshold=0.0, step_class=step_class,
                                          details={"tenant": tenant}))

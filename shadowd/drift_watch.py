@@ -17,6 +17,7 @@ import numpy as np
 import checks
 from shadowd.calibrator import Calibration
 from shadowd.step_columns import StepColumns
+from shadowd.stepbatch import StepBatch
 
 RESIDUAL_DETECTORS = ("page_hinkley", "adwin")
 
@@ -94,22 +95,12 @@ class DriftWatch:
     def _envelope_events(envelope: checks.EnvelopeMonitor, cols: StepColumns,
                          idx: np.ndarray, ts: np.ndarray) -> list[checks.DriftEvent]:
         b = cols.batch
-        reach = (b.context_tokens + b.new_tokens).astype(np.float64)
-        max_ctx = np.zeros(b.num_steps)
-        np.maximum.at(max_ctx, b.req_step, reach)
-        tokens = b.per_step_sum(b.new_tokens.astype(np.float64))
         sizes = b.batch_size()
-        kinds = cols.steps["kind"]
-        seen_tenants = set(envelope.envelope.tenants) | set(envelope.new_tenants)
-        events: list[checks.DriftEvent] = []
-        for i in idx.tolist():
-            rows = slice(*np.searchsorted(b.req_step, [i, i + 1]))
-            tenants = set(b.tenant[rows].tolist()) - seen_tenants if b.tenant is not None else ()
-            seen_tenants |= set(tenants)
-            events += envelope.update(int(cols.steps["step_seq"][i]), float(ts[i]),
-                                      max_context=max_ctx[i], batch_size=float(sizes[i]),
-                                      tokens=tokens[i], tenants=tenants, step_class=kinds[i])
-        return events
+        return envelope.update_many(
+            cols.steps["step_seq"][idx], ts[idx], max_context=_max_reach(b, sizes)[idx],
+            batch_size=sizes[idx].astype(np.float64),
+            tokens=b.per_step_sum(b.new_tokens.astype(np.float64))[idx],
+            step_class=cols.steps["kind"][idx], tenants=_first_unseen_tenants(envelope, cols, idx))
 
     def blind_classes(self, min_judged: float = 0.5) -> dict[str, str]:
         """Watched classes whose recent steps mostly lie outside their calibrated domain.
@@ -133,3 +124,36 @@ class DriftWatch:
                 "residual": monitor.state() if monitor else None,
                 "envelope": envelope.summary() if envelope else None,
                 "events_total": dict(self.events_total)}
+
+
+def _max_reach(b: StepBatch, sizes: np.ndarray) -> np.ndarray:
+    """Per step, the longest context any of its requests reaches (context + new tokens)."""
+    reach = (b.context_tokens + b.new_tokens).astype(np.float64)
+    if not len(reach):
+        return np.zeros(b.num_steps)
+    if sizes.all():                          # rows are contiguous per step: one reduceat
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        return np.maximum.reduceat(reach, starts)
+    out = np.zeros(b.num_steps)
+    np.maximum.at(out, b.req_step, reach)
+    return out
+
+
+def _first_unseen_tenants(envelope: checks.EnvelopeMonitor, cols: StepColumns,
+                          idx: np.ndarray) -> dict[int, list[str]]:
+    """Tenants neither calibration nor this monitor has seen, by the position (in ``idx``) of the
+    first of the ``idx`` steps they appear in."""
+    names, codes = cols.tenant_index
+    known = set(envelope.envelope.tenants) | set(envelope.new_tenants)
+    fresh = [c for c, name in enumerate(names.tolist()) if name not in known]
+    if not fresh:
+        return {}
+    position = np.full(cols.num_steps, -1)
+    position[idx] = np.arange(len(idx))
+    row_position = position[cols.batch.req_step]
+    out: dict[int, list[str]] = {}
+    for c in fresh:
+        rows = np.flatnonzero((codes == c) & (row_position >= 0))
+        if rows.size:
+            out.setdefault(int(row_position[rows[0]]), []).append(names[c])
+    return out

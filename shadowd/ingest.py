@@ -11,6 +11,7 @@ counted too, so no step is lost silently.
 """
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import threading
@@ -27,6 +28,21 @@ log = logging.getLogger("shadowd.ingest")
 MAX_FRAME_BYTES = 8 << 20
 RCV_HWM_FRAMES = 2048        # zmq's receive queue: ~36 MB of 256-request frames; beyond it the tap drops
 BATCH_ROWS = 65_536          # request rows per hand-over to the pipeline (bounds memory per batch)
+GC_YOUNG_THRESHOLD = 50_000  # allocations between young-generation collections (CPython: 700)
+
+
+def tune_gc_for_ingest() -> None:
+    """Run CPython's young-generation collection every 50,000 allocations instead of 700.
+
+    A decoded frame is a handful of lists of a few hundred items each, and a young-generation
+    pass walks every item of every young list: at the default it ran every ~80 frames and took
+    a quarter of decoding (0.44 -> 0.32 µs per request row; ``benchmarks.ingest`` stages).
+    Cyclic garbage is still collected, just less often; process-wide, so set once by the
+    process that ingests.
+    """
+    young, middle, old = gc.get_threshold()
+    if young < GC_YOUNG_THRESHOLD:
+        gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
 
 
 class RunTracker:
@@ -104,6 +120,7 @@ class FrameReceiver:
             os.chmod(self.endpoint[len("ipc://"):], self.socket_mode)
 
     def start(self) -> None:
+        tune_gc_for_ingest()
         self._thread.start()
 
     def stop(self, drain: bool = True, timeout: float = 30.0) -> None:

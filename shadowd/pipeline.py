@@ -85,5 +85,12 @@ class IngestPipeline:
                 log.exception("attribution failed; rows stored unattributed")
         cols.steps.update(step_cols)
         cols.requests.update(req_cols)
-        cols.steps["model_version"] = np.full(s, version, dtype=object)
-        cols.requests["model_version"] = np.full(r, version, dtype=object)
+        cols.steps["model_version"] = _constant(s, version)
+        cols.requests["model_version"] = _constant(r, version)
+
+
+def _constant(n: int, value: object) -> np.ndarray:
+    """An object column of ``n`` times ``value``: ``np.full`` with a str costs ~35x more."""
+    out = np.empty(n, dtype=object)
+    out.fill(value)
+    return out

@@ -103,3 +103,29 @@ def test_new_tenant_with_long_contexts_is_reported_once_and_counted():
     assert s["new_tenants"] == ["initech"] and s["max_seen"]["context"] == 60_000
     json.dumps(s)
     json.dumps([e.to_dict() for e in events])
+
+
+def test_update_many_is_update_step_by_step():
+    """The ingest path's batched form raises the same events and keeps the same counts."""
+    rng = np.random.default_rng(3)
+    env = WorkloadEnvelope(max_context=8192, max_batch_size=64, max_tokens_per_step=4096,
+                           tenants=frozenset({"acme"}))
+    one, many = EnvelopeMonitor(env, cooldown_steps=50), EnvelopeMonitor(env, cooldown_steps=50)
+    n = 600
+    seq, ts = np.arange(n) + 10, np.arange(n) * 0.02
+    ctx = rng.choice([4000, 9000], n, p=[0.9, 0.1])
+    bs, tok = rng.integers(1, 80, n), rng.integers(1, 5000, n)
+    kinds = rng.choice(["decode", "mixed"], n)
+    tenants = {int(i): ["acme", f"t{i % 3}"] for i in rng.choice(n, 20, replace=False)}
+    expected = []
+    for i in range(n):
+        expected += one.update(seq[i], ts[i], max_context=ctx[i], batch_size=bs[i], tokens=tok[i],
+                               tenants=tenants.get(i, ["acme"]), step_class=kinds[i])
+    got = []
+    for lo in range(0, n, 128):                         # in batches, as ingest hands them over
+        part = {i - lo: t for i, t in tenants.items() if lo <= i < lo + 128}
+        got += many.update_many(seq[lo:lo + 128], ts[lo:lo + 128], max_context=ctx[lo:lo + 128],
+                                batch_size=bs[lo:lo + 128], tokens=tok[lo:lo + 128],
+                                step_class=kinds[lo:lo + 128], tenants=part)
+    assert [e.to_dict() for e in got] == [e.to_dict() for e in expected]
+    assert len(expected) > 10 and many.summary() == one.summary()
