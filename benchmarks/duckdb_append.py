@@ -10,8 +10,9 @@ one DuckDB thread, best of ``repeats``:
 - step-level strings as SQL constants and ``phase`` from a boolean (what a slimmer pipeline could do);
 - strings as int codes into per-batch name lists (``list_extract``);
 - the ten numeric columns alone, and single VARCHAR columns alone;
-- free blocks left in the file after ``CHECKPOINT`` when the same rows arrive in appends of
-  different sizes (DuckDB's row groups hold 122,880 rows).
+- free blocks left in the file after ``CHECKPOINT``, and the CPU cost per row, when the same
+  rows arrive in appends of different sizes (DuckDB's row groups hold 122,880 rows; the writer
+  cuts its appends where they end, ``storage.row_groups``).
 
     .venv/bin/python -m benchmarks.run --only duckdb_append
 """
@@ -111,7 +112,8 @@ def free_blocks_by_append_size(n: int = 2_000_000,
                                 sizes: tuple[tuple[int, ...], ...] = ((131_072,), (122_880,), (245_760,),
                                                                       (65_536,), (65_536, 57_344),
                                                                       (122_680, 123_080), (20_000,))) -> list[dict]:
-    """Free and total blocks after appending ``n`` rows in transactions of the given sizes (cycled)."""
+    """Free and total blocks after appending ``n`` rows in transactions of the given sizes (cycled),
+    and the appends' CPU time per row (the final ``CHECKPOINT`` not included)."""
     import duckdb
 
     cols = _data(n)["cols"]
@@ -123,16 +125,19 @@ def free_blocks_by_append_size(n: int = 2_000_000,
             con.execute("SET threads = 1")
             con.execute(f"CREATE TABLE t ({COLUMNS})")
             i = j = 0
+            cpu = time.process_time()
             while i < n:
                 size = pattern[j % len(pattern)]
                 _insert(con, "t", {k: v[i:i + size] for k, v in cols.items()}, "*")
                 i, j = i + size, j + 1
+            cpu = time.process_time() - cpu
             con.execute("CHECKPOINT")
             bs, total, used, free = con.execute(
                 "SELECT block_size, total_blocks, used_blocks, free_blocks FROM pragma_database_size()").fetchone()
             con.close()
             out.append({"append_rows": list(pattern), "free_blocks": free, "total_blocks": total,
-                        "file_over_used": round(os.path.getsize(path) / (used * bs), 2)})
+                        "file_over_used": round(os.path.getsize(path) / (used * bs), 2),
+                        "cpu_us_per_row": round(cpu / n * 1e6, 3)})
     return out
 
 

@@ -23,7 +23,6 @@ import threading
 import time
 from typing import Any
 
-import numpy as np
 
 PY = sys.executable
 

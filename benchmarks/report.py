@@ -218,13 +218,14 @@ def _append_table(entry: dict | None) -> str:
 
 def _free_blocks_table(entry: dict | None) -> str:
     rows = [[" / ".join(f"{x:,}" for x in r["append_rows"]), f"{r['free_blocks']} of {r['total_blocks']}",
-             f"{r['file_over_used']:.2f}"]
+             f"{r['file_over_used']:.2f}", _fmt(r.get("cpu_us_per_row"), 3)]
             for r in ((entry or {}).get("data", {}).get("free_blocks_by_append_size") or [])]
     if not rows:
         return ""
-    return ("\n\nFree blocks after `CHECKPOINT` by the size of each append (`benchmarks/duckdb_append.py`, "
-            "the same rows each time; sizes cycled):\n\n"
-            + _table(["rows per append (transaction)", "free blocks", "file size / used blocks"], rows) + "\n")
+    return ("\n\nFree blocks after `CHECKPOINT`, and CPU per row, by the size of each append "
+            "(`benchmarks/duckdb_append.py`, the same rows each time; sizes cycled; one DuckDB thread):\n\n"
+            + _table(["rows per append (transaction)", "free blocks", "file size / used blocks",
+                      "append CPU µs/row"], rows) + "\n")
 
 
 def _ingest_section(entry: dict | None, stages: dict | None, append: dict | None = None) -> str:
@@ -262,14 +263,24 @@ Peak RSS here is with the daemon's defaults (`[storage]`: 192 MB, one thread; se
 
 **Verdict: missed, by a factor of {1 / max(d['implied_rows_per_s'] / 1e6, 1e-9):.1f} on this CPU.**
 The target (1 µs per row, all stages, one core) is out of reach with the v1 wire format and this
-schema.  Two floors: DuckDB's append into a file of the `step_requests` columns costs ~0.75 µs
-per row on this CPU (the table above: in memory it is a third of that, so most is compression and
-the write; feeding strings as codes or constants does not help), and turning a v1 frame's
-per-request lists into numpy columns (`frames_to_columns`, with its code tables) and msgspec's
-decoding before it (two Python strings and six ints per row) cost more than the whole budget
-together (the stage table).
+schema on this CPU.  The floor is DuckDB: its append into a file of the `step_requests` columns
+costs 0.70–0.75 µs per row here however it is fed (the tables above: object columns, strings as
+SQL constants or as codes; Arrow dictionary arrays were tried too, 0.70–0.75, and not adopted),
+and in memory it is a third of that, so most is the write path itself.  That leaves ~0.3 µs per
+row for decoding, columns, attribution and checks, which msgspec's decoding of a v1 frame alone
+(two Python strings and six ints per row) exceeds.
 
 **What was optimised** (before → after, µs per row on this machine; noisy ±30 %):
+- Appends are cut at DuckDB's row-group boundaries (`storage/row_groups.py`, see the
+  storage section): whole row groups are DuckDB's cheapest append (the free-blocks table: 0.7
+  µs per row, against 1.3 for appends of 65,536 rows that go through the WAL).
+- CPython's young-generation collection runs every 50,000 allocations instead of 700
+  (`shadowd.ingest.tune_gc_for_ingest`): each pass walked every item of every decoded frame's
+  lists; decode 0.44–0.51 → 0.37.
+- Workload-envelope checks run on whole batches (`EnvelopeMonitor.update_many`, new tenants
+  found from the batch's tenant codes): `DriftWatch.observe` 0.19 → 0.05.
+- `model_version` columns are filled, not built with `np.full` (35× slower for a `str`):
+  attribution 0.09 → 0.03.
 - `frames_to_columns` (`shadowd/step_columns.py`): 0.59–0.62 → 0.35–0.41: `np.fromiter` over
   `chain`/`map(attrgetter)` (object columns too) instead of generator expressions and list copies;
   request ids and tenants go through a code table, so all rows of a request share one `str` (a
@@ -292,12 +303,20 @@ them `np.frombuffer` calls, but a prototype showed the packing moves into the ta
 byte columns from vLLM's Python lists costs more than msgpack-encoding them, and the tap's budget
 (the engine's hot path) is the tighter one; packing would have to come from vLLM's own arrays.
 Dropping per-row copies of step-level strings (`engine_id`, `run_id`, `model_version`, joined from
-`steps` by a view with the contract's name) saves ~0.07 µs per column (table above).  With
-DuckDB's compressed append at ~0.6–0.75 µs per row, 1 M rows per second on one core of this CPU
-leaves ~0.3 µs per row for everything else; a faster core, or the writer on a second core, is the
-realistic way to the target.
+`steps` by a view with the contract's name) saves ~0.07 µs per column (table above).  Even so,
+with DuckDB's append at ~0.7 µs per row, 1 M rows per second on one core of this CPU needs a
+faster core, or the writer on a second core.
 """)
     return "\n".join(out)
+
+
+def _free_series(entry: dict) -> str:
+    series = next((s.get("free_blocks_over_time") for s in entry["data"] if s.get("free_blocks_over_time")), None)
+    if not series:
+        return "not measured in this run"
+    last = series[-1]
+    return (", ".join(str(m["free_blocks"]) for m in series)
+            + f" (of {last['total_blocks']} at the end, {_fmt(last['rows'])} rows, {last['bytes_per_row']:.2f} B per row)")
 
 
 def _storage_section(entry: dict | None) -> str:
@@ -323,21 +342,23 @@ unattributed.  {_load(entry)}.
               "used-block bytes/row", "file growth per row, second half", "free blocks (256 kB)", "steps table bytes/request row",
               "largest step_requests columns (bytes/row)"], rows) + """
 
-**Attributed: missed on the whole file, met on used blocks.**  About a fifth of the file after
-the run is free blocks, and the share does not shrink as the file grows (whole-file bytes per row
-at mid-run, half the rows: """ + ", ".join(f"{'attributed' if s['attribute'] else 'unattributed'} "
-                                             f"{_fmt(s.get('bytes_per_row_at_mid'), 2)} B"
-                                             for s in entry["data"]) + """; the "second half" column
-is the growth between the checkpoints at mid-run and at the end, which reuses the free blocks the
-first half left, so it understates the long-run cost).  The cause is measured in the ingest section's free-blocks table:
-DuckDB writes a large transaction straight into row groups of 122,880 rows; when a transaction
-ends part-way into a row group, a later checkpoint rewrites that row group and frees the old
-blocks.  The writer's size-triggered flushes are 131,072 rows (two receiver batches): in isolation
-that leaves half the file free, exact multiples of 122,880 leave none, and small transactions
-(tens of thousands of rows, through the WAL) leave none.  **Fix, not done:** cut size-triggered
-flushes at a multiple of 122,880 request rows; that splits one step's request rows across two
-transactions, so the steps row would go with the later one and startup would delete request rows
-left without their step by a crash (today a crash never leaves either without the other).
+**Met, on the whole file.**  The writer cuts its appends where DuckDB's row groups end
+(`storage/row_groups.py`): every `step_requests` row group but the last holds exactly 122,880
+rows, so no checkpoint rewrites one and no blocks are left free by it.  Before (the same
+benchmark, appends of 131,072 rows): 18.05 B per row on the file, 14.02 in used blocks, 63 free
+blocks of 282, because a transaction that ends part-way into a row group makes a later checkpoint
+rewrite that group (the free-blocks table in the ingest section: half a file free in isolation).
+The few free blocks left come and go with each checkpoint (the small tables' last row groups are
+rewritten) and do not grow with the file: over a longer attributed run, checkpointed every
+1,024,000 rows (`storage_size.free_blocks_over_time`), free blocks were """ + _free_series(entry) + """.
+
+The cut may fall inside a step.  That step's first request rows are then committed without its
+`steps` row, which follows with the rest of them one flush later (within 0.5 s); the first
+transaction also records the step in `partial_steps` and the second removes the record, so a crash
+in between leaves a record, and the next open deletes the orphaned rows
+(`Alignment.recover`; `tests/test_writer.py` kills a writer between the two transactions).
+Queries that join request rows to their steps never see the half step; sums over `step_requests`
+alone may count it up to one flush early.
 
 What dominates the used bytes: the two LLMVisor share columns (`llmvisor_ms`,
 `llmvisor_measured_ms`: REAL, ALP-RD compressed to ~2.8 B each, since shares differ row by row),
@@ -375,14 +396,15 @@ then SIGTERM (the daemon drains what zmq holds, flushes and exits).  {_load(entr
 Every frame is accounted for: sent = received (nothing lost in transit once zmq took it), and
 received rows = stored + dropped by the writer (the writer's `rows_dropped` counts rows of both
 tables, so it exceeds the request rows by one per dropped step).  Where memory goes, at ~190 MiB
-after imports (scipy ~70 MiB, DuckDB ~30, numpy ~20): zmq's receive queue (≤ 2048 frames, ~36 MB),
-one batch of decoded frames (≤ 65,536 rows), the writer's queue (≤ 131,072 rows) and buffer
-(flushes at 131,072), and DuckDB, which without a limit took ~300 MB more during a checkpoint and
+after imports (scipy ~70 MiB, DuckDB ~30, numpy ~20): zmq's receive queue (≤ 512 messages, here
+single frames: ~9 MB), one batch of decoded frames (≤ 65,536 rows), the writer's queue (≤ 131,072
+rows) and buffer (flushed once it can complete a DuckDB row group of 122,880 rows), and DuckDB, which without a limit took ~300 MB more during a checkpoint and
 ~1 GB at times over 30 s.
 
 **What was changed** (before → after): peak RSS 1,379 MiB (zmq receive queue of 100,000 frames ≈
 1.7 GB possible; batches of 2,000 frames = 512,000 rows; a writer queue bounded only in items,
-4,096 × 512,000 rows) → the figures above: `RCV_HWM_FRAMES = 2048`, `BATCH_ROWS = 65_536`
+4,096 × 512,000 rows) → the figures above: `RCV_HWM_MESSAGES = 512` (2,048 until the
+row-group-aligned writer measured 495 MiB), `BATCH_ROWS = 65_536`
 (`shadowd/ingest.py`); `Writer(flush_rows=131_072, queue_max_rows=131_072,
 buffer_max_rows=1_000_000)`, flushing as it drains on stop (`storage/writer.py`); request ids and
 tenants interned per batch; DuckDB's memory bounded by `[storage] memory_limit` (the first row;

@@ -113,9 +113,45 @@ def measure(frames: int = 8000, attribute: bool = True) -> dict[str, Any]:
     }
 
 
+def free_blocks_over_time(batches: int = 40, batch_frames: int = 1000) -> list[dict[str, Any]]:
+    """Free blocks after a ``CHECKPOINT`` every 4 batches of a longer attributed run: whether
+    what the checkpoints free stays bounded or grows with the file."""
+    from benchmarks.framegen import make_frames
+    from benchmarks.ingest_daemon import build_config
+    from shadowd.daemon import Daemon
+    from shadowd.tap.frame import decode_frame
+
+    d = tempfile.mkdtemp(prefix="shd-free-")
+    db = os.path.join(d, "free.duckdb")
+    daemon = Daemon(build_config(f"ipc://{d}/tap.sock", db, attribute=True, warmup_steps=1000),
+                    run_job=lambda fn: fn())
+    daemon.start(http=False, jobs=False)
+
+    def mark(con: Any) -> dict[str, Any]:
+        con.execute("CHECKPOINT")
+        rows = con.execute("SELECT count(*) FROM step_requests").fetchone()[0]
+        total, free = con.execute("SELECT total_blocks, free_blocks FROM pragma_database_size()").fetchone()
+        return {"rows": rows, "total_blocks": total, "free_blocks": free,
+                "bytes_per_row": round(os.path.getsize(db) / rows, 2)}
+
+    out = []
+    try:
+        encoded = make_frames(4 * batch_frames)
+        for b in range(batches):
+            part = encoded[(b % 4) * batch_frames:(b % 4 + 1) * batch_frames]
+            daemon.pipeline([decode_frame(f) for f in part])
+            if b % 4 == 3:
+                out.append(daemon.writer.submit(mark).result())
+    finally:
+        daemon.stop()
+    return out
+
+
 def run(quick: bool = False) -> dict:
     frames = 4000 if quick else 16000
-    return {"storage": [measure(frames, attribute=False), measure(frames, attribute=True)]}
+    out = [measure(frames, attribute=False), measure(frames, attribute=True)]
+    out[1]["free_blocks_over_time"] = free_blocks_over_time(batches=16 if quick else 40)
+    return {"storage": out}
 
 
 if __name__ == "__main__":

@@ -26,7 +26,9 @@ from shadowd.tap.frame import FrameError, StepFrame, decode_message
 
 log = logging.getLogger("shadowd.ingest")
 MAX_FRAME_BYTES = 8 << 20
-RCV_HWM_FRAMES = 2048        # zmq's receive queue: ~36 MB of 256-request frames; beyond it the tap drops
+# zmq's receive queue, in messages (a frame, or a batch of up to 16 the tap sent together): 512
+# single 256-request frames are ~9 MB; beyond it the tap's non-blocking send drops and counts.
+RCV_HWM_MESSAGES = 512
 BATCH_ROWS = 65_536          # request rows per hand-over to the pipeline (bounds memory per batch)
 GC_YOUNG_THRESHOLD = 50_000  # allocations between young-generation collections (CPython: 700)
 
@@ -72,12 +74,12 @@ class FrameReceiver:
 
     A batch is handed over after ``batch_interval_s``, or once it holds
     ``batch_frames`` frames or ``batch_rows`` request rows.  Memory is bounded:
-    zmq queues at most ``rcv_hwm`` frames (the tap's non-blocking send then
+    zmq queues at most ``rcv_hwm`` messages (the tap's non-blocking send then
     drops and counts), and one batch of decoded frames is held at a time.
     """
 
     def __init__(self, endpoint: str, consume: Callable[[list[StepFrame]], None], *,
-                 batch_frames: int = 2000, batch_rows: int = BATCH_ROWS, rcv_hwm: int = RCV_HWM_FRAMES,
+                 batch_frames: int = 2000, batch_rows: int = BATCH_ROWS, rcv_hwm: int = RCV_HWM_MESSAGES,
                  batch_interval_s: float = 0.05,
                  max_frame_bytes: int = MAX_FRAME_BYTES, socket_mode: int | None = 0o660,
                  known_runs: dict[tuple[str, str], tuple[int, int]] | None = None) -> None:

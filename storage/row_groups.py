@@ -75,6 +75,10 @@ class Alignment:
             'ORDER BY row_group_id DESC, "start" + "count" DESC LIMIT 1', [self.child]).fetchone()
         return 0 if row is None else int(row[0]) % self.group_rows
 
+    def rows(self, con: duckdb.DuckDBPyConnection) -> int:
+        """The child table's row count (from row-group metadata: cheap at any size)."""
+        return int(con.execute(f"SELECT count(*) FROM {self.child}").fetchone()[0])
+
     def split(self, tables: dict[str, Columns], take: int) -> tuple[dict[str, Columns], dict[str, Columns], Key | None]:
         """``(now, later, partial)``: the first ``take`` child rows and the parent rows they complete
         (every other table whole) now; the rest later; ``partial`` is the key of the parent row whose
@@ -146,3 +150,86 @@ def _with(tables: dict[str, Columns], name: str, columns: Columns) -> dict[str, 
 
 def _match(key: tuple[str, ...]) -> str:
     return " AND ".join(f"{k} = ?" for k in key)
+
+
+class RowGroupCursor:
+    """Where the aligned table's last row group ends, and which step is stored in part.
+
+    Owned by the writer thread.  The fill of the last row group is predicted from the writer's
+    own appends and asked of DuckDB only when unknown (at open; after a job changed the table's
+    row count, e.g. retention's deletes) and checked once after the next commit: DuckDB starts a
+    new row group instead of filling one that holds deleted rows, which a prediction cannot see.
+    Asking reads every segment's metadata (~40 ms per 10 M rows); ``count(*)`` reads only the
+    row groups' counts (~1 ms).
+    """
+
+    def __init__(self, alignment: Alignment) -> None:
+        self.alignment = alignment
+        self.partial: Key | None = None      # step whose child rows are committed only in part
+        self._filled: int | None = None      # rows in the last row group; None: ask DuckDB
+        self._rows = 0                       # the table's row count when _filled was last right
+        self._verify = True                  # compare _filled with DuckDB after the next commit
+
+    def open(self, con: duckdb.DuckDBPyConnection) -> int:
+        """Recover from a crash between a step's two transactions; returns child rows deleted."""
+        return self.alignment.recover(con)
+
+    def room(self, con: duckdb.DuckDBPyConnection) -> int | None:
+        """Child rows that complete the last row group; None if DuckDB cannot say (no cut)."""
+        filled = self._known_filled(con)
+        return None if filled is None else self.alignment.group_rows - filled
+
+    def cut(self, con: duckdb.DuckDBPyConnection,
+            tables: dict[str, Columns]) -> tuple[dict[str, Columns], dict[str, Columns], Key | None]:
+        """``Alignment.split`` at the last row-group boundary the buffered child rows reach."""
+        a, filled = self.alignment, self._known_filled(con)
+        if filled is None or a.child not in tables:
+            return tables, {}, None
+        return a.split(tables, a.take(_rows(tables[a.child]), filled))
+
+    def record(self, con: duckdb.DuckDBPyConnection, now: dict[str, Columns], partial: Key | None) -> Key | None:
+        """Inside the transaction that stores ``now``: keep ``partial_steps`` true.  Returns the
+        step left in part once it commits (pass it to ``committed``)."""
+        a, pending = self.alignment, self.partial
+        if pending is not None and _rows(now.get(a.parent, {})):
+            a.unmark(con, pending)           # its parent row is the first one stored now
+            pending = None
+        if partial is not None and partial != pending:
+            a.mark(con, partial)
+        return partial if partial is not None else pending
+
+    def committed(self, con: duckdb.DuckDBPyConnection, now: dict[str, Columns], pending: Key | None) -> None:
+        """After the commit: the step left in part, and the new fill of the last row group."""
+        self.partial = pending
+        n = _rows(now[self.alignment.child]) if self.alignment.child in now else 0
+        if self._filled is None or not n:
+            return
+        self._filled = (self._filled + n) % self.alignment.group_rows
+        self._rows += n
+        if self._verify:
+            try:
+                actual = self.alignment.filled(con)
+            except duckdb.Error:
+                return
+            self._verify = actual != self._filled
+            self._filled = actual
+
+    def after_job(self, con: duckdb.DuckDBPyConnection) -> None:
+        """A job ran: if it changed the table's row count, ask DuckDB again before the next cut."""
+        if self._filled is None:
+            return
+        try:
+            changed = self.alignment.rows(con) != self._rows
+        except duckdb.Error:
+            changed = True
+        if changed:
+            self._filled, self._verify = None, True
+
+    def _known_filled(self, con: duckdb.DuckDBPyConnection) -> int | None:
+        if self._filled is None:
+            try:
+                self._filled = self.alignment.filled(con)
+                self._rows = self.alignment.rows(con)
+            except duckdb.Error:
+                return None
+        return self._filled

@@ -50,7 +50,7 @@ from typing import Any, Callable
 import duckdb
 import numpy as np
 
-from storage.row_groups import Alignment
+from storage.row_groups import Alignment, RowGroupCursor
 
 log = logging.getLogger(__name__)
 _STOP = object()
@@ -88,14 +88,12 @@ class Writer:
         self.buffer_max_rows = buffer_max_rows
         self.memory_limit = memory_limit
         self.threads = threads
-        self.alignment = alignment
+        self.row_groups = RowGroupCursor(alignment) if alignment is not None else None
         self.stats = WriterStats()
         self._setup = setup
         self._queue: queue.Queue = queue.Queue(maxsize=queue_max)
         self._buffers: dict[str, list[dict[str, np.ndarray]]] = {}
         self._buffered_rows: dict[str, int] = {}
-        self._filled: int | None = None    # rows in the aligned table's last row group; None: ask DuckDB
-        self._partial: tuple | None = None  # step whose request rows are stored only in part
         self._queued_rows = 0              # rows appended and not yet taken by the writer thread
         self._queued_lock = threading.Condition()     # notified when the writer takes rows
         self._thread = threading.Thread(target=self._run, name="shadowd-writer", daemon=True)
@@ -186,7 +184,7 @@ class Writer:
                 self.con.execute(f"SET threads = {int(self.threads)}")
             if self._setup is not None:
                 self._setup(self.con)
-            if self.alignment is not None:
+            if self.row_groups is not None:
                 self._recover(self.con)
         except BaseException as exc:  # report to start(), never raise on the thread
             self._start_error = exc
@@ -232,13 +230,14 @@ class Writer:
         if table is None:
             fn, fut = payload
             self._flush_all(self.con, whole=False)   # a job sees the rows queued before it (see submit)
-            self._filled = None              # a job may delete rows (retention): ask again
             try:
                 fut.set_result(fn(self.con))
                 self.stats.last_progress_monotonic = time.monotonic()
             except BaseException as exc:
                 self._record_error(f"job failed: {exc}")
                 fut.set_exception(exc)
+            if self.row_groups is not None:
+                self.row_groups.after_job(self.con)
             return
         self._buffer(table, payload)
 
@@ -252,20 +251,15 @@ class Writer:
         self._enforce_bound(table)
 
     def _any_buffer_full(self) -> bool:
-        a = self.alignment
-        if a is not None and self._buffered_rows.get(a.child, 0) >= a.group_rows - self._filled_rows():
+        rg = self.row_groups
+        if rg is not None and (room := rg.room(self.con)) is not None \
+                and self._buffered_rows.get(rg.alignment.child, 0) >= room:
             return True                      # a row group can be completed
         return any(n >= self.flush_rows for n in self._buffered_rows.values())
 
-    def _filled_rows(self) -> int:
-        if self._filled is None:
-            assert self.alignment is not None and self.con is not None
-            self._filled = self.alignment.filled(self.con)
-        return self._filled
-
     def _recover(self, con: duckdb.DuckDBPyConnection) -> None:
-        assert self.alignment is not None
-        removed = self.alignment.recover(con)
+        assert self.row_groups is not None
+        removed = self.row_groups.open(con)
         if removed:
             self.stats.partial_rows_removed += removed
             log.warning("storage: removed %d request rows of a step the last run stored only in part "
@@ -290,14 +284,14 @@ class Writer:
                     {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
         if not merged:
             return
-        now, later, partial = self._cut(merged, whole)
+        now, later, partial = self._cut(con, merged, whole)
         try:
             con.execute("BEGIN TRANSACTION")
             try:
                 for table, columns in now.items():
                     if _rows(columns):
                         self._insert(con, table, columns)
-                pending = self._record_partial(con, now, partial)
+                pending = self.row_groups.record(con, now, partial) if self.row_groups else None
                 con.execute("COMMIT")
             except BaseException:
                 try:
@@ -310,7 +304,8 @@ class Writer:
             for table, columns in merged.items():
                 self._buffers[table] = [columns]           # keep for retry, bounded
             return
-        self._partial = pending
+        if self.row_groups is not None:
+            self.row_groups.committed(con, now, pending)
         now_s = time.monotonic()
         for table, columns in now.items():
             n = _rows(columns)
@@ -318,28 +313,13 @@ class Writer:
             rest = later.get(table)
             self._buffers[table] = [rest] if rest is not None and _rows(rest) else []
             self._buffered_rows[table] = _rows(rest) if rest is not None else 0
-            if self.alignment is not None and table == self.alignment.child and self._filled is not None:
-                self._filled = (self._filled + n) % self.alignment.group_rows
         self.stats.flushes += 1
         self.stats.last_flush_monotonic = self.stats.last_progress_monotonic = now_s
 
-    def _cut(self, merged: dict, whole: bool) -> tuple[dict, dict, tuple | None]:
-        a = self.alignment
-        if whole or a is None or a.child not in merged:
+    def _cut(self, con: duckdb.DuckDBPyConnection, merged: dict, whole: bool) -> tuple[dict, dict, tuple | None]:
+        if whole or self.row_groups is None:
             return merged, {}, None
-        return a.split(merged, a.take(_rows(merged[a.child]), self._filled_rows()))
-
-    def _record_partial(self, con: duckdb.DuckDBPyConnection, now: dict, partial: tuple | None) -> tuple | None:
-        """Keep ``partial_steps`` true in the same transaction; returns the step left in part."""
-        a, pending = self.alignment, self._partial
-        if a is None:
-            return None
-        if pending is not None and _rows(now.get(a.parent, {})):
-            a.unmark(con, pending)           # its parent row is the first one committed now
-            pending = None
-        if partial is not None and partial != pending:
-            a.mark(con, partial)
-        return partial if partial is not None else pending
+        return self.row_groups.cut(con, merged)
 
     @staticmethod
     def _insert(con: duckdb.DuckDBPyConnection, table: str, columns: dict[str, np.ndarray]) -> None:

@@ -124,7 +124,6 @@ def test_stability_ranks_splits_on_reference_engine_traffic(stationary):
     """On the demo's stored traffic: a deliberately composition-dependent split fails the
     gate's stability bound, and the token split depends on batch-mates more than LLMVisor."""
     import duckdb
-    import numpy as np
 
     from shadowd.calibrator import calibration_from_body
     from shadowd.stability import stability_of

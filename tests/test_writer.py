@@ -167,3 +167,26 @@ def test_cut_divides_child_rows_by_their_parents_counts():
     mismatched = {"steps": parent, "step_requests": {"step_seq": np.arange(14)}}
     now, later, partial = a.split(mismatched, 7)       # counts do not add up: not cut
     assert later == {} and partial is None and len(now["step_requests"]["step_seq"]) == 14
+
+
+def test_cuts_follow_the_layout_after_a_job_deletes_rows(tmp_path):
+    """Retention deletes old rows and a checkpoint compacts row groups: the writer notices the
+    job changed the table and cuts the next appends where the new last row group ends."""
+    w = _aligned_writer(str(tmp_path / "r.duckdb"))
+    try:
+        for unit in _units(1, 1000):                   # 250,000 rows
+            w.append_many(unit, wait_s=5)
+        w.flush()
+        w.submit(lambda con: (con.execute("DELETE FROM step_requests WHERE step_seq <= 900"),
+                              con.execute("CHECKPOINT"))).result()
+        for unit in _units(1001, 1000):
+            w.append_many(unit, wait_s=5)
+        w.submit(lambda con: None).result()
+        groups, free, steps, rows, stored = w.submit(_layout).result()
+    finally:
+        w.close()
+    assert rows == 100 * 250 + 250_000 and stored == rows
+    # What the delete left (compacted or not) may be one short row group; every row group the
+    # new rows filled is whole, but the last.
+    short = [g for g in groups[:-1] if g != ROW_GROUP_ROWS]
+    assert len(groups) >= 3 and len(short) <= 1, groups
