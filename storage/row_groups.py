@@ -1,13 +1,14 @@
 """Appends cut at DuckDB row-group boundaries, so the file holds no dead blocks.
 
-DuckDB stores a table in row groups of 122,880 rows.  An append that starts
-inside a row group makes the next checkpoint rewrite that whole group, and a
-large append that does not start on a boundary throws away the row groups it
-already wrote ahead of the commit ("optimistic writes").  Measured on the
-``step_requests`` shape (``benchmarks/duckdb_append.py``): appends of 131,072
-rows left half of the file as free blocks after ``CHECKPOINT`` and cost
-0.75 µs per row; appends of exactly 122,880 rows left none, and appends of
-65,536 rows cost 1.3 µs per row.
+DuckDB stores a table in row groups of 122,880 rows.  An append that ends
+part-way into a row group makes a later checkpoint rewrite that group, and a
+large append that does not start on a boundary cannot keep the row groups DuckDB
+wrote ahead of the commit ("optimistic writes").  Measured on the
+``step_requests`` shape (``benchmarks/duckdb_append.py``, one DuckDB thread):
+appends of 131,072 rows left half of the file as free blocks after
+``CHECKPOINT``; appends of exactly 122,880 rows left none and were the cheapest
+(0.74 µs per row); alternating 122,680 / 123,080 rows cost 1.6 µs per row and
+appends of 65,536 rows 2.0.
 
 So the writer cuts the request-row table where its last row group ends
 (``Alignment.take``) and keeps the rest for the next flush.  The cut may fall

@@ -102,6 +102,10 @@ def test_kill9_mid_ingest_loses_at_most_one_flush_interval(ipc_endpoint, db_path
     daemon = make_daemon(ipc_endpoint, db_path)
     daemon.start(http=False, jobs=False)
     daemon.stop()
+    con = duckdb.connect(db_path, read_only=True)
+    orphans = con.execute("SELECT count(*) FROM step_requests ANTI JOIN steps "
+                          "USING (engine_id, run_id, step_seq)").fetchone()[0]
+    con.close()
 
     lost = sent[0] - len(steps)
     bound = int(rate * (FLUSH_INTERVAL_S + BATCH_INTERVAL_S + FLUSH_SLACK_S))
@@ -110,6 +114,7 @@ def test_kill9_mid_ingest_loses_at_most_one_flush_interval(ipc_endpoint, db_path
     assert len(steps) > 0
     assert steps == list(range(1, len(steps) + 1))            # a prefix, no holes
     assert rows == len(steps) * n_req                         # no step without its rows
+    assert orphans == 0                                       # no rows without their step
     assert lost <= bound
 
 
