@@ -215,6 +215,16 @@ class RowGroupCursor:
             self._verify = actual != self._filled
             self._filled = actual
 
+    def dropped(self, unit: dict[str, Columns]) -> None:
+        """The writer dropped ``unit`` unstored (its buffer bound).  If it held the rest of the step
+        stored in part, that step's record stays in ``partial_steps`` for ``recover`` at the next
+        open, and no later commit may remove it."""
+        parent = unit.get(self.alignment.parent)
+        if self.partial is None or parent is None or not _rows(parent):
+            return
+        if tuple(_python(parent[k][0]) for k in self.alignment.key) == self.partial:
+            self.partial = None
+
     def after_job(self, con: duckdb.DuckDBPyConnection) -> None:
         """A job ran: if it changed the table's row count, ask DuckDB again before the next cut."""
         if self._filled is None:

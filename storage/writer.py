@@ -2,19 +2,20 @@
 
 DuckDB allows one writing process per file and is fastest with large columnar
 appends, so every producer hands the writer *columns* (dicts of numpy arrays)
-through a bounded queue; the writer buffers them per table and appends in
-batches, on a row count or a time interval, whichever comes first.  Other work
+through a bounded queue, a *unit* at a time (one or several tables' rows that
+belong together, e.g. steps and their request rows); the writer buffers units and
+appends them in batches, on a row count or a time interval, whichever comes first.  Other work
 that must touch the database (small inserts, updates, migrations) goes through
 ``submit()`` and runs on the same thread, so there is exactly one owner.
 
 Appends of the request-row table are cut where DuckDB's row groups end
 (``storage.row_groups``, when the writer is given an ``Alignment``): a step may
 then reach the database in two transactions, and ``partial_steps`` records it
-in between so a crash never leaves half a step behind.  Explicit flushes,
-jobs and close write everything buffered.
+in between so a crash never leaves half a step behind.  ``flush()`` and
+``close()`` write everything buffered.
 
 A storage fault (disk full, I/O error) never kills the thread: the batch stays
-buffered (bounded; the oldest rows are dropped and counted beyond the bound),
+buffered (bounded; beyond the bound the oldest units are dropped whole, counted),
 the error is counted and kept in ``stats``, and the next flush retries.
 
 Memory is bounded in rows, not only in queue items: ``append`` refuses (and
@@ -61,6 +62,16 @@ def _rows(columns: dict[str, np.ndarray]) -> int:
     return len(next(iter(columns.values()), ()))
 
 
+def _merged(units: list[dict[str, dict[str, np.ndarray]]]) -> dict[str, dict[str, np.ndarray]]:
+    """One set of columns per table, in the order the units arrived."""
+    parts: dict[str, list[dict[str, np.ndarray]]] = {}
+    for unit in units:
+        for table, columns in unit.items():
+            parts.setdefault(table, []).append(columns)
+    return {t: c[0] if len(c) == 1 else {k: np.concatenate([x[k] for x in c]) for k in c[0]}
+            for t, c in parts.items()}
+
+
 @dataclass
 class WriterStats:
     rows_written: dict[str, int] = field(default_factory=dict)
@@ -92,7 +103,7 @@ class Writer:
         self.stats = WriterStats()
         self._setup = setup
         self._queue: queue.Queue = queue.Queue(maxsize=queue_max)
-        self._buffers: dict[str, list[dict[str, np.ndarray]]] = {}
+        self._units: list[dict[str, dict[str, np.ndarray]]] = []   # {table: columns}, oldest first
         self._buffered_rows: dict[str, int] = {}
         self._queued_rows = 0              # rows appended and not yet taken by the writer thread
         self._queued_lock = threading.Condition()     # notified when the writer takes rows
@@ -224,31 +235,28 @@ class Writer:
     def _handle(self, item: tuple) -> None:
         table, payload = item
         if table is _MANY:
-            for name, columns in payload.items():
-                self._buffer(name, columns)
+            self._buffer(payload)
             return
-        if table is None:
-            fn, fut = payload
-            self._flush_all(self.con, whole=False)   # a job sees the rows queued before it (see submit)
-            try:
-                fut.set_result(fn(self.con))
-                self.stats.last_progress_monotonic = time.monotonic()
-            except BaseException as exc:
-                self._record_error(f"job failed: {exc}")
-                fut.set_exception(exc)
-            if self.row_groups is not None:
-                self.row_groups.after_job(self.con)
-            return
-        self._buffer(table, payload)
+        fn, fut = payload
+        self._flush_all(self.con, whole=False)   # a job sees the rows queued before it (see submit)
+        try:
+            fut.set_result(fn(self.con))
+            self.stats.last_progress_monotonic = time.monotonic()
+        except BaseException as exc:
+            self._record_error(f"job failed: {exc}")
+            fut.set_exception(exc)
+        if self.row_groups is not None:
+            self.row_groups.after_job(self.con)
 
-    def _buffer(self, table: str, payload: dict[str, np.ndarray]) -> None:
-        n = _rows(payload)
-        self._taken(n)
-        if n == 0:
+    def _buffer(self, unit: dict[str, dict[str, np.ndarray]]) -> None:
+        self._taken(sum(_rows(c) for c in unit.values()))
+        unit = {t: c for t, c in unit.items() if _rows(c)}
+        if not unit:
             return
-        self._buffers.setdefault(table, []).append(payload)
-        self._buffered_rows[table] = self._buffered_rows.get(table, 0) + n
-        self._enforce_bound(table)
+        self._units.append(unit)
+        for table, columns in unit.items():
+            self._buffered_rows[table] = self._buffered_rows.get(table, 0) + _rows(columns)
+        self._enforce_bound()
 
     def _any_buffer_full(self) -> bool:
         rg = self.row_groups
@@ -265,23 +273,22 @@ class Writer:
             log.warning("storage: removed %d request rows of a step the last run stored only in part "
                         "(it stopped between the step's two transactions)", removed)
 
-    def _enforce_bound(self, table: str) -> None:
-        chunks = self._buffers[table]
-        while self._buffered_rows[table] > self.buffer_max_rows and len(chunks) > 1:
-            dropped = chunks.pop(0)
-            n = len(next(iter(dropped.values())))
-            self._buffered_rows[table] -= n
-            self.stats.rows_dropped += n
+    def _enforce_bound(self) -> None:
+        """Beyond ``buffer_max_rows`` rows of a table waiting (the database failing for a while),
+        drop the oldest units whole, counted: a step never loses its request rows alone."""
+        while len(self._units) > 1 and any(n > self.buffer_max_rows for n in self._buffered_rows.values()):
+            unit = self._units.pop(0)
+            for table, columns in unit.items():
+                self._buffered_rows[table] -= _rows(columns)
+                self.stats.rows_dropped += _rows(columns)
+            if self.row_groups is not None:
+                self.row_groups.dropped(unit)
 
     def _flush_all(self, con: duckdb.DuckDBPyConnection, whole: bool = True) -> None:
         """Insert buffered rows of every table in one transaction: a crash or a storage fault never
         leaves steps without their request rows; on failure all stay buffered.  Unless ``whole``,
         the aligned table is cut at its last row-group boundary and the rest waits."""
-        merged = {}
-        for table, chunks in self._buffers.items():
-            if chunks:
-                merged[table] = chunks[0] if len(chunks) == 1 else \
-                    {k: np.concatenate([c[k] for c in chunks]) for k in chunks[0]}
+        merged = _merged(self._units)
         if not merged:
             return
         now, later, partial = self._cut(con, merged, whole)
@@ -301,18 +308,16 @@ class Writer:
                 raise
         except (duckdb.Error, OSError) as exc:
             self._record_error(f"insert into {', '.join(merged)} failed: {exc}")
-            for table, columns in merged.items():
-                self._buffers[table] = [columns]           # keep for retry, bounded
+            self._units = [merged]                         # keep for retry, bounded
             return
         if self.row_groups is not None:
             self.row_groups.committed(con, now, pending)
         now_s = time.monotonic()
         for table, columns in now.items():
-            n = _rows(columns)
-            self.stats.rows_written[table] = self.stats.rows_written.get(table, 0) + n
-            rest = later.get(table)
-            self._buffers[table] = [rest] if rest is not None and _rows(rest) else []
-            self._buffered_rows[table] = _rows(rest) if rest is not None else 0
+            self.stats.rows_written[table] = self.stats.rows_written.get(table, 0) + _rows(columns)
+        rest = {t: c for t, c in later.items() if _rows(c)}
+        self._units = [rest] if rest else []
+        self._buffered_rows = {t: _rows(rest[t]) if t in rest else 0 for t in self._buffered_rows}
         self.stats.flushes += 1
         self.stats.last_flush_monotonic = self.stats.last_progress_monotonic = now_s
 

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import duckdb
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from storage.row_groups import ROW_GROUP_ROWS, Alignment
 from storage.schema import migrate
 from storage.writer import Writer
+from tests.helpers import wait_until
 
 
 def _rows(n: int) -> dict[str, np.ndarray]:
@@ -190,3 +192,29 @@ def test_cuts_follow_the_layout_after_a_job_deletes_rows(tmp_path):
     # new rows filled is whole, but the last.
     short = [g for g in groups[:-1] if g != ROW_GROUP_ROWS]
     assert len(groups) >= 3 and len(short) <= 1, groups
+
+
+def test_while_the_database_fails_the_oldest_units_are_dropped_whole(tmp_path):
+    """The request-row table is unwritable for a while (renamed away by a job): rows wait, the
+    buffer bound drops the oldest steps with all their request rows, and once the table is back
+    every stored step has exactly its rows."""
+    w = Writer(str(tmp_path / "f.duckdb"), setup=migrate, alignment=Alignment(), flush_interval_s=0.05,
+               buffer_max_rows=12_000)
+    w.start()
+    try:
+        w.submit(lambda con: con.execute("ALTER TABLE step_requests RENAME TO away")).result()
+        for unit in _units(1, 200):                    # 10 units of 20 steps, 5,000 rows each
+            assert w.append_many(unit, wait_s=5)
+            time.sleep(0.08)                           # a failed flush between units
+        assert wait_until(lambda: w.stats.rows_dropped > 0 and w.stats.errors > 0)
+        w.submit(lambda con: con.execute("ALTER TABLE away RENAME TO step_requests")).result()
+        w.flush()
+        steps, rows, whole = w.submit(lambda con: con.execute(
+            "SELECT count(*), sum(num_requests), count(*) FILTER (WHERE r.n = s.num_requests) "
+            "FROM steps s LEFT JOIN (SELECT engine_id, run_id, step_seq, count(*) AS n FROM step_requests "
+            "GROUP BY ALL) r USING (engine_id, run_id, step_seq)").fetchone()).result()
+        total = w.submit(lambda con: con.execute("SELECT count(*) FROM step_requests").fetchone()[0]).result()
+    finally:
+        w.close()
+    assert 0 < steps < 200 and whole == steps and total == rows
+    assert w.stats.rows_dropped == (200 - steps) * 251       # 250 request rows and the step row
