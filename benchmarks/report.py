@@ -425,8 +425,10 @@ def _faults_section(entry: dict | None) -> str:
 {len(d['runs'])} times: frames lost of frames sent = {runs}; i.e. {d['lost_ms_median']} ms of frames
 lost at the median, {d['lost_ms_max']} ms at most, against a flush interval of
 {d['flush_interval_ms']:.0f} ms (bound asserted by the test: {d['bound_ms']:.0f} ms = flush interval +
-50 ms receiver batching + 150 ms for the flush itself and scheduling).  Every run: the file opened
-cleanly and held a gap-free prefix of steps, each with all its request rows.  {_load(entry)}.
+50 ms receiver batching + 150 ms for the flush itself and scheduling).  The writer flushes every
+half interval: a row the row-group cut holds back (`storage/row_groups.py`) goes with the next
+flush, so none waits longer than the interval.  Every run: the file opened cleanly and held a
+gap-free prefix of steps, each with all its request rows.  {_load(entry)}.
 """
     return f"""## Fault tests (`tests/test_faults.py`, `tests/test_fuzz_frames.py`)
 
@@ -447,7 +449,7 @@ is first deployed beside a long-running engine).
 
 **Disk full**: a real ENOSPC from a 3 MB tmpfs the test mounts (root; skipped without), space
 returned by remounting it at 64 MB.  While full: the daemon keeps receiving, `writer.stats.errors`
-counts each failed flush (retried every 0.5 s) with `last_error` "No space left on device", the
+counts each failed flush (retried every 0.25 s) with `last_error` "No space left on device", the
 `StorageErrors` alert fires, the gate still evaluates (not GO); once space returns every step is
 stored (nothing lost: the retry buffer held them) and the alert resolves.
 
