@@ -294,7 +294,7 @@ row for decoding, columns, attribution and checks, which msgspec's decoding of a
   and reports in later frames (so they reach the database), instead of drops after receipt.
 - DuckDB runs on `[storage] threads = 1` by default (25 % faster appends on one core than all
   cores, and a sidecar leaves the host's cores to the engine), with `memory_limit = "192MB"`.
-- Batches are bounded by rows (`FrameReceiver(batch_rows=65_536)`) as well as frames, and the
+- Batches are bounded by rows (`FrameReceiver(batch_rows=32_768)`) as well as frames, and the
   writer's queue by rows (see the overload section).
 
 **What would close the gap** (not done): the decode and column stages are the Python-object
@@ -397,14 +397,14 @@ Every frame is accounted for: sent = received (nothing lost in transit once zmq 
 received rows = stored + dropped by the writer (the writer's `rows_dropped` counts rows of both
 tables, so it exceeds the request rows by one per dropped step).  Where memory goes, at ~190 MiB
 after imports (scipy ~70 MiB, DuckDB ~30, numpy ~20): zmq's receive queue (≤ 512 messages, here
-single frames: ~9 MB), one batch of decoded frames (≤ 65,536 rows), the writer's queue (≤ 131,072
+single frames: ~9 MB), one batch of decoded frames (≤ 32,768 rows), the writer's queue (≤ 131,072
 rows) and buffer (flushed once it can complete a DuckDB row group of 122,880 rows), and DuckDB, which without a limit took ~300 MB more during a checkpoint and
 ~1 GB at times over 30 s.
 
 **What was changed** (before → after): peak RSS 1,379 MiB (zmq receive queue of 100,000 frames ≈
 1.7 GB possible; batches of 2,000 frames = 512,000 rows; a writer queue bounded only in items,
 4,096 × 512,000 rows) → the figures above: `RCV_HWM_MESSAGES = 512` (2,048 until the
-row-group-aligned writer measured 495 MiB), `BATCH_ROWS = 65_536`
+row-group-aligned writer measured 495 MiB), `BATCH_ROWS = 32_768` (65,536 until then)
 (`shadowd/ingest.py`); `Writer(flush_rows=131_072, queue_max_rows=131_072,
 buffer_max_rows=1_000_000)`, flushing as it drains on stop (`storage/writer.py`); request ids and
 tenants interned per batch; DuckDB's memory bounded by `[storage] memory_limit` (the first row;
