@@ -38,7 +38,8 @@ def tune_gc_for_ingest() -> None:
 
     A decoded frame is a handful of lists of a few hundred items each, and a young-generation
     pass walks every item of every young list: at the default it ran every ~80 frames and took
-    a quarter of decoding (0.44 -> 0.32 µs per request row; ``benchmarks.ingest`` stages).
+    a quarter of decoding (0.44 -> 0.32 µs per request row alone; 0.51 -> 0.37 in
+    ``benchmarks.ingest``'s stage table).
     Cyclic garbage is still collected, just less often; process-wide, so set once by the
     process that ingests.
     """

@@ -109,6 +109,16 @@ class Alignment:
     def unmark(self, con: duckdb.DuckDBPyConnection, key: Key) -> None:
         con.execute(f"DELETE FROM {self.marker_table} WHERE {_match(self.key)}", list(key))
 
+    def forget(self, con: duckdb.DuckDBPyConnection, key: Key) -> int:
+        """Delete the child rows of ``key`` if its parent row was never stored, and its record;
+        returns the rows deleted.  Runs inside the caller's transaction."""
+        have = con.execute(f"SELECT count(*) FROM {self.parent} WHERE {_match(self.key)}",
+                           list(key)).fetchone()[0]
+        deleted = 0 if have else con.execute(f"DELETE FROM {self.child} WHERE {_match(self.key)}",
+                                             list(key)).fetchone()[0]
+        self.unmark(con, key)
+        return int(deleted)
+
     def recover(self, con: duckdb.DuckDBPyConnection) -> int:
         """Delete child rows of steps a crash left half-committed; returns how many were deleted."""
         keys = con.execute(f"SELECT {', '.join(self.key)} FROM {self.marker_table}").fetchall()
@@ -116,12 +126,7 @@ class Alignment:
         for key in keys:
             con.execute("BEGIN TRANSACTION")
             try:
-                have = con.execute(f"SELECT count(*) FROM {self.parent} WHERE {_match(self.key)}",
-                                   list(key)).fetchone()[0]
-                if not have:
-                    deleted += con.execute(f"DELETE FROM {self.child} WHERE {_match(self.key)}",
-                                           list(key)).fetchone()[0]
-                self.unmark(con, key)
+                deleted += self.forget(con, key)
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -167,6 +172,8 @@ class RowGroupCursor:
     def __init__(self, alignment: Alignment) -> None:
         self.alignment = alignment
         self.partial: Key | None = None      # step whose child rows are committed only in part
+        self.orphaned: list[Key] = []        # such steps whose rest the writer dropped: to delete
+        self.orphan_rows_removed = 0
         self._filled: int | None = None      # rows in the last row group; None: ask DuckDB
         self._rows = 0                       # the table's row count when _filled was last right
         self._verify = True                  # compare _filled with DuckDB after the next commit
@@ -192,6 +199,8 @@ class RowGroupCursor:
         """Inside the transaction that stores ``now``: keep ``partial_steps`` true.  Returns the
         step left in part once it commits (pass it to ``committed``)."""
         a, pending = self.alignment, self.partial
+        for key in self.orphaned:
+            self.orphan_rows_removed += a.forget(con, key)
         if pending is not None and _rows(now.get(a.parent, {})):
             a.unmark(con, pending)           # its parent row is the first one stored now
             pending = None
@@ -201,7 +210,7 @@ class RowGroupCursor:
 
     def committed(self, con: duckdb.DuckDBPyConnection, now: dict[str, Columns], pending: Key | None) -> None:
         """After the commit: the step left in part, and the new fill of the last row group."""
-        self.partial = pending
+        self.partial, self.orphaned = pending, []
         n = _rows(now[self.alignment.child]) if self.alignment.child in now else 0
         if self._filled is None or not n:
             return
@@ -217,12 +226,13 @@ class RowGroupCursor:
 
     def dropped(self, unit: dict[str, Columns]) -> None:
         """The writer dropped ``unit`` unstored (its buffer bound).  If it held the rest of the step
-        stored in part, that step's record stays in ``partial_steps`` for ``recover`` at the next
-        open, and no later commit may remove it."""
+        stored in part, the part already stored is deleted by the next commit (or, should the
+        daemon stop first, by ``recover`` at the next open: its record stays until then)."""
         parent = unit.get(self.alignment.parent)
         if self.partial is None or parent is None or not _rows(parent):
             return
         if tuple(_python(parent[k][0]) for k in self.alignment.key) == self.partial:
+            self.orphaned.append(self.partial)
             self.partial = None
 
     def after_job(self, con: duckdb.DuckDBPyConnection) -> None:

@@ -340,7 +340,10 @@ class Writer:
         try:
             con.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM _shadowd_buf")
         finally:
-            con.unregister("_shadowd_buf")
+            try:
+                con.unregister("_shadowd_buf")
+            except duckdb.Error:      # the transaction failed: keep its error, not this one's
+                pass
 
     def _record_error(self, message: str) -> None:
         self.stats.errors += 1

@@ -218,3 +218,35 @@ def test_while_the_database_fails_the_oldest_units_are_dropped_whole(tmp_path):
         w.close()
     assert 0 < steps < 200 and whole == steps and total == rows
     assert w.stats.rows_dropped == (200 - steps) * 251       # 250 request rows and the step row
+
+
+def test_the_rest_of_a_divided_step_dropped_unstored_takes_its_stored_part_with_it(tmp_path):
+    """A cut divides step 4; the database then fails (the table renamed away from another
+    connection) long enough for the buffer bound to drop the unit holding step 4's rest.  The
+    next commit deletes step 4's stored part: no request row is left without its step."""
+    w = Writer(str(tmp_path / "o.duckdb"), setup=migrate, alignment=Alignment(group_rows=1000),
+               flush_interval_s=3600, buffer_max_rows=600)
+    w.start()
+    other = w.cursor()
+    try:
+        (first,) = _units(1, 4, n=300)                     # 1,200 rows: cut at 1,000, inside step 4
+        w.append_many(first, wait_s=5)
+        assert wait_until(lambda: w.stats.rows_written.get("step_requests") == 1000)
+        assert w.row_groups.partial == ("e0", "run1", 4)
+        other.execute("ALTER TABLE step_requests RENAME TO away")
+        for unit in _units(5, 12, n=300):                  # flushes fail; the bound drops units
+            w.append_many(unit, wait_s=5)
+        assert wait_until(lambda: w.stats.errors > 0 and w.row_groups.orphaned)
+        other.execute("ALTER TABLE away RENAME TO step_requests")
+        w.flush()
+        check = w.submit(lambda con: (
+            con.execute("SELECT count(*) FROM step_requests WHERE step_seq = 4").fetchone()[0],
+            con.execute("SELECT count(*) FROM partial_steps").fetchone()[0],
+            con.execute("SELECT count(*) FROM step_requests ANTI JOIN steps "
+                        "USING (engine_id, run_id, step_seq)").fetchone()[0])).result()
+    finally:
+        other.close()
+        w.close()
+    assert check == (0, 0, 0)
+    assert w.row_groups.orphan_rows_removed == 100 and w.stats.rows_dropped > 0
+    assert "away" not in (w.stats.last_error or "") and "step_requests" in (w.stats.last_error or "")
