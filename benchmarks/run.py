@@ -17,6 +17,7 @@ import importlib
 import json
 import os
 import sys
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -54,12 +55,28 @@ def run_one(name: str, quick: bool, only: bool) -> dict[str, Any]:
     fn: Callable[[bool], dict] = module.run
     load0, t0 = os.getloadavg(), time.monotonic()
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    data = fn(quick)
+    data = _in_scratch(fn, quick)
     meta = {"command": _command(name if only else None, quick), "benchmark": name, "quick": quick,
             "started_at": started, "duration_s": round(time.monotonic() - t0, 1),
             "load_avg_before": [round(x, 2) for x in load0],
             "load_avg_after": [round(x, 2) for x in os.getloadavg()]}
     return {key: {"meta": meta, "data": value} for key, value in data.items()}
+
+
+def _in_scratch(fn: Callable[[bool], dict], quick: bool) -> dict:
+    """Run one benchmark with its temporary files (databases of up to a few GB, sockets) in a
+    directory of its own, removed afterwards: a benchmark run leaves nothing behind."""
+    old_env, old_dir = os.environ.get("TMPDIR"), tempfile.tempdir
+    with tempfile.TemporaryDirectory(prefix="shd-bench-") as scratch:
+        os.environ["TMPDIR"], tempfile.tempdir = scratch, scratch     # and the processes it starts
+        try:
+            return fn(quick)
+        finally:
+            tempfile.tempdir = old_dir
+            if old_env is None:
+                os.environ.pop("TMPDIR", None)
+            else:
+                os.environ["TMPDIR"] = old_env
 
 
 def main(argv: list[str] | None = None) -> int:
