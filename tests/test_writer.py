@@ -1,11 +1,11 @@
 """The single DuckDB writer: units stored together, bounded queue, bounded back-pressure."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -14,6 +14,8 @@ from storage.row_groups import ROW_GROUP_ROWS, Alignment
 from storage.schema import migrate
 from storage.writer import Writer
 from tests.helpers import wait_until
+
+ROOT = str(Path(__file__).resolve().parents[1])
 
 
 def _rows(n: int) -> dict[str, np.ndarray]:
@@ -117,7 +119,7 @@ def test_a_step_cut_in_two_is_whole_or_absent_after_a_crash(tmp_path):
     db = str(tmp_path / "crash.duckdb")
     script = f"""
 import os, sys
-sys.path.insert(0, {os.getcwd()!r})
+sys.path.insert(0, {ROOT!r})
 from tests.test_writer import _aligned_writer, _units
 w = _aligned_writer({db!r})
 for unit in _units(1, 500):                    # 125,000 rows: the cut falls inside step 492
