@@ -34,7 +34,7 @@ even msgpack is one error; its steps then show as a gap in the run):
 """
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, Callable
 
 import msgspec
 
@@ -142,21 +142,20 @@ def decode_message(data: bytes | memoryview) -> tuple[list[StepFrame], list[Fram
     except (msgspec.ValidationError, msgspec.DecodeError):
         frames = None
     if frames is not None:
-        good, errors = [], []
-        for f in frames:
-            try:
-                good.append(_validated(f))
-            except FrameError as exc:
-                errors.append(exc)
-        return good, errors
+        return _each(_validated, frames)
     try:                                        # some frame is bad: find which, keep the rest
         parts = _raw_list_decoder.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         return [], [FrameError(f"undecodable batch: {exc}")]
+    return _each(decode_frame, parts)
+
+
+def _each(check: Callable[[Any], StepFrame], items: list) -> tuple[list[StepFrame], list[FrameError]]:
+    """``check`` applied to each item: the frames that pass, and an error for each that does not."""
     good, errors = [], []
-    for raw in parts:
+    for item in items:
         try:
-            good.append(decode_frame(raw))
+            good.append(check(item))
         except FrameError as exc:
             errors.append(exc)
     return good, errors
