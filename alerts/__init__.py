@@ -30,6 +30,17 @@ from .outbox import Outbox
 from .router import Route, Router
 
 __all__ = [
-    "Alert", "Backoff", "ConfigError", "Notification", "Notifier", "Outbox", "Route", "Router",
-    "Severity", "build_notifier", "catalog", "fingerprint", "validate",
+    "Alert",
+    "Backoff",
+    "ConfigError",
+    "Notification",
+    "Notifier",
+    "Outbox",
+    "Route",
+    "Router",
+    "Severity",
+    "build_notifier",
+    "catalog",
+    "fingerprint",
+    "validate",
 ]

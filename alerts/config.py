@@ -64,8 +64,9 @@ from .sinks import SINK_TYPES
 from .sinks.base import Option, non_negative, positive
 
 COMMON_OPTIONS: dict[str, Option] = {
-    "resend_interval_s": Option(float, check=non_negative,
-                                help="seconds between resends while firing; 0 never resends"),
+    "resend_interval_s": Option(
+        float, check=non_negative, help="seconds between resends while firing; 0 never resends"
+    ),
     "queue_size": Option(int, default=1000, check=positive, help="notifications held while the sink is slow"),
     "max_attempts": Option(int, default=5, check=positive, help="attempts per notification, first included"),
     "backoff_initial_s": Option(float, default=1.0, check=positive, help="wait before the first retry"),
@@ -126,19 +127,21 @@ def _unknown_keys(table: Mapping, allowed, where: str, problems: list[str]) -> N
 
 def _check_labels(labels: Any, where: str, problems: list[str]) -> None:
     if not isinstance(labels, Mapping):
-        problems.append(f"{where}: expected a table of name = \"value\" strings")
+        problems.append(f'{where}: expected a table of name = "value" strings')
         return
     for key, value in labels.items():
         if not _LABEL_NAME.match(str(key)) or key in ("alertname", "severity"):
-            problems.append(f"{where}.{key}: label names must match [a-zA-Z_][a-zA-Z0-9_]* "
-                            "and not be alertname or severity")
+            problems.append(
+                f"{where}.{key}: label names must match [a-zA-Z_][a-zA-Z0-9_]* "
+                "and not be alertname or severity"
+            )
         elif not isinstance(value, str):
             problems.append(f"{where}.{key}: label values must be strings; quote it")
 
 
 def _check_sinks(sinks: Any, where: str, problems: list[str]) -> dict[str, dict[str, Any]]:
     if not isinstance(sinks, Mapping) or not sinks:
-        problems.append(f"{where}: define at least one sink, e.g. [{where}.journal] with type = \"log\"")
+        problems.append(f'{where}: define at least one sink, e.g. [{where}.journal] with type = "log"')
         return {}
     parsed = {}
     for name, table in sinks.items():
@@ -148,8 +151,10 @@ def _check_sinks(sinks: Any, where: str, problems: list[str]) -> dict[str, dict[
             continue
         kind = table.get("type")
         if kind not in SINK_TYPES:
-            problems.append(f"{here}.type: {'missing' if kind is None else repr(kind) + ' is unknown'}; "
-                            f"use one of {', '.join(sorted(SINK_TYPES))}")
+            problems.append(
+                f"{here}.type: {'missing' if kind is None else repr(kind) + ' is unknown'}; "
+                f"use one of {', '.join(sorted(SINK_TYPES))}"
+            )
             continue
         parsed[name] = _check_sink(SINK_TYPES[kind], table, here, problems)
     return parsed
@@ -205,13 +210,15 @@ def _check_routes(routes: Any, sinks: Mapping[str, Any], prefix: str, problems: 
             continue
         for name in names:
             if name not in sinks:
-                problems.append(f"{here}.sinks: {name!r} is not defined; define [{prefix}.sinks.{name}] "
-                                f"or use one of: {', '.join(sinks) or '(none defined)'}")
+                problems.append(
+                    f"{here}.sinks: {name!r} is not defined; define [{prefix}.sinks.{name}] "
+                    f"or use one of: {', '.join(sinks) or '(none defined)'}"
+                )
 
 
 def _check_match(match: Any, where: str, problems: list[str]) -> None:
     if not isinstance(match, Mapping):
-        problems.append(f"{where}: expected a table of label = \"value\" or label = [\"a\", \"b\"]")
+        problems.append(f'{where}: expected a table of label = "value" or label = ["a", "b"]')
         return
     for key, wanted in match.items():
         values = [wanted] if isinstance(wanted, str) else wanted
@@ -220,4 +227,6 @@ def _check_match(match: Any, where: str, problems: list[str]) -> None:
         elif key == "severity":
             for value in values:
                 if value not in SEVERITIES:
-                    problems.append(f"{where}.severity: {value!r} is not a severity; use page, warning or info")
+                    problems.append(
+                        f"{where}.severity: {value!r} is not a severity; use page, warning or info"
+                    )

@@ -147,7 +147,8 @@ class Notifier:
             current.add(self._key(alert.name, alert.labels) if self.labels else alert.fingerprint)
         with self._lock:
             stale = [
-                key for key, active in self._active.items()
+                key
+                for key, active in self._active.items()
                 if key not in current and (names is None or active.latest.name in names)
             ]
             for key in stale:

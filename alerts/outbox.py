@@ -144,8 +144,14 @@ class Outbox:
                 self.last_error = str(err)
                 if not err.retryable or attempt >= self.max_attempts:
                     why = "not retryable" if not err.retryable else f"gave up after {attempt} attempts"
-                    log.warning("alert %s %s to sink %s failed (%s): %s",
-                                alert.name, notification.status, self.sink.name, why, err)
+                    log.warning(
+                        "alert %s %s to sink %s failed (%s): %s",
+                        alert.name,
+                        notification.status,
+                        self.sink.name,
+                        why,
+                        err,
+                    )
                     break
                 self._sleep(max(self.backoff.delay(attempt), min(err.retry_after or 0.0, MAX_RETRY_AFTER_S)))
                 if self._stopped.is_set():

@@ -15,13 +15,14 @@ Per run: fit both models on the first half of the steps, score the second half (
 per step class; per-tenant totals of LLMVisor (both fixed-term policies) and of the token split
 against Monte Carlo Shapley values of the noiseless engine on steps spread over the scored window
 (:func:`shadowd.sim.truth.tenant_truth_errors`); the targets of issue 8 checked run by run.  Also
-the attribution cost per 256-request step (:func:`shadowd.attribution.timing.time_attribution`).
+the attribution cost per 256-request step (:func:`benchmarks.attribution_timing.time_attribution`).
 
     .venv/bin/python -m benchmarks.accuracy            # all runs (~6 min on 2 cores); writes
                                                        # docs/accuracy.md and docs/accuracy.json
     .venv/bin/python -m benchmarks.accuracy --quick    # the 2 CI-sized runs, printed; --out PREFIX
                                                        # to write them
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,21 +41,33 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 
 CLASSES = ("prefill", "decode", "mixed", "all")
-MIN_CLASS_STEPS = 100          # fewer scored steps in a class: its p99 is not held to the target
+MIN_CLASS_STEPS = 100  # fewer scored steps in a class: its p99 is not held to the target
 TARGETS = {"r2_all": 0.99, "p99_class": 0.10, "ratio_all_mixed": 2.0, "truth_tenant": 0.03}
 PAPER = {  # LLMVisor paper, as quoted in DESIGN.md ("Attribution"): token / LLMVisor error ratios
-    "prefill": {"p90": 2.5, "p99": 3.3}, "decode": {"p90": 3.5, "p99": 4.4},
-    "token_decode_r2_low": 0.78}
+    "prefill": {"p90": 2.5, "p99": 3.3},
+    "decode": {"p90": 3.5, "p99": 4.4},
+    "token_decode_r2_low": 0.78,
+}
 
 # Relative serving capacity of a platform/model (H100 llama-3.1-8b = 1): tenants' request rates are
 # scaled by it so every pair lands in the same regime.
-CAPACITY = {("h100_sxm", "llama-3.1-8b"): 1.0, ("h100_sxm", "qwen2.5-14b"): 0.6,
-            ("a100_sxm", "llama-3.1-8b"): 0.6, ("a100_sxm", "qwen2.5-14b"): 0.45}
+CAPACITY = {
+    ("h100_sxm", "llama-3.1-8b"): 1.0,
+    ("h100_sxm", "qwen2.5-14b"): 0.6,
+    ("a100_sxm", "llama-3.1-8b"): 0.6,
+    ("a100_sxm", "qwen2.5-14b"): 0.45,
+}
 REGIMES = {  # tenant -> (trace, request rate at capacity 1)
-    "saturated": {"code": ("azure-code", 3.0), "conv": ("azure-conv", 6.0),
-                  "longctx": ("mooncake-conversation", 1.8)},
-    "light": {"code": ("azure-code", 1.5), "conv": ("azure-conv", 0.1),
-              "longctx": ("mooncake-conversation", 0.08)},
+    "saturated": {
+        "code": ("azure-code", 3.0),
+        "conv": ("azure-conv", 6.0),
+        "longctx": ("mooncake-conversation", 1.8),
+    },
+    "light": {
+        "code": ("azure-code", 1.5),
+        "conv": ("azure-conv", 0.1),
+        "longctx": ("mooncake-conversation", 0.08),
+    },
 }
 STEPS = {"saturated": 10000, "light": 16000}
 
@@ -76,8 +89,9 @@ class Case:
     def __post_init__(self) -> None:
         if not self.tenants:
             scale = CAPACITY.get((self.platform, self.model), 1.0)
-            self.tenants = tuple(f"{name}={trace}:{rate * scale:g}"
-                                 for name, (trace, rate) in REGIMES[self.regime].items())
+            self.tenants = tuple(
+                f"{name}={trace}:{rate * scale:g}" for name, (trace, rate) in REGIMES[self.regime].items()
+            )
 
     @property
     def name(self) -> str:
@@ -89,11 +103,20 @@ def all_cases() -> list[Case]:
 
 
 def quick_cases() -> list[Case]:
-    """The CI-sized runs of ``tests/test_accuracy_reference.py``: the saturated one gets 35% of the
+    """The CI-sized runs of ``tests/sim/test_accuracy_reference.py``: the saturated one gets 35% of the
     KV capacity so that the cache fills within 4000 steps."""
-    return [Case("h100_sxm", "llama-3.1-8b", "saturated", 4000, truth_steps=100, kv_fraction=0.35,
-                 tenants=("code=azure-code:6", "conv=azure-conv:6", "longctx=mooncake-conversation:1.8")),
-            Case("h100_sxm", "llama-3.1-8b", "light", 6000, truth_steps=100)]
+    return [
+        Case(
+            "h100_sxm",
+            "llama-3.1-8b",
+            "saturated",
+            4000,
+            truth_steps=100,
+            kv_fraction=0.35,
+            tenants=("code=azure-code:6", "conv=azure-conv:6", "longctx=mooncake-conversation:1.8"),
+        ),
+        Case("h100_sxm", "llama-3.1-8b", "light", 6000, truth_steps=100),
+    ]
 
 
 # --- one run ------------------------------------------------------------------------------------
@@ -101,10 +124,17 @@ def simulate(case: Case):
     """Run the scheduler against the engine; returns (ReferenceRun, StepBatch, kv usage per step)."""
     from shadowd.sim.reference_run import ReferenceRun, RunSpec
 
-    run = ReferenceRun(RunSpec(platform=case.platform, model=case.model, tenants=case.tenants,
-                               seed=case.seed, max_num_seqs=case.max_num_seqs,
-                               max_num_batched_tokens=case.max_num_batched_tokens,
-                               kv_fraction=case.kv_fraction))
+    run = ReferenceRun(
+        RunSpec(
+            platform=case.platform,
+            model=case.model,
+            tenants=case.tenants,
+            seed=case.seed,
+            max_num_seqs=case.max_num_seqs,
+            max_num_batched_tokens=case.max_num_batched_tokens,
+            kv_fraction=case.kv_fraction,
+        )
+    )
     run.run(case.steps, run.workload(duration_s=7200.0))
     return run, run.step_batch(), np.asarray(run.kv_usage, dtype=np.float64)
 
@@ -128,7 +158,7 @@ def _pct(a: np.ndarray, qs=(50, 90, 99)) -> dict[str, float]:
 
 def regime_figures(run, batch, kv: np.ndarray, later_mask: np.ndarray) -> dict[str, Any]:
     """What the run's load looked like: KV usage, concurrency, lengths, preemption."""
-    kv_late = kv[later_mask] if len(kv) == len(later_mask) else kv[len(kv) // 2:]
+    kv_late = kv[later_mask] if len(kv) == len(later_mask) else kv[len(kv) // 2 :]
     size = batch.batch_size()
     tokens = batch.per_step_sum(batch.new_tokens.astype(np.float64))
     later_rows = later_mask[batch.req_step]
@@ -136,16 +166,24 @@ def regime_figures(run, batch, kv: np.ndarray, later_mask: np.ndarray) -> dict[s
     first = np.unique(batch.req_id[later_rows].astype(str), return_index=True)[1]
     prompts = batch.prompt_tokens[later_rows][first].astype(np.float64)
     return {
-        "kv_capacity_tokens": int(run.kv_capacity_tokens), "kv_blocks": int(run.num_blocks),
-        "kv_usage": {"peak": float(kv.max()), "median": float(np.median(kv)),
-                     "scored_peak": float(kv_late.max()), "scored_median": float(np.median(kv_late)),
-                     "scored_p90": float(np.percentile(kv_late, 90)),
-                     "scored_share_above_0.8": float(np.mean(kv_late > 0.8))},
+        "kv_capacity_tokens": int(run.kv_capacity_tokens),
+        "kv_blocks": int(run.num_blocks),
+        "kv_usage": {
+            "peak": float(kv.max()),
+            "median": float(np.median(kv)),
+            "scored_peak": float(kv_late.max()),
+            "scored_median": float(np.median(kv_late)),
+            "scored_p90": float(np.percentile(kv_late, 90)),
+            "scored_share_above_0.8": float(np.mean(kv_late > 0.8)),
+        },
         "batch_size": {**_pct(size[later_mask]), "max": int(size[later_mask].max())},
         "tokens_per_step": _pct(tokens[later_mask]),
         "kv_len_per_row": {**_pct(ctx), "max": int(ctx.max())},
-        "prompt_tokens": {**_pct(prompts), "max": int(prompts.max()),
-                          "cv": float(prompts.std() / prompts.mean())},
+        "prompt_tokens": {
+            **_pct(prompts),
+            "max": int(prompts.max()),
+            "cv": float(prompts.std() / prompts.mean()),
+        },
         "recomputed_requests": recomputes(batch),
         "simulated_s": float(run.driver.elapsed_s),
         "steps_by_class": {c: int(np.sum(batch.kind[later_mask] == i)) for i, c in enumerate(CLASSES[:3])},
@@ -157,38 +195,59 @@ def check_targets(acc: dict[str, Any], truth: dict[str, Any]) -> list[dict[str, 
     out: list[dict[str, Any]] = []
 
     def add(name, value, threshold, ok, note=""):
-        out.append({"target": name, "value": value, "threshold": threshold,
-                    "passed": ok, "note": note})
+        out.append({"target": name, "value": value, "threshold": threshold, "passed": ok, "note": note})
 
     a = acc["all"]
-    add("llmvisor r2 (all)", a["llmvisor"]["r2"], f">= {TARGETS['r2_all']}",
-        a["llmvisor"]["r2"] is not None and a["llmvisor"]["r2"] >= TARGETS["r2_all"])
+    add(
+        "llmvisor r2 (all)",
+        a["llmvisor"]["r2"],
+        f">= {TARGETS['r2_all']}",
+        a["llmvisor"]["r2"] is not None and a["llmvisor"]["r2"] >= TARGETS["r2_all"],
+    )
     for c in CLASSES:
         n = acc[c]["steps"]
         p99 = acc[c]["llmvisor"]["p99"]
         enough = n >= MIN_CLASS_STEPS
-        add(f"llmvisor p99 ({c})", p99, f"<= {TARGETS['p99_class']}",
+        add(
+            f"llmvisor p99 ({c})",
+            p99,
+            f"<= {TARGETS['p99_class']}",
             (p99 <= TARGETS["p99_class"]) if enough and p99 is not None else None,
-            "" if enough else f"{n} steps < {MIN_CLASS_STEPS}: reported, not held")
+            "" if enough else f"{n} steps < {MIN_CLASS_STEPS}: reported, not held",
+        )
     for c in ("all", "mixed"):
         for q in ("p90", "p99"):
             r = acc[c]["ratio"][q]
-            add(f"token/llmvisor {q} ({c})", r, f">= {TARGETS['ratio_all_mixed']}",
-                (r >= TARGETS["ratio_all_mixed"]) if r is not None and acc[c]["steps"] >= MIN_CLASS_STEPS
-                else None)
+            add(
+                f"token/llmvisor {q} ({c})",
+                r,
+                f">= {TARGETS['ratio_all_mixed']}",
+                (r >= TARGETS["ratio_all_mixed"])
+                if r is not None and acc[c]["steps"] >= MIN_CLASS_STEPS
+                else None,
+            )
     for c in CLASSES:
         for q in ("p50", "p90", "p99"):
             lv, tb = acc[c]["llmvisor"][q], acc[c]["token_baseline"][q]
             if lv is None or tb is None:
                 continue
             held = acc[c]["steps"] >= 30
-            add(f"token not better {q} ({c})", tb / lv if lv > 0 else None, ">= 1",
-                (tb >= lv) if held else None, "" if held else "fewer than 30 steps")
+            add(
+                f"token not better {q} ({c})",
+                tb / lv if lv > 0 else None,
+                ">= 1",
+                (tb >= lv) if held else None,
+                "" if held else "fewer than 30 steps",
+            )
     for pol, res in truth["llmvisor_policies"].items():
         e = res["tenant_error_max"]
-        add(f"shapley tenant error ({pol})", e, f"<= {TARGETS['truth_tenant']}",
+        add(
+            f"shapley tenant error ({pol})",
+            e,
+            f"<= {TARGETS['truth_tenant']}",
             (e <= TARGETS["truth_tenant"]) if pol == "equal" else None,
-            "" if pol == "equal" else "the other policy: reported, not a target")
+            "" if pol == "equal" else "the other policy: reported, not a target",
+        )
     return out
 
 
@@ -203,42 +262,58 @@ def run_case(case: Case, log=print) -> dict[str, Any]:
     t_sim = time.perf_counter() - t0
     earlier, later = split_window(batch, 0.5)
     later_mask = np.arange(batch.num_steps) >= earlier.num_steps
-    key = {"gpu": case.platform, "model": case.model, "dtype": "bf16", "tp": 1, "pp": 1,
-           "vllm": "0.33", "attention_backend": "reference-engine"}
+    key = {
+        "gpu": case.platform,
+        "model": case.model,
+        "dtype": "bf16",
+        "tp": 1,
+        "pp": 1,
+        "vllm": "0.33",
+        "attention_backend": "reference-engine",
+    }
     version = fit(earlier, key)
     report = accuracy_report(version, later, "equal")
     att = version.attribute(later, "equal")
     t1 = time.perf_counter()
-    truth = tenant_truth_errors(run.engine, later, att, sample_steps=case.truth_steps, seed=case.seed,
-                                permutations=case.permutations)
+    truth = tenant_truth_errors(
+        run.engine, later, att, sample_steps=case.truth_steps, seed=case.seed, permutations=case.permutations
+    )
     t_truth = time.perf_counter() - t1
     result = {
         "case": {**asdict(case), "tenants": list(case.tenants), "name": case.name},
         "regime": regime_figures(run, batch, kv, later_mask),
-        "fit_steps": earlier.num_steps, "scored_steps": later.num_steps,
-        "model_version": version.version, "coefficients": version.llmvisor.to_dict(),
+        "fit_steps": earlier.num_steps,
+        "scored_steps": later.num_steps,
+        "model_version": version.version,
+        "coefficients": version.llmvisor.to_dict(),
         "token_baseline": version.token_baseline.to_dict(),
-        "accuracy": report["accuracy"], "tenants": report["tenants"], "truth": truth,
+        "accuracy": report["accuracy"],
+        "tenants": report["tenants"],
+        "truth": truth,
         "seconds": {"simulate": t_sim, "truth": t_truth, "total": time.perf_counter() - t0},
     }
     result["targets"] = check_targets(report["accuracy"], truth)
-    log(f"{case.name}: {batch.num_steps} steps in {t_sim:.0f} s; "
-        f"KV peak {result['regime']['kv_usage']['peak']:.2f}; " + summary_line(result))
+    log(
+        f"{case.name}: {batch.num_steps} steps in {t_sim:.0f} s; "
+        f"KV peak {result['regime']['kv_usage']['peak']:.2f}; " + summary_line(result)
+    )
     return result
 
 
 def summary_line(r: dict[str, Any]) -> str:
     a = r["accuracy"]["all"]
     missed = [t["target"] for t in r["targets"] if t["passed"] is False]
-    return (f"all R² {a['llmvisor']['r2']:.4f}, p99 {a['llmvisor']['p99']:.3f}, token ratio p90/p99 "
-            f"{a['ratio']['p90']:.1f}/{a['ratio']['p99']:.1f}, Shapley tenant err "
-            f"{r['truth']['llmvisor']['tenant_error_max']:.4f} (token "
-            f"{r['truth']['token_baseline']['tenant_error_max']:.3f}); "
-            + ("all targets met" if not missed else "MISSED: " + ", ".join(missed)))
+    return (
+        f"all R² {a['llmvisor']['r2']:.4f}, p99 {a['llmvisor']['p99']:.3f}, token ratio p90/p99 "
+        f"{a['ratio']['p90']:.1f}/{a['ratio']['p99']:.1f}, Shapley tenant err "
+        f"{r['truth']['llmvisor']['tenant_error_max']:.4f} (token "
+        f"{r['truth']['token_baseline']['tenant_error_max']:.3f}); "
+        + ("all targets met" if not missed else "MISSED: " + ", ".join(missed))
+    )
 
 
 def attribution_cost() -> dict[str, Any]:
-    from shadowd.attribution.timing import time_attribution
+    from benchmarks.attribution_timing import time_attribution
 
     return time_attribution(steps=2000, requests_per_step=256, repeats=5)
 
@@ -251,8 +326,11 @@ def _f(x: Any, nd: int = 3, pct: bool = False) -> str:
 
 
 def accuracy_table(results: list[dict[str, Any]]) -> list[str]:
-    lines = ["| run | class | steps | LLMVisor R² | p50 | p90 | p99 | token R² | p50 | p90 | p99 "
-             "| ratio p90 | ratio p99 |", "|" + "---|" * 13]
+    lines = [
+        "| run | class | steps | LLMVisor R² | p50 | p90 | p99 | token R² | p50 | p90 | p99 "
+        "| ratio p90 | ratio p99 |",
+        "|" + "---|" * 13,
+    ]
     for r in results:
         for c in CLASSES:
             a = r["accuracy"][c]
@@ -261,22 +339,32 @@ def accuracy_table(results: list[dict[str, Any]]) -> list[str]:
                 f"| {r['case']['name']} | {c} | {a['steps']} | {_f(lv['r2'], 4)} | {_f(lv['p50'], 3, True)} "
                 f"| {_f(lv['p90'], 3, True)} | {_f(lv['p99'], 3, True)} | {_f(tb['r2'], 3)} "
                 f"| {_f(tb['p50'], 3, True)} | {_f(tb['p90'], 3, True)} | {_f(tb['p99'], 3, True)} "
-                f"| {_f(ra['p90'], 1)}× | {_f(ra['p99'], 1)}× |")
+                f"| {_f(ra['p90'], 1)}× | {_f(ra['p99'], 1)}× |"
+            )
     return lines
 
 
 def paper_table(results: list[dict[str, Any]]) -> list[str]:
     def span(cls: str, q: str, saturated_only: bool = False) -> str:
-        vals = [r["accuracy"][cls]["ratio"][q] for r in results
-                if r["accuracy"][cls]["steps"] >= MIN_CLASS_STEPS and r["accuracy"][cls]["ratio"][q]
-                and (not saturated_only or r["case"]["regime"] == "saturated")]
+        vals = [
+            r["accuracy"][cls]["ratio"][q]
+            for r in results
+            if r["accuracy"][cls]["steps"] >= MIN_CLASS_STEPS
+            and r["accuracy"][cls]["ratio"][q]
+            and (not saturated_only or r["case"]["regime"] == "saturated")
+        ]
         return f"{min(vals):.1f}–{max(vals):.1f}×" if vals else "– (no class with enough steps)"
+
     # R² only means something where the class's latencies vary: runs where LLMVisor explains ≥ 95%
-    dec_r2 = [r["accuracy"]["decode"]["token_baseline"]["r2"] for r in results
-              if r["accuracy"]["decode"]["token_baseline"]["r2"] is not None
-              and (r["accuracy"]["decode"]["llmvisor"]["r2"] or 0) >= 0.95]
+    dec_r2 = [
+        r["accuracy"]["decode"]["token_baseline"]["r2"]
+        for r in results
+        if r["accuracy"]["decode"]["token_baseline"]["r2"] is not None
+        and (r["accuracy"]["decode"]["llmvisor"]["r2"] or 0) >= 0.95
+    ]
     return [
-        "| figure | paper | here, all runs | here, saturated runs |", "|---|---|---|---|",
+        "| figure | paper | here, all runs | here, saturated runs |",
+        "|---|---|---|---|",
         f"| prefill: token/LLMVisor p90 | {PAPER['prefill']['p90']}× | {span('prefill', 'p90')} | "
         f"{span('prefill', 'p90', True)} |",
         f"| prefill: token/LLMVisor p99 | {PAPER['prefill']['p99']}× | {span('prefill', 'p99')} | "
@@ -290,19 +378,25 @@ def paper_table(results: list[dict[str, Any]]) -> list[str]:
         f"| all: token/LLMVisor p90 | – | {span('all', 'p90')} | {span('all', 'p90', True)} |",
         f"| all: token/LLMVisor p99 | – | {span('all', 'p99')} | {span('all', 'p99', True)} |",
         f"| token-baseline decode R² (runs where LLMVisor's decode R² ≥ 0.95) | as low as "
-        f"{PAPER['token_decode_r2_low']} | {min(dec_r2):.2f}–{max(dec_r2):.2f} | – |" if dec_r2
+        f"{PAPER['token_decode_r2_low']} | {min(dec_r2):.2f}–{max(dec_r2):.2f} | – |"
+        if dec_r2
         else "| token-baseline decode R² | as low as 0.78 | – | – |",
     ]
 
 
 def summary_table(results: list[dict[str, Any]]) -> list[str]:
-    lines = ["| run | KV peak / median (scored) | LLMVisor R² (all) | LLMVisor p99: prefill / decode / "
-             "mixed / all | token ÷ LLMVisor p90, p99: all · mixed | tenant error vs Shapley: LLMVisor "
-             "· token | targets |", "|" + "---|" * 7]
+    lines = [
+        "| run | KV peak / median (scored) | LLMVisor R² (all) | LLMVisor p99: prefill / decode / "
+        "mixed / all | token ÷ LLMVisor p90, p99: all · mixed | tenant error vs Shapley: LLMVisor "
+        "· token | targets |",
+        "|" + "---|" * 7,
+    ]
     for r in results:
         a, g, t = r["accuracy"], r["regime"]["kv_usage"], r["truth"]
-        p99 = " / ".join(_f(a[c]["llmvisor"]["p99"], 3, True) + ("" if a[c]["steps"] >= MIN_CLASS_STEPS
-                                                                  else "\\*") for c in CLASSES)
+        p99 = " / ".join(
+            _f(a[c]["llmvisor"]["p99"], 3, True) + ("" if a[c]["steps"] >= MIN_CLASS_STEPS else "\\*")
+            for c in CLASSES
+        )
         missed = sum(1 for x in r["targets"] if x["passed"] is False)
         lines.append(
             f"| {r['case']['name']} | {g['peak']:.0%} / {g['scored_median']:.0%} | "
@@ -310,33 +404,49 @@ def summary_table(results: list[dict[str, Any]]) -> list[str]:
             f"{_f(a['all']['ratio']['p99'], 1)}× · {_f(a['mixed']['ratio']['p90'], 1)}×, "
             f"{_f(a['mixed']['ratio']['p99'], 1)}× | {t['llmvisor']['tenant_error_max']:.2%} · "
             f"{t['token_baseline']['tenant_error_max']:.1%} | "
-            + ("met" if not missed else f"**{missed} missed**") + " |")
-    return lines + ["", f"\\* fewer than {MIN_CLASS_STEPS} scored steps in the class: reported, not held "
-                        "to the p99 target."]
+            + ("met" if not missed else f"**{missed} missed**")
+            + " |"
+        )
+    return lines + [
+        "",
+        f"\\* fewer than {MIN_CLASS_STEPS} scored steps in the class: reported, not held to the p99 target.",
+    ]
 
 
 def regime_table(results: list[dict[str, Any]]) -> list[str]:
-    lines = ["| run | KV capacity (tokens) | KV peak | KV median (scored) | KV p90 (scored) "
-             "| scored steps with KV > 80% | batch p50 / p90 / max | tokens/step p50 / p90 "
-             "| prompt p50 / p90 / max (CV) | KV length per row p50 / p99 | recomputed requests "
-             "| simulated s |", "|" + "---|" * 12]
+    lines = [
+        "| run | KV capacity (tokens) | KV peak | KV median (scored) | KV p90 (scored) "
+        "| scored steps with KV > 80% | batch p50 / p90 / max | tokens/step p50 / p90 "
+        "| prompt p50 / p90 / max (CV) | KV length per row p50 / p99 | recomputed requests "
+        "| simulated s |",
+        "|" + "---|" * 12,
+    ]
     for r in results:
         g = r["regime"]
-        kv, bs, tk, pr, kl = g["kv_usage"], g["batch_size"], g["tokens_per_step"], g["prompt_tokens"], \
-            g["kv_len_per_row"]
+        kv, bs, tk, pr, kl = (
+            g["kv_usage"],
+            g["batch_size"],
+            g["tokens_per_step"],
+            g["prompt_tokens"],
+            g["kv_len_per_row"],
+        )
         lines.append(
             f"| {r['case']['name']} | {g['kv_capacity_tokens']:,} | {kv['peak']:.0%} | "
             f"{kv['scored_median']:.0%} | {kv['scored_p90']:.0%} | {kv['scored_share_above_0.8']:.0%} | "
             f"{bs['p50']:.0f} / {bs['p90']:.0f} / {bs['max']} | {tk['p50']:.0f} / {tk['p90']:.0f} | "
             f"{pr['p50']:.0f} / {pr['p90']:.0f} / {pr['max']} ({pr['cv']:.2f}) | "
-            f"{kl['p50']:.0f} / {kl['p99']:.0f} | {g['recomputed_requests']} | {g['simulated_s']:.0f} |")
+            f"{kl['p50']:.0f} / {kl['p99']:.0f} | {g['recomputed_requests']} | {g['simulated_s']:.0f} |"
+        )
     return lines
 
 
 def truth_table(results: list[dict[str, Any]]) -> list[str]:
-    lines = ["| run | steps / requests sampled | LLMVisor `equal` max tenant error | per tenant "
-             "| LLMVisor `pro_rata` | token split | token per tenant | request error p50 / p90: "
-             "LLMVisor `equal` · token |", "|" + "---|" * 8]
+    lines = [
+        "| run | steps / requests sampled | LLMVisor `equal` max tenant error | per tenant "
+        "| LLMVisor `pro_rata` | token split | token per tenant | request error p50 / p90: "
+        "LLMVisor `equal` · token |",
+        "|" + "---|" * 8,
+    ]
     for r in results:
         t = r["truth"]
         eq, pr, tb = t["llmvisor_policies"]["equal"], t["llmvisor_policies"]["pro_rata"], t["token_baseline"]
@@ -345,7 +455,8 @@ def truth_table(results: list[dict[str, Any]]) -> list[str]:
             f"| {r['case']['name']} | {t['steps']} / {t['requests']} | {eq['tenant_error_max']:.2%} | "
             f"{per(eq)} | {pr['tenant_error_max']:.2%} | {tb['tenant_error_max']:.2%} | {per(tb)} | "
             f"{eq['request_error_p50']:.1%} / {eq['request_error_p90']:.1%} · "
-            f"{tb['request_error_p50']:.1%} / {tb['request_error_p90']:.1%} |")
+            f"{tb['request_error_p50']:.1%} / {tb['request_error_p90']:.1%} |"
+        )
     return lines
 
 
@@ -360,21 +471,25 @@ WHY = {  # what a miss of each kind has come from in these runs (see the module 
         "breakpoint search, dominated by thousands of decode steps, puts the segment boundary (177 "
         "tokens) above the jump. On H100 the same kind of steps stays under 10%."
         " The class p99 sits on a handful of steps (p99 of ~100–500 steps is one of the worst "
-        "1–5)."),
+        "1–5)."
+    ),
     "token not better": (
         "A prefill-only step here is one chunk at an idle engine, where a token count *is* the right "
         "model (T ≈ γ0 + γ1·N for one request), and the token baseline fits that class on its own, "
         "while LLMVisor fits all classes jointly with one breakpoint (and meets the same GEMM tile "
         "step as above). The class has under 100 scored steps, so its p90 is itself uncertain by "
-        "about the margin."),
+        "about the margin."
+    ),
     "shapley": (
         "Shapley values average a request's marginal cost over hypothetical sub-batches; a linear "
         "model fitted on step totals learns the marginal cost in the real batch. They differ where "
         "T is far from additive (GEMM flat below the knee, decode attention floored by its longest "
-        "sequence)."),
+        "sequence)."
+    ),
     "llmvisor r2": (
         "R² over a window of near-identical step latencies is small even at small relative error "
-        "(the variance to explain is small); read the relative errors."),
+        "(the variance to explain is small); read the relative errors."
+    ),
     "token/llmvisor": ("The token baseline's per-class line is close to the truth in this class."),
 }
 
@@ -384,8 +499,10 @@ def misses(results: list[dict[str, Any]]) -> list[str]:
     for r in results:
         for t in r["targets"]:
             if t["passed"] is False:
-                out.append(f"- **{r['case']['name']}**: {t['target']} = {_f(t['value'], 4)} "
-                           f"(target {t['threshold']}).")
+                out.append(
+                    f"- **{r['case']['name']}**: {t['target']} = {_f(t['value'], 4)} "
+                    f"(target {t['threshold']})."
+                )
                 kinds += [k for k in WHY if t["target"].startswith(k) and k not in kinds]
     if out:
         out += [""] + [f"*{k}*: {WHY[k]}" for k in kinds]
@@ -397,8 +514,12 @@ def render(doc: dict[str, Any]) -> str:
     cost = doc["attribution_cost"]
     held = [t for r in results for t in r["targets"] if t["passed"] is not None]
     met = sum(1 for t in held if t["passed"])
-    not_held = [f"{r['case']['name']} {t['target']}" for r in results for t in r["targets"]
-                if t["passed"] is None and t["target"].startswith("llmvisor p99")]
+    not_held = [
+        f"{r['case']['name']} {t['target']}"
+        for r in results
+        for t in r["targets"]
+        if t["passed"] is None and t["target"].startswith("llmvisor p99")
+    ]
     miss = misses(results)
     cmd = "`.venv/bin/python -m benchmarks.accuracy" + (" --quick`" if doc["quick"] else "`")
     parts = [
@@ -432,8 +553,11 @@ def render(doc: dict[str, Any]) -> str:
         "|---|---|---|---|---|",
     ]
     for regime, tenants in REGIMES.items():
-        parts.append(f"| {regime} | " + " | ".join(f"{rate:g}" for _, rate in tenants.values())
-                     + f" × capacity | {STEPS[regime]:,} |")
+        parts.append(
+            f"| {regime} | "
+            + " | ".join(f"{rate:g}" for _, rate in tenants.values())
+            + f" × capacity | {STEPS[regime]:,} |"
+        )
     parts += [
         "",
         "Capacity: " + ", ".join(f"{p}/{m} {c:g}" for (p, m), c in CAPACITY.items()) + ".",
@@ -482,8 +606,10 @@ def render(doc: dict[str, Any]) -> str:
     if miss:
         parts += ["### Targets missed, by how much, and why", "", *miss, ""]
     if not_held:
-        parts += ["Classes too small to hold to the p99 target (reported above): "
-                  + "; ".join(not_held) + ".", ""]
+        parts += [
+            "Classes too small to hold to the p99 target (reported above): " + "; ".join(not_held) + ".",
+            "",
+        ]
     parts += [
         "## Against the ground truth: per-tenant totals vs Shapley values",
         "",
@@ -509,7 +635,7 @@ def render(doc: dict[str, Any]) -> str:
         "",
         "## Attribution cost",
         "",
-        f"`shadowd.attribution.timing.time_attribution`: {cost['steps']} synthetic steps of "
+        f"`benchmarks.attribution_timing.time_attribution`: {cost['steps']} synthetic steps of "
         f"{cost['requests_per_step']:.0f} requests, best of 5, full `ModelVersion.attribute` "
         f"(LLMVisor prediction and shares under the policy, measured-latency normalisation, token "
         f"prediction and split): **{cost['us_per_step']:.1f} µs per 256-request step** (target ≤ 20 µs); "
@@ -523,9 +649,14 @@ def render(doc: dict[str, Any]) -> str:
         "`(p, c, p², p·c, 1)`, decode rows `(c, 1, extra draft tokens)`; two segments split at a "
         "searched token breakpoint (memory-bound / compute-bound), each with its own β and θ. "
         "Breakpoints found per run: "
-        + ", ".join(f"{r['case']['name']} {r['coefficients']['breakpoint_tokens']:.0f}"
-                    if r['coefficients']['breakpoint_tokens'] is not None else f"{r['case']['name']} –"
-                    for r in results) + ". " + doc["model_note"],
+        + ", ".join(
+            f"{r['case']['name']} {r['coefficients']['breakpoint_tokens']:.0f}"
+            if r["coefficients"]["breakpoint_tokens"] is not None
+            else f"{r['case']['name']} –"
+            for r in results
+        )
+        + ". "
+        + doc["model_note"],
         "",
         "## Reproduce",
         "",
@@ -533,7 +664,7 @@ def render(doc: dict[str, Any]) -> str:
         ".venv/bin/python -m benchmarks.accuracy          # this page and docs/accuracy.json",
         ".venv/bin/python -m benchmarks.accuracy --quick  # the two CI-sized runs, printed",
         ".venv/bin/python -m benchmarks.accuracy --render docs/accuracy.json   # page from stored figures",
-        ".venv/bin/python -m pytest -q tests/test_accuracy_reference.py   # the CI-sized check",
+        ".venv/bin/python -m pytest -q tests/sim/test_accuracy_reference.py   # the CI-sized check",
         "```",
         "",
         "The CI-sized check runs H100/llama-3.1-8b only: a saturated run of 4,000 steps (35% of the "
@@ -568,7 +699,8 @@ MODEL_NOTE = (
     "a decode step and a 129–160-token one 40% slower; these steps set the prefill p99 of the "
     "light A100 runs) "
     "and CUDA-graph padding (smaller steps of the same kind). A separate prefix-attention term is "
-    "not needed: `c` and `p·c` carry it.")
+    "not needed: `c` and `p·c` carry it."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -590,9 +722,16 @@ def main(argv: list[str] | None = None) -> int:
         cases = [c for c in cases if args.only in c.name]
     t0 = time.perf_counter()
     results = [run_case(c, log=lambda s: print(s, file=sys.stderr, flush=True)) for c in cases]
-    doc = {"quick": args.quick, "runs": results, "attribution_cost": attribution_cost(),
-           "targets": TARGETS, "paper": PAPER, "min_class_steps": MIN_CLASS_STEPS,
-           "cpus": os.cpu_count(), "model_note": MODEL_NOTE}
+    doc = {
+        "quick": args.quick,
+        "runs": results,
+        "attribution_cost": attribution_cost(),
+        "targets": TARGETS,
+        "paper": PAPER,
+        "min_class_steps": MIN_CLASS_STEPS,
+        "cpus": os.cpu_count(),
+        "model_note": MODEL_NOTE,
+    }
     doc["seconds"] = time.perf_counter() - t0
     text = render(doc)
     out = args.out or (None if args.quick else "docs/accuracy")

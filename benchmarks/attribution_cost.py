@@ -1,21 +1,22 @@
 """Attribution µs per step (256 requests), and its cost relative to the token baseline alone.
 
-``shadowd.attribution.timing.time_attribution``: synthetic vLLM-like steps of
+``benchmarks.attribution_timing.time_attribution``: synthetic vLLM-like steps of
 256 requests (``shadowd.attribution.synthetic``), a model version fitted on
 them (not timed), then ``ModelVersion.attribute`` over all steps at once, as
 the daemon does per ingest batch; best of a few repeats, per step.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import sys
 
-TARGET_US = 20.0           # shadowd/attribution/timing.py's stated target per 256-request step
+TARGET_US = 20.0  # benchmarks/attribution_timing.py's stated target per 256-request step
 
 
 def run(quick: bool = False) -> dict:
-    from shadowd.attribution.timing import time_attribution
+    from benchmarks.attribution_timing import time_attribution
 
     old = os.sched_getaffinity(0)
     os.sched_setaffinity(0, {0})

@@ -6,17 +6,17 @@ What docs/checks.md quotes, measured the way the daemon runs:
    light-load mix 16k; the real vLLM scheduler forming the steps, H100 kernel tables,
    llama-3.1-8b): the first ``settle`` fraction of the steps (ramp-up from an empty
    engine) is skipped; the next ``warmup_steps`` steps (the daemon's default window, 2000) are
-   calibrated exactly as the daemon does (``shadowd.calibrator.calibrate`` with the production
+   calibrated exactly as the daemon does (``shadowd.daemon.calibrator.calibrate`` with the production
    ``CalibrationSettings()``: LLMVisor fitted on the earlier 70 %, detector thresholds calibrated on
    the held-out 30 % and the whole window to 1e-5 false alarms per step, detector and class); the
    model's relative residuals on all *later* steps (never seen by the calibration) are what is
    measured on, and, for comparison, the same later steps under the previous calibration design.
 2. False alarms per detector and step class: (a) on the real later residuals themselves (a few
    thousand steps: an upper bound, not a rate of 1e-5), (b) on long stationary streams
-   (``--long-steps`` per class, default 2M) resampled by the AR sieve that ``checks.calibration``
+   (``--long-steps`` per class, default 2M) resampled by the AR sieve that ``checks.threshold_search``
    uses, once from the later residuals (fresh data) and once from the calibration's own held-out
    residuals with a new seed (re-measurement). ADWIN detections are counted raw and after the
-   daemon's relevance filter (``shadowd.drift_watch.is_relevant``: an ADWIN detection whose kept window sits under ``min_shift / 2`` from the calibration mean is ignored).
+   daemon's relevance filter (``shadowd.daemon.drift_watch.is_relevant``: an ADWIN detection whose kept window sits under ``min_shift / 2`` from the calibration mean is ignored).
 3. Detection delay per slowdown size: the later residual stream (all classes, interleaved as the
    engine produced them) is treated as circular; from each of ``--offsets`` evenly spaced starts it
    is fed to fresh detectors for ``--warmup`` steps unchanged, then slowed (``r -> (1+r)(1+s) - 1``)
@@ -32,6 +32,7 @@ What docs/checks.md quotes, measured the way the daemon runs:
                                                             # docs/checks.md and docs/checks.json
     .venv/bin/python -m benchmarks.drift_figures --quick    # one short run, no demo, prints only
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,22 +62,40 @@ RUNS = {
     "trace-mix": (TRACE_MIX, {"steps": 12000}),
     "light-mix": (LIGHT_MIX, {"steps": 16000}),
 }
-DEMO_CMD = [".venv/bin/shadowd", "demo", "--platform", "h100_sxm", "--steps", "2400",
-            "--inject", "slowdown:0.08@1600", "--json"]
+DEMO_CMD = [
+    ".venv/bin/shadowd",
+    "demo",
+    "--platform",
+    "h100_sxm",
+    "--steps",
+    "2400",
+    "--inject",
+    "slowdown:0.08@1600",
+    "--json",
+]
 DEMO_SHIFT_AT = 1600
 
 
 # -- 1. reference runs and their residuals ------------------------------------------------------
-def reference_residuals(name: str, tenants: tuple[str, ...], *, steps: int, seed: int,
-                         platform: str, model: str, settle: float, warmup_steps: int) -> dict[str, Any]:
+def reference_residuals(
+    name: str,
+    tenants: tuple[str, ...],
+    *,
+    steps: int,
+    seed: int,
+    platform: str,
+    model: str,
+    settle: float,
+    warmup_steps: int,
+) -> dict[str, Any]:
     """Run the engine, calibrate like the daemon, and return the later steps' residuals."""
     import vllm
 
     import checks
-    from shadowd.calibrator import CalibrationSettings, calibrate
-    from shadowd.config import Platform
+    from shadowd.daemon.calibrator import CalibrationSettings, calibrate
+    from shadowd.daemon.config import Platform
     from shadowd.sim.reference_run import ReferenceRun, RunSpec
-    from shadowd.stepbatch import KIND_NAMES
+    from shadowd.steps.batch import KIND_NAMES
 
     t0 = time.perf_counter()
     ref = ReferenceRun(RunSpec(platform=platform, model=model, tenants=tenants, seed=seed))
@@ -87,13 +106,20 @@ def reference_residuals(name: str, tenants: tuple[str, ...], *, steps: int, seed
     n = batch.num_steps
     n_settle = int(round(settle * n))
     if n - n_settle - warmup_steps < 1000:
-        raise RuntimeError(f"{name}: {n} steps leave < 1000 after {n_settle} settle + "
-                           f"{warmup_steps} calibration steps")
+        raise RuntimeError(
+            f"{name}: {n} steps leave < 1000 after {n_settle} settle + {warmup_steps} calibration steps"
+        )
     pos = np.arange(n)
     window = batch.select_steps((pos >= n_settle) & (pos < n_settle + warmup_steps))
     later = batch.select_steps(pos >= n_settle + warmup_steps)
-    key = Platform(gpu=ref.engine.platform.key, model=ref.engine.model.name, dtype="bf16", tp=1,
-                   vllm=vllm.__version__, attention_backend="reference-engine").as_key()
+    key = Platform(
+        gpu=ref.engine.platform.key,
+        model=ref.engine.model.name,
+        dtype="bf16",
+        tp=1,
+        vllm=vllm.__version__,
+        attention_backend="reference-engine",
+    ).as_key()
     settings = CalibrationSettings()
     t1 = time.perf_counter()
     cal = calibrate(window, key, settings)
@@ -116,24 +142,36 @@ def reference_residuals(name: str, tenants: tuple[str, ...], *, steps: int, seed
         mine = kinds == cls
         in_domain[mine] = dcal.in_domain({k: v[mine] for k, v in comp.items()})
     return {
-        "name": name, "tenants": list(tenants), "platform": ref.engine.platform.key, "model": model,
-        "seed": seed, "steps": int(n), "engine_steps_run": int(done), "settle_steps": n_settle,
-        "calibration_steps": int(window.num_steps), "later_steps": int(later.num_steps),
-        "run_seconds": round(run_s, 1), "calibrate_seconds": round(cal_s, 1),
+        "name": name,
+        "tenants": list(tenants),
+        "platform": ref.engine.platform.key,
+        "model": model,
+        "seed": seed,
+        "steps": int(n),
+        "engine_steps_run": int(done),
+        "settle_steps": n_settle,
+        "calibration_steps": int(window.num_steps),
+        "later_steps": int(later.num_steps),
+        "run_seconds": round(run_s, 1),
+        "calibrate_seconds": round(cal_s, 1),
         "settings": {k: getattr(settings, k) for k in settings.__dataclass_fields__},
-        "class_counts": {"window": {c: int((window.kind == i).sum()) for i, c in enumerate(KIND_NAMES)},
-                         "later": {c: int((later.kind == i).sum()) for i, c in enumerate(KIND_NAMES)}},
+        "class_counts": {
+            "window": {c: int((window.kind == i).sum()) for i, c in enumerate(KIND_NAMES)},
+            "later": {c: int((later.kind == i).sum()) for i, c in enumerate(KIND_NAMES)},
+        },
         "mean_batch_size_later": float(sizes[pos >= n_settle + warmup_steps].mean()),
-        "batch_size_per_1000_steps": [round(float(sizes[i:i + 1000].mean()), 1) for i in range(0, n, 1000)],
+        "batch_size_per_1000_steps": [round(float(sizes[i : i + 1000].mean()), 1) for i in range(0, n, 1000)],
         "mean_latency_ms_later": float(later.latency_ms.mean()),
         "model_version": cal.model.version,
         "drift": {c: d.to_dict() for c, d in cal.drift.items()},
         "unwatched": dict(cal.unwatched),
         "holdout": {c: np.asarray(v, dtype=float) for c, v in cal.holdout_residuals.items()},
-        "residual": np.asarray(resid, dtype=float), "kind": kinds, "kernel_share": share,
-        "in_domain": in_domain, "legacy": legacy,
+        "residual": np.asarray(resid, dtype=float),
+        "kind": kinds,
+        "kernel_share": share,
+        "in_domain": in_domain,
+        "legacy": legacy,
     }
-
 
 
 def legacy_alarms(window: Any, later: Any, key: dict[str, Any]) -> dict[str, Any]:
@@ -143,9 +181,9 @@ def legacy_alarms(window: Any, later: Any, key: dict[str, Any]) -> dict[str, Any
     detectors fed every step against their running mean (no wander bound, no domain, no baseline).
     """
     import checks
-    from shadowd.calibrator import CalibrationSettings, calibrate
-    from shadowd.drift_watch import is_relevant
-    from shadowd.stepbatch import KIND_NAMES
+    from shadowd.daemon.calibrator import CalibrationSettings, calibrate
+    from shadowd.daemon.drift_watch import is_relevant
+    from shadowd.steps.batch import KIND_NAMES
 
     settings = CalibrationSettings(wander_k=0.0, detrend_steps=0, noise_from_window=False)
     cal = calibrate(window, key, settings)
@@ -155,12 +193,21 @@ def legacy_alarms(window: Any, later: Any, key: dict[str, Any]) -> dict[str, Any
     events = mon.update_many(np.arange(later.num_steps), kinds, resid, np.zeros(later.num_steps))
     out: dict[str, Any] = {}
     for cls, c in mon.counts().items():
-        kept = [e for e in events if e.step_class == cls
-                and is_relevant(e.detector, (e.details or {}).get("kept_mean"), cal.drift[cls],
-                                settings.min_shift)]
-        out[cls] = {"steps": c["steps"], "page_hinkley": sum(e.detector == "page_hinkley" for e in kept),
-                    "adwin": sum(e.detector == "adwin" for e in kept),
-                    "ph_threshold": cal.drift[cls].ph_threshold, "ph_delta": cal.drift[cls].ph_delta}
+        kept = [
+            e
+            for e in events
+            if e.step_class == cls
+            and is_relevant(
+                e.detector, (e.details or {}).get("kept_mean"), cal.drift[cls], settings.min_shift
+            )
+        ]
+        out[cls] = {
+            "steps": c["steps"],
+            "page_hinkley": sum(e.detector == "page_hinkley" for e in kept),
+            "adwin": sum(e.detector == "adwin" for e in kept),
+            "ph_threshold": cal.drift[cls].ph_threshold,
+            "ph_delta": cal.drift[cls].ph_delta,
+        }
     return out
 
 
@@ -182,13 +229,15 @@ def load_or_run(name: str, tenants: tuple[str, ...], cache: Path | None, **kw: A
 
 def calibrations(run: dict[str, Any]) -> dict[str, Any]:
     from checks import DriftCalibration
+
     return {c: DriftCalibration.from_dict(d) for c, d in run["drift"].items()}
 
 
 # -- 2. false alarms ------------------------------------------------------------------------------
 def _relevant(det: Any, cal: Any, min_shift: float) -> bool:
-    """The daemon's filter (``shadowd.drift_watch.is_relevant``)."""
-    from shadowd.drift_watch import is_relevant
+    """The daemon's filter (``shadowd.daemon.drift_watch.is_relevant``)."""
+    from shadowd.daemon.drift_watch import is_relevant
+
     return is_relevant(det.name, (det.last_detection or {}).get("kept_mean"), cal, min_shift)
 
 
@@ -205,9 +254,15 @@ def count_alarms(cal: Any, z: np.ndarray, min_shift: float) -> dict[str, dict[st
                 raw += 1
                 rel += _relevant(det, cal, min_shift)
         n = len(z)
-        out[det.name] = {"steps": n, "alarms": raw, "alarms_relevant": rel,
-                         "rate": raw / n, "rate_upper95": poisson_upper(raw, n),
-                         "rate_relevant": rel / n, "rate_relevant_upper95": poisson_upper(rel, n)}
+        out[det.name] = {
+            "steps": n,
+            "alarms": raw,
+            "alarms_relevant": rel,
+            "rate": raw / n,
+            "rate_upper95": poisson_upper(raw, n),
+            "rate_relevant": rel / n,
+            "rate_relevant_upper95": poisson_upper(rel, n),
+        }
     return out
 
 
@@ -226,22 +281,28 @@ def false_alarms(run: dict[str, Any], long_steps: int, min_shift: float, seed: i
     from checks.resample import ar_sieve_bootstrap
 
     cals = calibrations(run)
-    out: dict[str, Any] = {"real_later": {}, "long_from_later": {}, "long_from_holdout": {},
-                           "wander": {}}
+    out: dict[str, Any] = {"real_later": {}, "long_from_later": {}, "long_from_holdout": {}, "wander": {}}
     from checks import detrend
 
     for i, (cls, cal) in enumerate(sorted(cals.items())):
         mine = run["kind"] == cls
-        r = run["residual"][mine & run["in_domain"]]      # what the daemon feeds the detectors
+        r = run["residual"][mine & run["in_domain"]]  # what the daemon feeds the detectors
         r = r[np.isfinite(r)]
         out["real_later"][cls] = count_alarms(cal, cal.prepare(r), min_shift)
         out["real_later"][cls]["out_of_domain"] = int((mine & ~run["in_domain"]).sum())
-        out["wander"][cls] = {"holdout": block_variance_ratio(run["holdout"][cls]),
-                              "later": block_variance_ratio(r),
-                              "later_std": float(np.nanstd(r, ddof=1)), "holdout_std": cal.std,
-                              "allowance": cal.allowance}
-        for j, (src, base) in enumerate((("long_from_later", cal.standardise(r)),
-                                         ("long_from_holdout", cal.standardise(run["holdout"][cls])))):
+        out["wander"][cls] = {
+            "holdout": block_variance_ratio(run["holdout"][cls]),
+            "later": block_variance_ratio(r),
+            "later_std": float(np.nanstd(r, ddof=1)),
+            "holdout_std": cal.std,
+            "allowance": cal.allowance,
+        }
+        for j, (src, base) in enumerate(
+            (
+                ("long_from_later", cal.standardise(r)),
+                ("long_from_holdout", cal.standardise(run["holdout"][cls])),
+            )
+        ):
             rng = np.random.default_rng(seed + 100 * i + j)
             stream = np.clip(ar_sieve_bootstrap(base, long_steps, rng), -cal.clip, cal.clip)
             out[src][cls] = count_alarms(cal, detrend(stream, cal.detrend_steps)[0], min_shift)
@@ -249,8 +310,16 @@ def false_alarms(run: dict[str, Any], long_steps: int, min_shift: float, seed: i
 
 
 # -- 3. detection delay ---------------------------------------------------------------------------
-def detection_delay(run: dict[str, Any], shifts: tuple[float, ...], *, offsets: int, warmup: int,
-                    horizon: int, min_shift: float, kernel_only: bool) -> dict[str, Any]:
+def detection_delay(
+    run: dict[str, Any],
+    shifts: tuple[float, ...],
+    *,
+    offsets: int,
+    warmup: int,
+    horizon: int,
+    min_shift: float,
+    kernel_only: bool,
+) -> dict[str, Any]:
     from checks import Detrend
 
     cals = calibrations(run)
@@ -260,7 +329,7 @@ def detection_delay(run: dict[str, Any], shifts: tuple[float, ...], *, offsets: 
     length = len(r)
     names = list(DETECTORS) + ["either"]
     delays = {(s, nm): [] for s in shifts for nm in names}
-    judged_delays = {(s, nm): [] for s in shifts for nm in names}   # counting judged steps only
+    judged_delays = {(s, nm): [] for s in shifts for nm in names}  # counting judged steps only
     early = {(s, nm): 0 for s in shifts for nm in DETECTORS}
     blinded = {(s, nm): 0 for s in shifts for nm in DETECTORS}
     by_class: dict[tuple[float, str, str], list[float]] = {}
@@ -281,7 +350,7 @@ def detection_delay(run: dict[str, Any], shifts: tuple[float, ...], *, offsets: 
             for i, (x, c, d) in enumerate(zip(rr.tolist(), cls_seq.tolist(), dom.tolist())):
                 cal = cals.get(c)
                 if cal is None or not d:
-                    continue                      # unwatched class or out of domain: skipped, as the daemon does
+                    continue  # unwatched class or out of domain: skipped, as the daemon does
                 judged += i >= warmup
                 zz = baselines[c].update(min(max((x - cal.mean) / cal.std, -cal.clip), cal.clip))
                 for det in dets[c]:
@@ -289,7 +358,7 @@ def detection_delay(run: dict[str, Any], shifts: tuple[float, ...], *, offsets: 
                         continue
                     if not _relevant(det, cal, min_shift):
                         if i >= warmup and (c, det.name) not in first:
-                            filtered.add((c, det.name))   # river then clears ADWIN's window
+                            filtered.add((c, det.name))  # river then clears ADWIN's window
                         continue
                     if i < warmup:
                         early[(s, det.name)] += 1
@@ -312,21 +381,42 @@ def detection_delay(run: dict[str, Any], shifts: tuple[float, ...], *, offsets: 
     def summary(d: list[float]) -> dict[str, Any]:
         a = np.asarray(d, dtype=float)
         hit = a[np.isfinite(a)]
-        return {"reps": len(a), "detected": int(len(hit)), "missed": int(len(a) - len(hit)),
-                "median": float(np.median(hit)) if len(hit) else None,
-                "p90": float(np.quantile(hit, 0.9)) if len(hit) else None,
-                "max": float(hit.max()) if len(hit) else None}
+        return {
+            "reps": len(a),
+            "detected": int(len(hit)),
+            "missed": int(len(a) - len(hit)),
+            "median": float(np.median(hit)) if len(hit) else None,
+            "p90": float(np.quantile(hit, 0.9)) if len(hit) else None,
+            "max": float(hit.max()) if len(hit) else None,
+        }
 
-    rows = [{"shift": s, "detector": nm, **summary(delays[(s, nm)]),
-             "judged": summary(judged_delays[(s, nm)]) if nm == "either" else None,
-             "relevant_alarms_during_warmups": early.get((s, nm)),
-             "missed_after_filtered_detection": blinded.get((s, nm))} for s in shifts for nm in names]
-    class_rows = [{"shift": s, "step_class": c, "detector": nm, **summary(v)}
-                  for (s, c, nm), v in sorted(by_class.items())]
+    rows = [
+        {
+            "shift": s,
+            "detector": nm,
+            **summary(delays[(s, nm)]),
+            "judged": summary(judged_delays[(s, nm)]) if nm == "either" else None,
+            "relevant_alarms_during_warmups": early.get((s, nm)),
+            "missed_after_filtered_detection": blinded.get((s, nm)),
+        }
+        for s in shifts
+        for nm in names
+    ]
+    class_rows = [
+        {"shift": s, "step_class": c, "detector": nm, **summary(v)}
+        for (s, c, nm), v in sorted(by_class.items())
+    ]
     eff_share = float(np.median(share))
-    return {"model": "kernels only" if kernel_only else "whole step", "offsets": offsets,
-            "warmup": warmup, "horizon": horizon, "stream_steps": int(length),
-            "median_kernel_share": eff_share, "rows": rows, "by_class": class_rows}
+    return {
+        "model": "kernels only" if kernel_only else "whole step",
+        "offsets": offsets,
+        "warmup": warmup,
+        "horizon": horizon,
+        "stream_steps": int(length),
+        "median_kernel_share": eff_share,
+        "rows": rows,
+        "by_class": class_rows,
+    }
 
 
 # -- 4. the demo, end to end ----------------------------------------------------------------------
@@ -338,12 +428,19 @@ def demo_figure(timeout_s: float) -> dict[str, Any]:
         return {"command": " ".join(DEMO_CMD), "error": f"did not finish in {timeout_s:.0f} s"}
     wall = time.perf_counter() - t0
     try:
-        out = json.loads(p.stdout[p.stdout.index("{"):])
+        out = json.loads(p.stdout[p.stdout.index("{") :])
     except ValueError:
-        return {"command": " ".join(DEMO_CMD), "error": f"exit {p.returncode}, no JSON: "
-                f"{p.stderr.strip()[-400:]}", "wall_seconds": wall}
-    return {"command": " ".join(DEMO_CMD), "exit_code": p.returncode, "wall_seconds": round(wall, 1),
-            **summarise_demo(out)}
+        return {
+            "command": " ".join(DEMO_CMD),
+            "error": f"exit {p.returncode}, no JSON: {p.stderr.strip()[-400:]}",
+            "wall_seconds": wall,
+        }
+    return {
+        "command": " ".join(DEMO_CMD),
+        "exit_code": p.returncode,
+        "wall_seconds": round(wall, 1),
+        **summarise_demo(out),
+    }
 
 
 def summarise_demo(out: dict[str, Any]) -> dict[str, Any]:
@@ -351,13 +448,15 @@ def summarise_demo(out: dict[str, Any]) -> dict[str, Any]:
     resid = [e for e in ev if e["detector"] in DETECTORS]
     before = [e for e in resid if e["step_seq"] < DEMO_SHIFT_AT]
     after = [e for e in resid if e["step_seq"] >= DEMO_SHIFT_AT]
-    firsts = {d: min((e["step_seq"] for e in after if e["detector"] == d), default=None)
-              for d in DETECTORS}
+    firsts = {d: min((e["step_seq"] for e in after if e["detector"] == d), default=None) for d in DETECTORS}
     first = min((e["step_seq"] for e in after), default=None)
     return {
-        "platform": out.get("platform"), "steps": out.get("steps"),
-        "settle_steps": out.get("settle_steps"), "warmup_steps": out.get("warmup_steps"),
-        "verdict": out.get("verdict"), "reason": out.get("reason"),
+        "platform": out.get("platform"),
+        "steps": out.get("steps"),
+        "settle_steps": out.get("settle_steps"),
+        "warmup_steps": out.get("warmup_steps"),
+        "verdict": out.get("verdict"),
+        "reason": out.get("reason"),
         "residual_events_before_shift": len(before),
         "first_event_after_shift": first,
         "delay_steps": None if first is None else first - DEMO_SHIFT_AT,
@@ -396,15 +495,18 @@ def markdown(res: dict[str, Any]) -> str:
     add("")
     add("## The figures")
     add("")
-    add(f"Produced by `{res['command']}` in {res['wall_seconds']:.0f} s on {m['nproc']} cores "
+    add(
+        f"Produced by `{res['command']}` in {res['wall_seconds']:.0f} s on {m['nproc']} cores "
         f"({m['cpu_model']}, {m['ram_gib']} GiB RAM, Python {m['python']}, vLLM "
         f"{m['versions'].get('vllm')}); raw numbers in `docs/checks.json`. Reference engine: "
         f"the real vLLM scheduler forms every step, the step's latency comes from the H100 SXM "
-        f"kernel tables (`../shared/data`, with their measured jitter), model llama-3.1-8b, tp 1.")
+        f"kernel tables (`../shared/data`, with their measured jitter), model llama-3.1-8b, tp 1."
+    )
     add("")
     for run in res["runs"]:
         cc = run["class_counts"]
-        add(f"- **{run['name']}** (`{', '.join(run['tenants'])}`, seed {run['seed']}): "
+        add(
+            f"- **{run['name']}** (`{', '.join(run['tenants'])}`, seed {run['seed']}): "
             f"{run['steps']} steps; {run['settle_steps']} ramp-up steps skipped; calibration window "
             f"{run['calibration_steps']} steps (decode/mixed/prefill "
             f"{cc['window']['decode']}/{cc['window']['mixed']}/{cc['window']['prefill']}); "
@@ -412,14 +514,19 @@ def markdown(res: dict[str, Any]) -> str:
             f"{cc['later']['decode']}/{cc['later']['mixed']}/{cc['later']['prefill']}), mean batch "
             f"{run['mean_batch_size_later']:.0f} requests, mean step {run['mean_latency_ms_later']:.1f} ms; "
             f"mean batch per 1000 steps from the start: "
-            f"{', '.join(f'{x:.0f}' for x in run.get('batch_size_per_1000_steps', []))}.")
+            f"{', '.join(f'{x:.0f}' for x in run.get('batch_size_per_1000_steps', []))}."
+        )
     add("")
-    add("### Calibration (production `CalibrationSettings()`: target 1e-5 false alarms per step, "
-        "detector and class; 400k AR-sieve steps per detector and class)")
+    add(
+        "### Calibration (production `CalibrationSettings()`: target 1e-5 false alarms per step, "
+        "detector and class; 400k AR-sieve steps per detector and class)"
+    )
     add("")
-    add("| run | class | held-out steps | σ of relative residual | allowance (% of latency) | PH allowance δ (σ) "
+    add(
+        "| run | class | held-out steps | σ of relative residual | allowance (% of latency) | PH allowance δ (σ) "
         "| PH threshold | ADWIN δ | domain: batch size; KV tokens (k) | calibration estimate PH: alarms / steps "
-        "(95 % upper), noise model | ADWIN: alarms / steps (95 % upper), noise model |")
+        "(95 % upper), noise model | ADWIN: alarms / steps (95 % upper), noise model |"
+    )
     add("|---|---|---|---|---|---|---|---|---|---|---|")
     for run in res["runs"]:
         for cls, d in sorted(run["drift"].items()):
@@ -427,69 +534,88 @@ def markdown(res: dict[str, Any]) -> str:
             ph, ad = e.get("page_hinkley", {}), e.get("adwin", {})
             dom = d.get("domain", {})
             bs, kv = dom.get("batch_size", (math.nan, math.nan)), dom.get("kv_tokens", (math.nan, math.nan))
-            add(f"| {run['name']} | {cls} | {d['n_calibration']} | {d['std']:.4f} | {100 * d.get('allowance', 0):.2f} "
+            add(
+                f"| {run['name']} | {cls} | {d['n_calibration']} | {d['std']:.4f} | {100 * d.get('allowance', 0):.2f} "
                 f"| {d['ph_delta']:.2f} | {d['ph_threshold']:g} | {d['adwin_delta']:g} "
                 f"| {bs[0]:.0f}–{bs[1]:.0f}; {kv[0] / 1e3:.0f}–{kv[1] / 1e3:.0f} | {ph.get('alarms')} / "
                 f"{ph.get('exposure', 0):.0f} ({_rate(ph.get('rate_upper95', math.nan))}), {ph.get('source', '–')} "
                 f"| {ad.get('alarms')} / {ad.get('exposure', 0):.0f} ({_rate(ad.get('rate_upper95', math.nan))}), "
-                f"{ad.get('source', '–')} |")
+                f"{ad.get('source', '–')} |"
+            )
         for cls, why in sorted(run["unwatched"].items()):
             add(f"| {run['name']} | {cls} | – | – | – | – | – | – | – | not watched: {why} | |")
     add("")
     add("### False alarms")
     add("")
-    add("Alarms of each detector at the calibrated thresholds, run continuously (a detector resets "
+    add(
+        "Alarms of each detector at the calibrated thresholds, run continuously (a detector resets "
         "itself after each alarm, as in the daemon). *ADWIN kept* applies the daemon's relevance "
         "filter (a detection whose kept window sits closer than the class's allowance to the calibration "
         "mean is counted, not raised); Page-Hinkley has its allowance built in. Steps outside the class's "
         "calibrated domain are not fed (counted in the *out of domain* column), as in the daemon. Rates are "
-        "per step of that class; 95 % is the one-sided Poisson upper bound.")
+        "per step of that class; 95 % is the one-sided Poisson upper bound."
+    )
     add("")
-    add("**(a) On the real later residuals** (the engine's own steps after the calibration window; "
-        "a few thousand steps can only bound the rate, to about 3 / steps):")
+    add(
+        "**(a) On the real later residuals** (the engine's own steps after the calibration window; "
+        "a few thousand steps can only bound the rate, to about 3 / steps):"
+    )
     add("")
-    add("| run | class | steps fed | out of domain | PH alarms | PH 95 % upper | ADWIN alarms (kept / raw) "
+    add(
+        "| run | class | steps fed | out of domain | PH alarms | PH 95 % upper | ADWIN alarms (kept / raw) "
         "| ADWIN kept 95 % upper | σ later / σ held-out | block-mean variance ratio, held-out → later "
-        "| before this design: steps fed, PH / ADWIN alarms |")
+        "| before this design: steps fed, PH / ADWIN alarms |"
+    )
     add("|---|---|---|---|---|---|---|---|---|---|---|")
     for run, fa in zip(res["runs"], res["false_alarms"]):
         for cls, v in sorted(fa["real_later"].items()):
             ph, ad = v["page_hinkley"], v["adwin"]
             w = fa["wander"][cls]
-            add(f"| {run['name']} | {cls} | {ph['steps']} | {v.get('out_of_domain', 0)} | {ph['alarms']} "
+            add(
+                f"| {run['name']} | {cls} | {ph['steps']} | {v.get('out_of_domain', 0)} | {ph['alarms']} "
                 f"| {_rate(ph['rate_upper95'])} "
                 f"| {ad['alarms_relevant']} / {ad['alarms']} | {_rate(ad['rate_relevant_upper95'])} "
                 f"| {w['later_std'] / w['holdout_std']:.2f} | {_fmt(w['holdout'], 1)} → {_fmt(w['later'], 1)} "
-                f"| {_legacy(run, cls)} |")
+                f"| {_legacy(run, cls)} |"
+            )
     add("")
-    add("The last column is the variance of 50-step means of the residual times 50 over its variance: "
+    add(
+        "The last column is the variance of 50-step means of the residual times 50 over its variance: "
         "1 for independent noise, larger when the residual's mean wanders (serial correlation, or a "
-        "bias that moves with load).")
+        "bias that moves with load)."
+    )
     add("")
-    add(f"**(b) On long stationary streams** ({res['args']['long_steps']:,} steps per class and source), "
-        "resampled as `checks.calibration` does (AR sieve: an autoregression fitted to the "
+    add(
+        f"**(b) On long stationary streams** ({res['args']['long_steps']:,} steps per class and source), "
+        "resampled as `checks.threshold_search` does (AR sieve: an autoregression fitted to the "
         "standardised residuals, driven by innovations drawn from its own residuals, clipped at ±5σ). "
         "*from later*: fitted to the later residuals, which calibration never saw, so this checks the "
         "thresholds on fresh data of the same run; *from held-out*: fitted to calibration's own held-out "
         "residuals with a new seed (calibration took the more conservative of this and the whole "
         "window's residuals). Both go through the same slow-baseline filter as live residuals. These are "
-        "synthetic streams with the residuals' autocorrelation and tails, not 2M real steps.")
+        "synthetic streams with the residuals' autocorrelation and tails, not 2M real steps."
+    )
     add("")
-    add("| run | class | source | PH alarms | PH rate (95 % upper) | ADWIN kept / raw | ADWIN kept rate (95 % upper) | ADWIN raw rate |")
+    add(
+        "| run | class | source | PH alarms | PH rate (95 % upper) | ADWIN kept / raw | ADWIN kept rate (95 % upper) | ADWIN raw rate |"
+    )
     add("|---|---|---|---|---|---|---|---|")
     for run, fa in zip(res["runs"], res["false_alarms"]):
         for src, label in (("long_from_later", "from later"), ("long_from_holdout", "from held-out")):
             for cls, v in sorted(fa[src].items()):
                 ph, ad = v["page_hinkley"], v["adwin"]
-                add(f"| {run['name']} | {cls} | {label} | {ph['alarms']} | {_rate(ph['rate'])} "
+                add(
+                    f"| {run['name']} | {cls} | {label} | {ph['alarms']} | {_rate(ph['rate'])} "
                     f"({_rate(ph['rate_upper95'])}) | {ad['alarms_relevant']} / {ad['alarms']} "
                     f"| {_rate(ad['rate_relevant'])} ({_rate(ad['rate_relevant_upper95'])}) "
-                    f"| {_rate(ad['rate'])} |")
+                    f"| {_rate(ad['rate'])} |"
+                )
     add("")
     a = res["args"]
     add("### Detection delay against slowdown size")
     add("")
-    add(f"The later residual stream of each run, all step classes interleaved as the engine produced "
+    add(
+        f"The later residual stream of each run, all step classes interleaved as the engine produced "
         f"them, treated as circular: from each of {a['offsets']} evenly spaced starts, fresh detectors "
         f"at the calibrated thresholds see {a['warmup']} unchanged steps, then {a['horizon']} slowed "
         f"steps. Delay is in engine steps (all classes; unwatched classes are skipped as the daemon "
@@ -499,32 +625,57 @@ def markdown(res: dict[str, Any]) -> str:
         f"makes the gate's drift check fail; for it the last column counts only the steps the detectors "
         f"judged (watched class, inside its calibrated domain), i.e. leaves out stretches of traffic "
         f"calibration never saw, where the detectors are blind by design. The starts overlap (the stream is only a few thousand steps "
-        f"long), so the {a['offsets']} repetitions are not independent.")
+        f"long), so the {a['offsets']} repetitions are not independent."
+    )
     add("")
-    for key, title in (("delay_step", "Whole step slower by s: r → (1+r)(1+s) − 1"),
-                       ("delay_kernel", "Kernels slower by s, host time unchanged (what `--inject slowdown:s` does)")):
-        add(f"**{title}**" + (" — each step slows by s × its kernel share (median share "
-                               + ", ".join(f"{d[key]['median_kernel_share']:.2f} in {r['name']}"
-                                           for r, d in zip(res['runs'], res['delays'])) + ")"
-                               if key == "delay_kernel" else ""))
+    for key, title in (
+        ("delay_step", "Whole step slower by s: r → (1+r)(1+s) − 1"),
+        ("delay_kernel", "Kernels slower by s, host time unchanged (what `--inject slowdown:s` does)"),
+    ):
+        add(
+            f"**{title}**"
+            + (
+                " — each step slows by s × its kernel share (median share "
+                + ", ".join(
+                    f"{d[key]['median_kernel_share']:.2f} in {r['name']}"
+                    for r, d in zip(res["runs"], res["delays"])
+                )
+                + ")"
+                if key == "delay_kernel"
+                else ""
+            )
+        )
         add("")
-        add("| run | slowdown | detector | detected / starts | median | p90 | max | missed "
-            "| judged steps to detection: median / max |")
+        add(
+            "| run | slowdown | detector | detected / starts | median | p90 | max | missed "
+            "| judged steps to detection: median / max |"
+        )
         add("|---|---|---|---|---|---|---|---|---|")
         for run, d in zip(res["runs"], res["delays"]):
             for row in d[key]["rows"]:
-                add(f"| {run['name']} | {row['shift']:.0%} | {row['detector']} | {row['detected']} / "
+                add(
+                    f"| {run['name']} | {row['shift']:.0%} | {row['detector']} | {row['detected']} / "
                     f"{row['reps']} | {_fmt(row['median'])} | {_fmt(row['p90'])} | {_fmt(row['max'])} "
                     f"| {row['missed']}"
                     + (f" ({row['missed_after_filtered_detection']})" if row["detector"] == "adwin" else "")
-                    + (f" | {_fmt(row['judged']['median'])} / {_fmt(row['judged']['max'])} |"
-                       if row.get("judged") else " | |"))
+                    + (
+                        f" | {_fmt(row['judged']['median'])} / {_fmt(row['judged']['max'])} |"
+                        if row.get("judged")
+                        else " | |"
+                    )
+                )
         add("")
-    warm = [(run["name"], row["detector"], row["relevant_alarms_during_warmups"])
-            for run, d in zip(res["runs"], res["delays"]) for row in d["delay_step"]["rows"]
-            if row["detector"] in DETECTORS and row["shift"] == SHIFTS[0]]
-    add("Kept alarms during the unchanged warm-up stretches (the same stretches for every shift): "
-        + ", ".join(f"{n} {det} {k}" for n, det, k in warm) + ".")
+    warm = [
+        (run["name"], row["detector"], row["relevant_alarms_during_warmups"])
+        for run, d in zip(res["runs"], res["delays"])
+        for row in d["delay_step"]["rows"]
+        if row["detector"] in DETECTORS and row["shift"] == SHIFTS[0]
+    ]
+    add(
+        "Kept alarms during the unchanged warm-up stretches (the same stretches for every shift): "
+        + ", ".join(f"{n} {det} {k}" for n, det, k in warm)
+        + "."
+    )
     add("")
     demo = res.get("demo")
     add("### End to end: `shadowd demo`, 8 % slowdown at step 1600")
@@ -535,7 +686,8 @@ def markdown(res: dict[str, Any]) -> str:
         add(f"`{demo['command']}`: {demo['error']}.")
     else:
         fb = demo["first_by_detector"]
-        add(f"`{demo['command']}` ({demo['wall_seconds']:.0f} s wall, exit {demo['exit_code']}): the "
+        add(
+            f"`{demo['command']}` ({demo['wall_seconds']:.0f} s wall, exit {demo['exit_code']}): the "
             f"real scheduler → tap → daemon → drift watch → gate, {demo['steps']} steps, "
             f"{demo['settle_steps']} ramp-up steps, calibration on the next {demo['warmup_steps']} "
             f"(the demo calibrates to 1e-4 false alarms per step, not 1e-5: a 2400-step run cannot "
@@ -543,7 +695,8 @@ def markdown(res: dict[str, Any]) -> str:
             f"slowdown: {demo['residual_events_before_shift']}. First residual drift event after it: "
             f"step {demo['first_event_after_shift']}, **{_fmt(demo['delay_steps'])} steps** after the "
             f"slowdown began (Page-Hinkley {_fmt(fb.get('page_hinkley'))}, ADWIN "
-            f"{_fmt(fb.get('adwin'))}). Final verdict {demo['verdict']} ({demo['reason']}).")
+            f"{_fmt(fb.get('adwin'))}). Final verdict {demo['verdict']} ({demo['reason']})."
+        )
     add("")
     add(findings(res).strip())
     add("")
@@ -561,45 +714,81 @@ def findings(res: dict[str, Any]) -> str:
             v = fa["long_from_later"][cls]
             ph, ad = v["page_hinkley"]["rate_upper95"], v["adwin"]["rate_relevant_upper95"]
             adr = v["adwin"]["rate_upper95"]
-            verdict = lambda u: ("meets the target" if u <= target  # noqa: E731
-                                 else f"is {u / target:.0f}× the target")
-            line = (f"- **{run['name']} / {cls}**, fresh stationary data (AR sieve from the later "
-                    f"residuals): Page-Hinkley's 95 % upper rate {_rate(ph)} {verdict(ph)}; ADWIN "
-                    f"after the daemon's filter {_rate(ad)} {verdict(ad)} (unfiltered {_rate(adr)}).")
+            verdict = lambda u: (
+                "meets the target"
+                if u <= target  # noqa: E731
+                else f"is {u / target:.0f}× the target"
+            )
+            line = (
+                f"- **{run['name']} / {cls}**, fresh stationary data (AR sieve from the later "
+                f"residuals): Page-Hinkley's 95 % upper rate {_rate(ph)} {verdict(ph)}; ADWIN "
+                f"after the daemon's filter {_rate(ad)} {verdict(ad)} (unfiltered {_rate(adr)})."
+            )
             worst = max(v["page_hinkley"]["rate"], v["adwin"]["rate_relevant"])
             if worst > target:
-                per_s = (worst * run["class_counts"]["later"][cls] / run["later_steps"]
-                         * 1e3 / run["mean_latency_ms_later"])
-                line += (f" At this run's step rate that is about one alarm every "
-                         f"{1 / per_s / 60:.1f} minutes of traffic; the gate would sit at NO_GO.")
+                per_s = (
+                    worst
+                    * run["class_counts"]["later"][cls]
+                    / run["later_steps"]
+                    * 1e3
+                    / run["mean_latency_ms_later"]
+                )
+                line += (
+                    f" At this run's step rate that is about one alarm every "
+                    f"{1 / per_s / 60:.1f} minutes of traffic; the gate would sit at NO_GO."
+                )
             L.append(line)
     L.append("")
     L.append(FINDINGS_TEXT.strip())
     L.append("")
-    miss = sum(r["missed"] for d in res["delays"] for key in ("delay_step", "delay_kernel")
-               for r in d[key]["rows"] if r["detector"] == "adwin")
-    blind = sum(r["missed_after_filtered_detection"] for d in res["delays"]
-                for key in ("delay_step", "delay_kernel") for r in d[key]["rows"] if r["detector"] == "adwin")
-    L.append(f"**ADWIN's misses** ({miss} over all runs, shifts and both slowdown models; {blind} of them "
-             "after a detection the relevance filter dropped): when a slowdown starts, ADWIN often cuts "
-             "its window within a clock period (32 steps), while the part it keeps still holds mostly "
-             "pre-slowdown values, so the kept window's mean sits closer than the class's allowance to the calibration's "
-             "and the daemon drops the detection as irrelevant. river's ADWIN then clears its "
-             "whole window on the next value, so it never again sees the old level and stays silent "
-             "for as long as the new level lasts. Page-Hinkley covers these cases (the *either* rows), "
-             "but ADWIN's value as a second opinion is reduced by the combination of filter and reset.")
+    miss = sum(
+        r["missed"]
+        for d in res["delays"]
+        for key in ("delay_step", "delay_kernel")
+        for r in d[key]["rows"]
+        if r["detector"] == "adwin"
+    )
+    blind = sum(
+        r["missed_after_filtered_detection"]
+        for d in res["delays"]
+        for key in ("delay_step", "delay_kernel")
+        for r in d[key]["rows"]
+        if r["detector"] == "adwin"
+    )
+    L.append(
+        f"**ADWIN's misses** ({miss} over all runs, shifts and both slowdown models; {blind} of them "
+        "after a detection the relevance filter dropped): when a slowdown starts, ADWIN often cuts "
+        "its window within a clock period (32 steps), while the part it keeps still holds mostly "
+        "pre-slowdown values, so the kept window's mean sits closer than the class's allowance to the calibration's "
+        "and the daemon drops the detection as irrelevant. river's ADWIN then clears its "
+        "whole window on the next value, so it never again sees the old level and stays silent "
+        "for as long as the new level lasts. Page-Hinkley covers these cases (the *either* rows), "
+        "but ADWIN's value as a second opinion is reduced by the combination of filter and reset."
+    )
     L.append("")
-    worst8 = [(run["name"], r) for run, d in zip(res["runs"], res["delays"])
-              for key in ("delay_step", "delay_kernel") for r in d[key]["rows"]
-              if r["detector"] == "either" and r["shift"] == 0.08]
-    per_run = "; ".join(f"{name} {r['median']:.0f} / {r['max']:.0f} engine steps, "
-                        f"{_fmt((r.get('judged') or {}).get('median'))} / "
-                        f"{_fmt((r.get('judged') or {}).get('max'))} judged, {r['missed']} missed"
-                        for name, r in worst8[::2] if r["median"] is not None)
-    L.append("**The issue's 8 % requirement** (drift detected within 500 steps), whole-step model, "
-             f"median / max: {per_run}" + (
-                 f"; end to end in the demo, {res['demo']['delay_steps']} steps."
-                 if res.get("demo") and res["demo"].get("delay_steps") is not None else "."))
+    worst8 = [
+        (run["name"], r)
+        for run, d in zip(res["runs"], res["delays"])
+        for key in ("delay_step", "delay_kernel")
+        for r in d[key]["rows"]
+        if r["detector"] == "either" and r["shift"] == 0.08
+    ]
+    per_run = "; ".join(
+        f"{name} {r['median']:.0f} / {r['max']:.0f} engine steps, "
+        f"{_fmt((r.get('judged') or {}).get('median'))} / "
+        f"{_fmt((r.get('judged') or {}).get('max'))} judged, {r['missed']} missed"
+        for name, r in worst8[::2]
+        if r["median"] is not None
+    )
+    L.append(
+        "**The issue's 8 % requirement** (drift detected within 500 steps), whole-step model, "
+        f"median / max: {per_run}"
+        + (
+            f"; end to end in the demo, {res['demo']['delay_steps']} steps."
+            if res.get("demo") and res["demo"].get("delay_steps") is not None
+            else "."
+        )
+    )
     return "\n".join(L)
 
 
@@ -632,7 +821,7 @@ measured false-alarm rates and detection delays.
 
 ## Drift detectors
 
-**What is watched.** For every attributed step the daemon (`shadowd/drift_watch.py`) computes the
+**What is watched.** For every attributed step the daemon (`shadowd/daemon/drift_watch.py`) computes the
 latency model's relative residual `r = (T − T̂) / T̂` (measured over predicted step latency). Steps
 of different classes (prefill-only, decode-only, mixed) have different error laws, so each class has
 its own detectors and thresholds. Residuals are standardised with the calibration window's mean and
@@ -650,7 +839,7 @@ mean, less an allowance δ, firing when the excursion passes a threshold. The fo
 parts' means differ by more than a bound at confidence δ; no allowance, so it is a second opinion
 that also sees tiny but persistent shifts. The daemon therefore keeps an ADWIN detection only if
 the window ADWIN kept sits at least the class's allowance (below) from the calibration's mean
-(`shadowd.drift_watch.is_relevant`; judged against the calibration rather than against the part
+(`shadowd.daemon.drift_watch.is_relevant`; judged against the calibration rather than against the part
 ADWIN dropped, which right after a slowdown starts is itself partly slow); smaller ones are
 counted (`ignored_small_shifts`), not raised.
 
@@ -663,7 +852,7 @@ accumulates it and fires sooner or later whatever its threshold, and a calibrati
 held-out steps neither sees the wander nor the persistence it brings. An earlier version (allowance
 fixed at half of 2 %, held-out residuals only) fired at step ≈3,600 of the default 4,000-step demo
 and ran at 2.7e-4 false alarms per step, 29× its target, on the trace mix. Three things changed
-(`shadowd/calibrator.py`, `checks/`):
+(`shadowd/daemon/calibrator.py`, `checks/`):
 
 1. *Allowance from the measured wander* (`checks/wander.py`): the spread of 100-step means of the
    residual over the whole calibration window, with a one-sided 90 % chi-square upper bound (a
@@ -683,8 +872,8 @@ and ran at 2.7e-4 false alarms per step, 29× its target, on the trace mix. Thre
    Slow changes of the model's error are the accuracy check's business (per-class error against the
    policy's bound), not the residual detectors'.
 
-**Calibration to a stated false-alarm rate** (`checks/calibration.py`, run by
-`shadowd/calibrator.py`). The daemon buffers its first `warmup_steps` (2000) steps, fits LLMVisor on
+**Calibration to a stated false-alarm rate** (`checks/threshold_search.py`, run by
+`shadowd/daemon/calibrator.py`). The daemon buffers its first `warmup_steps` (2000) steps, fits LLMVisor on
 the earlier 70 % and scores the later 30 % out of sample: the detectors are tuned on the same kind of
 error they will see live. To pick a threshold for 1e-5 false alarms per step (one per 100k steps,
 per detector and class) from a few hundred residuals, the standardised held-out residuals are
@@ -709,7 +898,7 @@ calibration saw) — are not measured on this page.
 DOC_REST = """
 ## Stability of per-tenant shares
 
-`checks/share_stability.py`, scheduled by the daemon through `shadowd/stability.py`. For requests in
+`checks/share_stability.py`, scheduled by the daemon through `shadowd/daemon/stability.py`. For requests in
 the same shape bucket, how much does the attributed share depend on who else is in the batch (batch
 size, the others' prefill tokens and contexts)? The answer is an effect size with a cluster-bootstrap
 confidence interval (steps resampled whole), plus per-tenant cost per unit of work across
@@ -799,7 +988,9 @@ file; `shadowd gate [--db PATH | --daemon URL] [--json]` exits 0 GO, 1 NO_GO, 2 
 # -- main ---------------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="one 3500-step run, 200k long steps, no demo; prints")
+    ap.add_argument(
+        "--quick", action="store_true", help="one 3500-step run, 200k long steps, no demo; prints"
+    )
     ap.add_argument("--runs", default=",".join(RUNS), help="comma-separated: " + ", ".join(RUNS))
     ap.add_argument("--steps", type=int, default=5000)
     ap.add_argument("--seed", type=int, default=0)
@@ -810,7 +1001,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=1000, help="unchanged steps before each slowdown")
     ap.add_argument("--horizon", type=int, default=2000)
     ap.add_argument("--skip-demo", action="store_true")
-    ap.add_argument("--demo-json", help="reuse a saved `shadowd demo ... --json` output instead of running it")
+    ap.add_argument(
+        "--demo-json", help="reuse a saved `shadowd demo ... --json` output instead of running it"
+    )
     ap.add_argument("--demo-timeout", type=float, default=600)
     ap.add_argument("--cache", help="directory to keep the reference runs in (reused if present)")
     ap.add_argument("--out", default="docs/checks", help="writes OUT.md and OUT.json; '-' prints only")
@@ -829,7 +1022,7 @@ def main(argv: list[str] | None = None) -> int:
         a.runs, a.steps, a.long_steps, a.offsets, a.skip_demo = "demo-mix", 3500, 200_000, 8, True
         a.out = "-"
     from benchmarks.machine import machine
-    from shadowd.calibrator import CalibrationSettings
+    from shadowd.daemon.calibrator import CalibrationSettings
 
     min_shift = CalibrationSettings().min_shift
     t0 = time.perf_counter()
@@ -838,36 +1031,72 @@ def main(argv: list[str] | None = None) -> int:
     for name in a.runs.split(","):
         tenants, over = RUNS[name]
         kw = {"steps": a.steps, "warmup_steps": a.warmup_steps, **({} if a.quick else over)}
-        run = load_or_run(name, tenants, cache, seed=a.seed, platform="h100_sxm",
-                          model="llama-3.1-8b", settle=a.settle, **kw)
-        print(f"{name}: {run['steps']} steps, run {run['run_seconds']} s, calibrate "
-              f"{run['calibrate_seconds']} s, watched {sorted(run['drift'])}, unwatched "
-              f"{sorted(run['unwatched'])}", file=sys.stderr)
+        run = load_or_run(
+            name,
+            tenants,
+            cache,
+            seed=a.seed,
+            platform="h100_sxm",
+            model="llama-3.1-8b",
+            settle=a.settle,
+            **kw,
+        )
+        print(
+            f"{name}: {run['steps']} steps, run {run['run_seconds']} s, calibrate "
+            f"{run['calibrate_seconds']} s, watched {sorted(run['drift'])}, unwatched "
+            f"{sorted(run['unwatched'])}",
+            file=sys.stderr,
+        )
         t = time.perf_counter()
         fa = false_alarms(run, a.long_steps, min_shift, a.seed)
         print(f"  false alarms {time.perf_counter() - t:.0f} s", file=sys.stderr)
         t = time.perf_counter()
-        d = {f"delay_{k}": detection_delay(run, SHIFTS, offsets=a.offsets, warmup=a.warmup,
-                                           horizon=a.horizon, min_shift=min_shift,
-                                           kernel_only=(k == "kernel"))
-             for k in ("step", "kernel")}
+        d = {
+            f"delay_{k}": detection_delay(
+                run,
+                SHIFTS,
+                offsets=a.offsets,
+                warmup=a.warmup,
+                horizon=a.horizon,
+                min_shift=min_shift,
+                kernel_only=(k == "kernel"),
+            )
+            for k in ("step", "kernel")
+        }
         print(f"  delays {time.perf_counter() - t:.0f} s", file=sys.stderr)
-        runs.append({k: v for k, v in run.items()
-                     if k not in ("holdout", "residual", "kind", "kernel_share", "in_domain")})
+        runs.append(
+            {
+                k: v
+                for k, v in run.items()
+                if k not in ("holdout", "residual", "kind", "kernel_share", "in_domain")
+            }
+        )
         fas.append(fa)
         delays.append(d)
     demo = None
     if a.demo_json:
-        demo = {"command": " ".join(DEMO_CMD), "exit_code": None, "wall_seconds": math.nan,
-                **summarise_demo(json.loads(Path(a.demo_json).read_text()))}
+        demo = {
+            "command": " ".join(DEMO_CMD),
+            "exit_code": None,
+            "wall_seconds": math.nan,
+            **summarise_demo(json.loads(Path(a.demo_json).read_text())),
+        }
     elif not a.skip_demo:
         demo = demo_figure(a.demo_timeout)
     cmd = ".venv/bin/python -m benchmarks.drift_figures" + ("" if argv is None else " " + " ".join(argv))
     if argv is None and len(sys.argv) > 1:
         cmd += " " + " ".join(sys.argv[1:])
-    res = {"command": cmd, "machine": machine(), "args": vars(a), "min_shift": min_shift,
-           "runs": runs, "false_alarms": fas, "delays": delays, "demo": demo,
-           "wall_seconds": time.perf_counter() - t0}
+    res = {
+        "command": cmd,
+        "machine": machine(),
+        "args": vars(a),
+        "min_shift": min_shift,
+        "runs": runs,
+        "false_alarms": fas,
+        "delays": delays,
+        "demo": demo,
+        "wall_seconds": time.perf_counter() - t0,
+    }
     md = markdown(res)
     if a.out == "-":
         print(md)

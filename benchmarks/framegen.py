@@ -14,6 +14,7 @@ frames over the real socket as fast as the daemon takes them (blocking sends:
 zmq's high-water marks give back-pressure) or, with ``--noblock``, as fast as
 it can, dropping and counting what the socket refuses, like the tap.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,12 +35,15 @@ TENANT_MIX = (0.35, 0.2, 0.12, 0.1, 0.08, 0.07, 0.05, 0.03)
 
 
 def _request_id(rng: np.random.Generator) -> str:
-    return f"chatcmpl-{uuid.UUID(int=int(rng.integers(2**63)) << 64 | int(rng.integers(2**63))).hex}-" \
-           f"{int(rng.integers(2**32)):08x}"
+    return (
+        f"chatcmpl-{uuid.UUID(int=int(rng.integers(2**63)) << 64 | int(rng.integers(2**63))).hex}-"
+        f"{int(rng.integers(2**32)):08x}"
+    )
 
 
-def make_frames(n_frames: int, requests: int = 256, seed: int = 0, *, budget: int = 2048,
-                step_ms: float = 12.0) -> list[bytes]:
+def make_frames(
+    n_frames: int, requests: int = 256, seed: int = 0, *, budget: int = 2048, step_ms: float = 12.0
+) -> list[bytes]:
     """``n_frames`` encoded frames of ``requests`` rows each (see the module doc)."""
     rng = np.random.default_rng(seed)
     tenant_idx = rng.choice(len(TENANTS), size=requests, p=TENANT_MIX)
@@ -48,7 +52,7 @@ def make_frames(n_frames: int, requests: int = 256, seed: int = 0, *, budget: in
         "tenant": [TENANTS[i] for i in tenant_idx],
         "prompt": rng.integers(64, 6000, size=requests).tolist(),
         "ctx": [],
-        "left": rng.integers(50, 800, size=requests).tolist(),   # output tokens still to make
+        "left": rng.integers(50, 800, size=requests).tolist(),  # output tokens still to make
         "prefilled": [True] * requests,
     }
     state["ctx"] = [p + int(rng.integers(0, 400)) for p in state["prompt"]]
@@ -74,13 +78,29 @@ def make_frames(n_frames: int, requests: int = 256, seed: int = 0, *, budget: in
         # so that fitted models price context and shares differ row by row, as on real traffic.
         kv_ms = 1.5e-5 * sum(state["ctx"])
         dur = int((step_ms + 0.004 * used + kv_ms) * 1e6 * rng.lognormal(0, 0.05))
-        frame = StepFrame(FRAME_VERSION, ENGINE_ID, RUN_ID_TEMPLATE, seq, t + 20_000, t + 300_000,
-                          t + dur, t, wall + t + dur, 0, list(state["id"]), list(state["tenant"]),
-                          new, list(state["ctx"]), list(state["prompt"]), [0] * requests, pre,
-                          [0] * requests)
+        frame = StepFrame(
+            FRAME_VERSION,
+            ENGINE_ID,
+            RUN_ID_TEMPLATE,
+            seq,
+            t + 20_000,
+            t + 300_000,
+            t + dur,
+            t,
+            wall + t + dur,
+            0,
+            list(state["id"]),
+            list(state["tenant"]),
+            new,
+            list(state["ctx"]),
+            list(state["prompt"]),
+            [0] * requests,
+            pre,
+            [0] * requests,
+        )
         frames.append(encode_frame(frame))
         t += dur
-        for i in range(requests):                    # advance: finish and replace requests
+        for i in range(requests):  # advance: finish and replace requests
             state["ctx"][i] += new[i]
             if state["prefilled"][i] or state["ctx"][i] >= state["prompt"][i]:
                 state["prefilled"][i] = True
@@ -101,18 +121,25 @@ def relabel(frame: bytes, run_id: str) -> bytes:
     """``frame`` with its run id replaced (same width, so the encoding stays valid)."""
     tag = b"\xb0" + RUN_ID_TEMPLATE.encode()
     i = frame.index(tag, 0, 64)
-    return frame[:i + 1] + run_id.encode() + frame[i + 17:]
+    return frame[: i + 1] + run_id.encode() + frame[i + 17 :]
 
 
-def push(endpoint: str, frames: list[bytes], *, seconds: float, noblock: bool = False,
-         hwm: int = 1000, rate: float = 0.0) -> dict:
+def push(
+    endpoint: str,
+    frames: list[bytes],
+    *,
+    seconds: float,
+    noblock: bool = False,
+    hwm: int = 1000,
+    rate: float = 0.0,
+) -> dict:
     """Send ``frames`` (re-labelled per pass) for ``seconds``; counts sent and dropped frames."""
     import zmq
 
     ctx = zmq.Context()
     sock = ctx.socket(zmq.PUSH)
     sock.setsockopt(zmq.SNDHWM, hwm)
-    sock.setsockopt(zmq.LINGER, 10_000)     # deliver what zmq accepted, so sent = received + counted
+    sock.setsockopt(zmq.LINGER, 10_000)  # deliver what zmq accepted, so sent = received + counted
     if noblock:
         sock.setsockopt(zmq.IMMEDIATE, 1)
     sock.connect(endpoint)

@@ -13,6 +13,7 @@ of each evidence query.
 
     .venv/bin/python -m benchmarks.run --only gate_eval
 """
+
 from __future__ import annotations
 
 import os
@@ -21,10 +22,10 @@ import tempfile
 import time
 from typing import Any
 
-RATE = 30                  # steps per second
-REQUESTS = 64              # requests per step
+RATE = 30  # steps per second
+REQUESTS = 64  # requests per step
 HOURS = 24.0
-TARGET_S = 5.0             # an evaluation must leave the 30 s interval mostly idle
+TARGET_S = 5.0  # an evaluation must leave the 30 s interval mostly idle
 
 _STEPS_SQL = """
 INSERT INTO steps
@@ -59,7 +60,7 @@ def build(path: str, hours: float, rate: int = RATE, requests: int = REQUESTS) -
     con = duckdb.connect(path)
     migrate(con)
     n = int(hours * 3600 * rate)
-    chunk = 200_000                     # steps per INSERT: bounded memory
+    chunk = 200_000  # steps per INSERT: bounded memory
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         con.execute(_STEPS_SQL.format(rate=rate, req=requests, lo=lo, hi=hi))
@@ -68,9 +69,15 @@ def build(path: str, hours: float, rate: int = RATE, requests: int = REQUESTS) -
     con.execute("CHECKPOINT")
     rows = con.execute("SELECT count(*) FROM step_requests").fetchone()[0]
     con.close()
-    return {"steps": n, "request_rows": int(rows), "hours": hours, "rate_steps_per_s": rate,
-            "requests_per_step": requests, "build_s": round(time.perf_counter() - t0, 1),
-            "file_bytes": os.path.getsize(path)}
+    return {
+        "steps": n,
+        "request_rows": int(rows),
+        "hours": hours,
+        "rate_steps_per_s": rate,
+        "requests_per_step": requests,
+        "build_s": round(time.perf_counter() - t0, 1),
+        "file_bytes": os.path.getsize(path),
+    }
 
 
 def _timed(fn: Any) -> tuple[Any, float]:
@@ -82,17 +89,22 @@ def _timed(fn: Any) -> tuple[Any, float]:
 def evaluate(path: str, repeats: int = 5) -> dict[str, Any]:
     """Time ``GateKeeper.evaluate`` (and each evidence query) on the file at ``path``."""
     import checks
-    from shadowd.config import StorageConfig
-    from shadowd.evidence import DaemonFacts, class_accuracy, drop_rate, gather
-    from shadowd.gatekeeper import GateKeeper
+    from shadowd.daemon.config import StorageConfig
+    from shadowd.daemon.gate_evidence import DaemonFacts, class_accuracy, drop_rate, gather
+    from shadowd.daemon.gatekeeper import GateKeeper
     from storage.writer import Writer
 
     st = StorageConfig()
     writer = Writer(path, memory_limit=st.memory_limit, threads=st.threads)
     writer.start()
-    facts = DaemonFacts(model_version="v-bench", calibrated_platform_key="gpu=bench",
-                        running_platform_key="gpu=bench", watched_classes=("decode", "mixed"),
-                        envelope={"extrapolated_fraction": 0.0, "new_tenants": []}, stability={})
+    facts = DaemonFacts(
+        model_version="v-bench",
+        calibrated_platform_key="gpu=bench",
+        running_platform_key="gpu=bench",
+        watched_classes=("decode", "mixed"),
+        envelope={"extrapolated_fraction": 0.0, "new_tenants": []},
+        stability={},
+    )
     keeper = GateKeeper(checks.GatePolicy(), writer, lambda: facts, window_s=86400.0)
     try:
         totals = []
@@ -103,17 +115,24 @@ def evaluate(path: str, repeats: int = 5) -> dict[str, Any]:
         parts = {
             "accuracy_by_class": _timed(lambda: class_accuracy(con, "v-bench", 86400.0))[1],
             "drop_rate": _timed(lambda: drop_rate(con, 86400.0))[1],
-            "gather_all": _timed(lambda: gather(con, facts, window_s=86400.0,
-                                                required_classes=("decode",)))[1],
+            "gather_all": _timed(lambda: gather(con, facts, window_s=86400.0, required_classes=("decode",)))[
+                1
+            ],
         }
         writer.flush()
     finally:
         writer.close()
-    return {"cold_s": round(totals[0], 3), "warm_median_s": round(statistics.median(totals[1:]), 3),
-            "warm_max_s": round(max(totals[1:]), 3), "repeats": repeats,
-            "query_s": {k: round(v, 3) for k, v in parts.items()},
-            "verdict": decision["verdict"], "evidence_steps": decision["evidence"].get("accuracy"),
-            "memory_limit": st.memory_limit, "duckdb_threads": st.threads}
+    return {
+        "cold_s": round(totals[0], 3),
+        "warm_median_s": round(statistics.median(totals[1:]), 3),
+        "warm_max_s": round(max(totals[1:]), 3),
+        "repeats": repeats,
+        "query_s": {k: round(v, 3) for k, v in parts.items()},
+        "verdict": decision["verdict"],
+        "evidence_steps": decision["evidence"].get("accuracy"),
+        "memory_limit": st.memory_limit,
+        "duckdb_threads": st.threads,
+    }
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -130,4 +149,5 @@ def run(quick: bool) -> dict[str, Any]:
 if __name__ == "__main__":
     import json
     import sys
+
     print(json.dumps(run("--quick" in sys.argv), indent=1))

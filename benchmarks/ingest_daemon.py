@@ -11,6 +11,7 @@ calibrates on the first frames (LLMVisor + token model + drift thresholds) and
 attributes every later step, as in production; ``calibrated`` in the reports
 says from when.  ``--cpu`` pins the whole process (every thread) to one CPU.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,14 +37,27 @@ def rss_mib() -> tuple[float, float]:
 
 
 def build_config(listen: str, db: str, *, attribute: bool, warmup_steps: int) -> object:
-    from shadowd.config import parse_config
+    from shadowd.daemon.config import parse_config
 
     state = os.path.join(tempfile.mkdtemp(prefix="shd-bench-state-"), "gate.json")
-    doc: dict = {"listen": listen, "db": db, "state_file": state, "http": "127.0.0.1:19477"}   # not started (http=False)
+    doc: dict = {
+        "listen": listen,
+        "db": db,
+        "state_file": state,
+        "http": "127.0.0.1:19477",
+    }  # not started (http=False)
     if attribute:
-        doc["calibration"] = {"warmup_steps": warmup_steps, "platform": {
-            "gpu": "bench", "model": "bench", "dtype": "bf16", "tp": 1, "vllm": "0.33",
-            "attention_backend": "bench"}}
+        doc["calibration"] = {
+            "warmup_steps": warmup_steps,
+            "platform": {
+                "gpu": "bench",
+                "model": "bench",
+                "dtype": "bf16",
+                "tp": 1,
+                "vllm": "0.33",
+                "attention_backend": "bench",
+            },
+        }
         doc["drift"] = {"sim_steps": 20_000, "adwin_sim_steps": 20_000}
     return parse_config(doc)
 
@@ -52,8 +66,9 @@ def duckdb_mib(daemon) -> float | None:
     try:
         cur = daemon.writer.cursor()
         try:
-            return round(cur.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0]
-                         / 2**20, 1)
+            return round(
+                cur.execute("SELECT sum(memory_usage_bytes) FROM duckdb_memory()").fetchone()[0] / 2**20, 1
+            )
         finally:
             cur.close()
     except Exception:
@@ -76,7 +91,8 @@ def snapshot(daemon, t0: float) -> dict:
         "writer_queue": daemon.writer.queue_depth,
         "rows_ingested": daemon.pipeline.rows_ingested,
         "calibrated": daemon.calibration is not None,
-        "rss_mib": round(cur, 1), "peak_rss_mib": round(peak, 1),
+        "rss_mib": round(cur, 1),
+        "peak_rss_mib": round(peak, 1),
         "duckdb_mib": duckdb_mib(daemon),
         "writer_buffered_rows": sum(getattr(daemon.writer, "_buffered_rows", {}).values()),
     }
@@ -90,14 +106,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--attribute", action="store_true")
     ap.add_argument("--warmup-steps", type=int, default=1000)
     ap.add_argument("--report-every", type=float, default=0.5)
-    ap.add_argument("--duckdb-memory-limit", default=None,
-                    help="SET memory_limit on the writer's DuckDB (e.g. 256MB; 'reset': DuckDB's own "
-                         "default); default: the daemon's [storage] memory_limit")
+    ap.add_argument(
+        "--duckdb-memory-limit",
+        default=None,
+        help="SET memory_limit on the writer's DuckDB (e.g. 256MB; 'reset': DuckDB's own "
+        "default); default: the daemon's [storage] memory_limit",
+    )
     ap.add_argument("--duckdb-threads", type=int, default=None, help="SET threads on the writer's DuckDB")
     a = ap.parse_args(argv)
     if a.cpu is not None:
         os.sched_setaffinity(0, {a.cpu})
-    from shadowd.daemon import Daemon
+    from shadowd.daemon.service import Daemon
 
     daemon = Daemon(build_config(a.listen, a.db, attribute=a.attribute, warmup_steps=a.warmup_steps))
     stop = threading.Event()

@@ -6,6 +6,7 @@ random moment of the writer's 0.5 s flush cycle the sender stops and the daemon 
 cleanly; what is stored is a gap-free prefix with all its request rows).  The bound the
 fault test asserts is the flush interval + the receiver's 50 ms batching + 150 ms slack.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,23 @@ def once(seed: int) -> dict:
     d = tempfile.mkdtemp(prefix="shd-kill9-")
     endpoint, db = f"ipc://{d}/tap.sock", os.path.join(d, "k.duckdb")
     log = open(os.path.join(d, "daemon.log"), "w")
-    proc = subprocess.Popen([sys.executable, "-m", "shadowd.cli", "run", "--listen", endpoint, "--db", db,
-                             "--http", "127.0.0.1:0"], stdout=log, stderr=log)
-    sock_path = Path(endpoint[len("ipc://"):])
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "shadowd.cli",
+            "run",
+            "--listen",
+            endpoint,
+            "--db",
+            db,
+            "--http",
+            "127.0.0.1:0",
+        ],
+        stdout=log,
+        stderr=log,
+    )
+    sock_path = Path(endpoint[len("ipc://") :])
     deadline = time.monotonic() + 60
     while not sock_path.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -46,10 +61,28 @@ def once(seed: int) -> dict:
 
     def frame(seq: int) -> bytes:
         done = 10**9 + seq * 5_000_000
-        return encode_frame(StepFrame(FRAME_VERSION, "e0", "kill9", seq, done - 5_010_000, done - 5_000_000,
-                                      done, done - 5_000_000, 1_764_000_000 * 10**9 + done, 0,
-                                      [f"q{i}" for i in range(N_REQ)], ["acme"] * N_REQ, [1] * N_REQ,
-                                      [100] * N_REQ, [50] * N_REQ, [0] * N_REQ, [False] * N_REQ, [0] * N_REQ))
+        return encode_frame(
+            StepFrame(
+                FRAME_VERSION,
+                "e0",
+                "kill9",
+                seq,
+                done - 5_010_000,
+                done - 5_000_000,
+                done,
+                done - 5_000_000,
+                1_764_000_000 * 10**9 + done,
+                0,
+                [f"q{i}" for i in range(N_REQ)],
+                ["acme"] * N_REQ,
+                [1] * N_REQ,
+                [100] * N_REQ,
+                [50] * N_REQ,
+                [0] * N_REQ,
+                [False] * N_REQ,
+                [0] * N_REQ,
+            )
+        )
 
     def sender() -> None:
         t0 = time.monotonic()
@@ -74,19 +107,33 @@ def once(seed: int) -> dict:
     steps = [r[0] for r in con.execute("SELECT step_seq FROM steps ORDER BY step_seq").fetchall()]
     rows = con.execute("SELECT count(*) FROM step_requests").fetchone()[0]
     con.close()
-    return {"sent": sent[0], "stored": len(steps), "lost": sent[0] - len(steps),
-            "prefix": steps == list(range(1, len(steps) + 1)), "rows_complete": rows == len(steps) * N_REQ}
+    return {
+        "sent": sent[0],
+        "stored": len(steps),
+        "lost": sent[0] - len(steps),
+        "prefix": steps == list(range(1, len(steps) + 1)),
+        "rows_complete": rows == len(steps) * N_REQ,
+    }
 
 
 def run(quick: bool = False) -> dict:
     runs = [once(seed) for seed in range(3 if quick else 8)]
     lost_ms = [r["lost"] / RATE * 1000 for r in runs]
     bound_ms = (FLUSH_INTERVAL_S + 0.05 + 0.15) * 1000
-    return {"kill9": {"rate_frames_per_s": RATE, "requests_per_frame": N_REQ, "runs": runs,
-                      "lost_frames": [r["lost"] for r in runs], "lost_ms": [round(x) for x in lost_ms],
-                      "lost_ms_median": round(median(lost_ms)), "lost_ms_max": round(max(lost_ms)),
-                      "flush_interval_ms": FLUSH_INTERVAL_S * 1000, "bound_ms": bound_ms,
-                      "met": max(lost_ms) <= bound_ms and all(r["prefix"] and r["rows_complete"] for r in runs)}}
+    return {
+        "kill9": {
+            "rate_frames_per_s": RATE,
+            "requests_per_frame": N_REQ,
+            "runs": runs,
+            "lost_frames": [r["lost"] for r in runs],
+            "lost_ms": [round(x) for x in lost_ms],
+            "lost_ms_median": round(median(lost_ms)),
+            "lost_ms_max": round(max(lost_ms)),
+            "flush_interval_ms": FLUSH_INTERVAL_S * 1000,
+            "bound_ms": bound_ms,
+            "met": max(lost_ms) <= bound_ms and all(r["prefix"] and r["rows_complete"] for r in runs),
+        }
+    }
 
 
 if __name__ == "__main__":

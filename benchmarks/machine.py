@@ -1,4 +1,5 @@
 """The machine a figure was measured on: cores, CPU model, RAM, versions."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Render docs/benchmarks.md from the results document ``benchmarks.run`` writes."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -44,56 +45,112 @@ def summary_rows(r: dict[str, Any]) -> list[list[str]]:
     tap = r.get("tap_cost")
     for t in (tap or {}).get("data", []):
         n = t["requests_per_step"]
-        rows.append([f"Tap cost, {n} requests/step: hooks' own CPU per step (share of the untapped "
-                     "scheduler's CPU per step)",
-                     f"{_fmt(t['hooks_cpu_us_per_step'])} µs ({_fmt(t['hooks_cpu_pct_of_step'], 2)} %)",
-                     f"≤ {_fmt(t['target_us'], 0)} µs and ≤ 3 %", _met(t["met"]), _cmd(tap)])
-        rows.append([f"Tap cost, {n} requests/step: tapped/untapped per-step time, A/B (wall; CPU)",
-                     f"{t['ratio']:.3f}; {t['cpu']['ratio']:.3f} "
-                     f"(blocks {min(t['block_ratios']):.2f}–{max(t['block_ratios']):.2f})",
-                     "≤ 1.03", _ab_verdict(t), _cmd(tap)])
+        rows.append(
+            [
+                f"Tap cost, {n} requests/step: hooks' own CPU per step (share of the untapped "
+                "scheduler's CPU per step)",
+                f"{_fmt(t['hooks_cpu_us_per_step'])} µs ({_fmt(t['hooks_cpu_pct_of_step'], 2)} %)",
+                f"≤ {_fmt(t['target_us'], 0)} µs and ≤ 3 %",
+                _met(t["met"]),
+                _cmd(tap),
+            ]
+        )
+        rows.append(
+            [
+                f"Tap cost, {n} requests/step: tapped/untapped per-step time, A/B (wall; CPU)",
+                f"{t['ratio']:.3f}; {t['cpu']['ratio']:.3f} "
+                f"(blocks {min(t['block_ratios']):.2f}–{max(t['block_ratios']):.2f})",
+                "≤ 1.03",
+                _ab_verdict(t),
+                _cmd(tap),
+            ]
+        )
     ing = r.get("ingest")
     for i in (ing or {}).get("data", []):
         label = "attributing (calibrated)" if i["attribute"] else "unattributed (no platform configured)"
-        rows.append([f"Daemon end-to-end ingest, one core, {label}: request rows stored/s",
-                     f"{_fmt(i['rows_per_s'])} (received {_fmt(i['rows_received_per_s'])}; writer dropped "
-                     f"{_fmt(i['rows_dropped_by_writer'])})", "≥ 1,000,000", _met(i["met"]), _cmd(ing)])
+        rows.append(
+            [
+                f"Daemon end-to-end ingest, one core, {label}: request rows stored/s",
+                f"{_fmt(i['rows_per_s'])} (received {_fmt(i['rows_received_per_s'])}; writer dropped "
+                f"{_fmt(i['rows_dropped_by_writer'])})",
+                "≥ 1,000,000",
+                _met(i["met"]),
+                _cmd(ing),
+            ]
+        )
     st = r.get("ingest_stages")
     if st:
         d = st["data"]
-        rows.append(["Daemon path, in-process on one core: µs per request row (sum of stages)",
-                     f"{d['total_us_per_row']:.2f} µs → {_fmt(d['implied_rows_per_s'])} rows/s",
-                     "≤ 1 µs", _met(d["total_us_per_row"] <= 1.0), _cmd(st)])
+        rows.append(
+            [
+                "Daemon path, in-process on one core: µs per request row (sum of stages)",
+                f"{d['total_us_per_row']:.2f} µs → {_fmt(d['implied_rows_per_s'])} rows/s",
+                "≤ 1 µs",
+                _met(d["total_us_per_row"] <= 1.0),
+                _cmd(st),
+            ]
+        )
     at = r.get("attribution")
     if at:
         d = at["data"]
-        rows.append(["Attribution, 256 requests/step: µs per step (ratio to token baseline alone)",
-                     f"{d['us_per_step']:.1f} µs ({d['ratio_to_token_baseline']:.1f}×)",
-                     f"≤ {d['target_us']:.0f} µs", _met(d["met"]), _cmd(at)])
+        rows.append(
+            [
+                "Attribution, 256 requests/step: µs per step (ratio to token baseline alone)",
+                f"{d['us_per_step']:.1f} µs ({d['ratio_to_token_baseline']:.1f}×)",
+                f"≤ {d['target_us']:.0f} µs",
+                _met(d["met"]),
+                _cmd(at),
+            ]
+        )
     sto = r.get("storage")
     for s in (sto or {}).get("data", []):
         label = "attributed" if s["attribute"] else "unattributed"
         used = s.get("used_bytes_per_row")
-        rows.append([f"DuckDB bytes per stored request row, {label} (whole file after CHECKPOINT; "
-                     "in used blocks)", f"{s['bytes_per_row']:.2f} B; {_fmt(used, 2)} B", "≤ 16 B",
-                     _met(s["met"]), _cmd(sto)])
+        rows.append(
+            [
+                f"DuckDB bytes per stored request row, {label} (whole file after CHECKPOINT; in used blocks)",
+                f"{s['bytes_per_row']:.2f} B; {_fmt(used, 2)} B",
+                "≤ 16 B",
+                _met(s["met"]),
+                _cmd(sto),
+            ]
+        )
     ov = r.get("overload")
     for o in (ov or {}).get("data", []):
-        rows.append([f"Peak RSS under sustained overload, DuckDB memory_limit: {o['duckdb_memory_limit']}",
-                     f"{_fmt(o['peak_rss_mib'])} MiB", "≤ 500 MiB", _met(o["met"]), _cmd(ov)])
+        rows.append(
+            [
+                f"Peak RSS under sustained overload, DuckDB memory_limit: {o['duckdb_memory_limit']}",
+                f"{_fmt(o['peak_rss_mib'])} MiB",
+                "≤ 500 MiB",
+                _met(o["met"]),
+                _cmd(ov),
+            ]
+        )
     k9 = r.get("kill9")
     if k9:
         d = k9["data"]
-        rows.append(["`kill -9` mid-ingest: frames lost (median / max over runs), flush interval 500 ms",
-                     f"{d['lost_ms_median']} / {d['lost_ms_max']} ms of frames",
-                     f"≤ {d['bound_ms']:.0f} ms, prefix intact", _met(d["met"]), _cmd(k9)])
+        rows.append(
+            [
+                "`kill -9` mid-ingest: frames lost (median / max over runs), flush interval 500 ms",
+                f"{d['lost_ms_median']} / {d['lost_ms_max']} ms of frames",
+                f"≤ {d['bound_ms']:.0f} ms, prefix intact",
+                _met(d["met"]),
+                _cmd(k9),
+            ]
+        )
     g = r.get("gate_eval")
     if g and "cold_s" in g["data"]:
         d = g["data"]
-        rows.append([f"Gate evaluation over {d['hours']:g} h of data ({_fmt(d['request_rows'])} request rows): "
-                     "s per evaluation, warm median / max (cold)",
-                     f"{d['warm_median_s']:.2f} / {d['warm_max_s']:.2f} s ({d['cold_s']:.2f} s)",
-                     f"≤ {d['target_s']:.0f} s", _met(d["met"]), _cmd(g)])
+        rows.append(
+            [
+                f"Gate evaluation over {d['hours']:g} h of data ({_fmt(d['request_rows'])} request rows): "
+                "s per evaluation, warm median / max (cold)",
+                f"{d['warm_median_s']:.2f} / {d['warm_max_s']:.2f} s ({d['cold_s']:.2f} s)",
+                f"≤ {d['target_s']:.0f} s",
+                _met(d["met"]),
+                _cmd(g),
+            ]
+        )
     return rows
 
 
@@ -105,10 +162,18 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def render(doc: dict[str, Any]) -> str:
     m, r = doc["machine"], doc["results"]
-    parts = [HEAD.format(nproc=m["nproc"], cpu=m["cpu_model"], ram=m["ram_gib"], python=m["python"],
-                         platform=m["platform"],
-                         versions=", ".join(f"{k} {v}" for k, v in m["versions"].items() if v)),
-             "## Summary\n", _table(["Figure", "Measured", "Target", "Met", "Command"], summary_rows(r)) + "\n"]
+    parts = [
+        HEAD.format(
+            nproc=m["nproc"],
+            cpu=m["cpu_model"],
+            ram=m["ram_gib"],
+            python=m["python"],
+            platform=m["platform"],
+            versions=", ".join(f"{k} {v}" for k, v in m["versions"].items() if v),
+        ),
+        "## Summary\n",
+        _table(["Figure", "Measured", "Target", "Met", "Command"], summary_rows(r)) + "\n",
+    ]
     parts.append(_tap_section(r.get("tap_cost")))
     parts.append(_attribution_section(r.get("attribution")))
     parts.append(_ingest_section(r.get("ingest"), r.get("ingest_stages"), r.get("duckdb_append")))
@@ -124,7 +189,7 @@ HEAD = """# Benchmarks
 Generated by `.venv/bin/python -m benchmarks.run` (`benchmarks/run.py`; `--only NAME` reruns one,
 `--quick` shortens them); the raw figures, with the command, time and load average of each run,
 are in `docs/benchmarks.json`.  Fault tests, which make claims about safety rather than speed, are
-in `tests/test_faults.py` and `tests/test_fuzz_frames.py`; their measured figures are below too.
+in `tests/daemon/test_faults.py` and `tests/daemon/test_receiver_fuzz.py`; their measured figures are below too.
 
 **Machine**: {nproc} CPUs (`nproc`), {cpu}, {ram} GiB RAM; Python {python}; {platform}; {versions}.
 The 2 vCPUs are shared with other jobs (load averages of 2–5 during these runs): wall-clock figures
@@ -138,17 +203,31 @@ def _tap_section(entry: dict | None) -> str:
         return ""
     rows = []
     for t in entry["data"]:
-        rows.append([str(t["requests_per_step"]),
-                     f"{_fmt(t['untapped_us_per_step'])} / {_fmt(t['cpu']['untapped_us_per_step'])}",
-                     f"{_fmt(t['tapped_us_per_step'])} / {_fmt(t['cpu']['tapped_us_per_step'])}",
-                     f"{t['ratio']:.3f} / {t['cpu']['ratio']:.3f}",
-                     f"{_fmt(t['hooks_us_per_step'], 1)} / {_fmt(t['hooks_cpu_us_per_step'], 1)}",
-                     f"{_fmt(t['hooks_cpu_pct_of_step'], 2)} %",
-                     _fmt(t.get("general_columns_us"), 1),
-                     f"{t['frames_sent']:,} / {t['frames_received']:,} / {t['frames_dropped']:,}"])
-    table = _table(["requests/step", "untapped µs/step (wall / CPU)", "tapped µs/step (wall / CPU)",
-                    "ratio (wall / CPU)", "hooks µs/step (wall / CPU)", "hooks CPU share",
-                    "columns µs, batch changed", "frames built / received / dropped"], rows)
+        rows.append(
+            [
+                str(t["requests_per_step"]),
+                f"{_fmt(t['untapped_us_per_step'])} / {_fmt(t['cpu']['untapped_us_per_step'])}",
+                f"{_fmt(t['tapped_us_per_step'])} / {_fmt(t['cpu']['tapped_us_per_step'])}",
+                f"{t['ratio']:.3f} / {t['cpu']['ratio']:.3f}",
+                f"{_fmt(t['hooks_us_per_step'], 1)} / {_fmt(t['hooks_cpu_us_per_step'], 1)}",
+                f"{_fmt(t['hooks_cpu_pct_of_step'], 2)} %",
+                _fmt(t.get("general_columns_us"), 1),
+                f"{t['frames_sent']:,} / {t['frames_received']:,} / {t['frames_dropped']:,}",
+            ]
+        )
+    table = _table(
+        [
+            "requests/step",
+            "untapped µs/step (wall / CPU)",
+            "tapped µs/step (wall / CPU)",
+            "ratio (wall / CPU)",
+            "hooks µs/step (wall / CPU)",
+            "hooks CPU share",
+            "columns µs, batch changed",
+            "frames built / received / dropped",
+        ],
+        rows,
+    )
     return f"""## Tap cost on the real vLLM scheduler
 
 `benchmarks/tap_cost.py`: vLLM 0.33's `AsyncScheduler` (untapped) and `TapAsyncScheduler` (tapped,
@@ -180,7 +259,7 @@ since the last step (no reuse), the case of every step with an arrival or a comp
   (32 requests) and 195 µs (256) of wall time per step in the send alone.
 - *Frames are assembled from encoded parts.*  The columns a steady step reuses are reused encoded
   (msgpack), so only the stamps and the context column are encoded afresh; the bytes are exactly
-  `encode_frame`'s (asserted in `tests/test_tap_batching.py`).  Encoding at 256 requests: ~20 µs →
+  `encode_frame`'s (asserted in `tests/tap/test_batching.py`).  Encoding at 256 requests: ~20 µs →
   ~3 µs.
 - *Steady decode steps reuse columns.*  When the running requests are the same as in the previous
   step (same ids in the same order, one token each, nothing new, resumed or speculative, and no
@@ -197,10 +276,10 @@ def _attribution_section(entry: dict | None) -> str:
     d = entry["data"]
     return f"""## Attribution cost
 
-`benchmarks/attribution_cost.py` (`shadowd.attribution.timing.time_attribution`): {d['steps']:,}
+`benchmarks/attribution_cost.py` (`benchmarks.attribution_timing.time_attribution`): {d["steps"]:,}
 synthetic steps of 256 requests, `ModelVersion.attribute` over all of them at once (as the daemon
-does per batch), best of 7, on one CPU: **{d['us_per_step']:.1f} µs per step**, the token baseline's
-part alone {d['token_baseline_us_per_step']:.1f} µs ({d['ratio_to_token_baseline']:.1f}×).  In the
+does per batch), best of 7, on one CPU: **{d["us_per_step"]:.1f} µs per step**, the token baseline's
+part alone {d["token_baseline_us_per_step"]:.1f} µs ({d["ratio_to_token_baseline"]:.1f}×).  In the
 daemon, `pipeline._attribute` costs more per row (see the ingest stages: NaN defaults, float32
 copies, a model-version string per row).  {_load(entry)}.
 """
@@ -211,21 +290,34 @@ def _append_table(entry: dict | None) -> str:
         return ""
     d = entry["data"]
     rows = [[k, f"{v:.3f}"] for k, v in d["us_per_row"].items()]
-    return (f"\n\n`benchmarks/duckdb_append.py`: DuckDB alone, {_fmt(d['rows'])} rows shaped like "
-            f"`step_requests`, one DuckDB thread, best of {d['repeats']}.  {_load(entry)}.\n\n"
-            + _table(["DuckDB append, fed as", "µs per request row"], rows))
+    return (
+        f"\n\n`benchmarks/duckdb_append.py`: DuckDB alone, {_fmt(d['rows'])} rows shaped like "
+        f"`step_requests`, one DuckDB thread, best of {d['repeats']}.  {_load(entry)}.\n\n"
+        + _table(["DuckDB append, fed as", "µs per request row"], rows)
+    )
 
 
 def _free_blocks_table(entry: dict | None) -> str:
-    rows = [[" / ".join(f"{x:,}" for x in r["append_rows"]), f"{r['free_blocks']} of {r['total_blocks']}",
-             f"{r['file_over_used']:.2f}", _fmt(r.get("cpu_us_per_row"), 3)]
-            for r in ((entry or {}).get("data", {}).get("free_blocks_by_append_size") or [])]
+    rows = [
+        [
+            " / ".join(f"{x:,}" for x in r["append_rows"]),
+            f"{r['free_blocks']} of {r['total_blocks']}",
+            f"{r['file_over_used']:.2f}",
+            _fmt(r.get("cpu_us_per_row"), 3),
+        ]
+        for r in ((entry or {}).get("data", {}).get("free_blocks_by_append_size") or [])
+    ]
     if not rows:
         return ""
-    return ("\n\nFree blocks after `CHECKPOINT`, and CPU per row, by the size of each append "
-            "(`benchmarks/duckdb_append.py`, the same rows each time; sizes cycled; one DuckDB thread):\n\n"
-            + _table(["rows per append (transaction)", "free blocks", "file size / used blocks",
-                      "append CPU µs/row"], rows) + "\n")
+    return (
+        "\n\nFree blocks after `CHECKPOINT`, and CPU per row, by the size of each append "
+        "(`benchmarks/duckdb_append.py`, the same rows each time; sizes cycled; one DuckDB thread):\n\n"
+        + _table(
+            ["rows per append (transaction)", "free blocks", "file size / used blocks", "append CPU µs/row"],
+            rows,
+        )
+        + "\n"
+    )
 
 
 def _ingest_section(entry: dict | None, stages: dict | None, append: dict | None = None) -> str:
@@ -233,10 +325,20 @@ def _ingest_section(entry: dict | None, stages: dict | None, append: dict | None
     if entry:
         rows = []
         for i in entry["data"]:
-            rows.append(["yes" if i["attribute"] else "no", _fmt(i["rows_per_s"]), _fmt(i["rows_received_per_s"]),
-                         _fmt(i["steps_per_s"]), _fmt(i["rows_sent"]), _fmt(i["rows_stored"]),
-                         _fmt(i["rows_dropped_by_writer"]), _fmt(i["peak_rss_mib"])])
-        out.append(f"""`benchmarks/ingest.py`: the production `Daemon` (receiver, pipeline with its observers, jobs,
+            rows.append(
+                [
+                    "yes" if i["attribute"] else "no",
+                    _fmt(i["rows_per_s"]),
+                    _fmt(i["rows_received_per_s"]),
+                    _fmt(i["steps_per_s"]),
+                    _fmt(i["rows_sent"]),
+                    _fmt(i["rows_stored"]),
+                    _fmt(i["rows_dropped_by_writer"]),
+                    _fmt(i["peak_rss_mib"]),
+                ]
+            )
+        out.append(
+            f"""`benchmarks/ingest.py`: the production `Daemon` (receiver, pipeline with its observers, jobs,
 DuckDB writer) in its own process pinned to CPU 0 (`benchmarks/ingest_daemon.py`); a generator
 process pinned to CPU 1 (`benchmarks/framegen.py`) pushes pre-encoded frames of 256 requests
 (50-character request ids that churn as requests finish and arrive, 8 tenants, mixed steps,
@@ -248,20 +350,39 @@ stops.  When the writer is behind, the receiver waits for it (up to 1 s per batc
 is dropped and counted), so the generator is throttled through zmq rather than rows dropped.
 Peak RSS here is with the daemon's defaults (`[storage]`: 192 MB, one thread; see the overload section).  {_load(entry)}.
 
-""" + _table(["attributing", "rows stored/s", "rows received/s", "steps/s", "rows sent", "rows stored",
-              "rows dropped by writer", "peak RSS MiB"], rows) + "\n")
+"""
+            + _table(
+                [
+                    "attributing",
+                    "rows stored/s",
+                    "rows received/s",
+                    "steps/s",
+                    "rows sent",
+                    "rows stored",
+                    "rows dropped by writer",
+                    "peak RSS MiB",
+                ],
+                rows,
+            )
+            + "\n"
+        )
     if stages:
         d = stages["data"]
         rows = [[k, f"{v:.3f}"] for k, v in d["us_per_row"].items()]
         rows.append(["**total**", f"**{d['total_us_per_row']:.3f}**"])
-        out.append(f"""### Where a row's time goes (in-process, one CPU, DuckDB threads = 1)
+        out.append(
+            f"""### Where a row's time goes (in-process, one CPU, DuckDB threads = 1)
 
 `benchmarks.ingest.stage_costs`: the same daemon, calibrated, driven stage by stage on batches of
-{d['batch_frames']} frames ({_fmt(d['rows'])} rows).  {_load(stages)}.
+{d["batch_frames"]} frames ({_fmt(d["rows"])} rows).  {_load(stages)}.
 
-""" + _table(["stage", "µs per request row"], rows) + _append_table(append) + _free_blocks_table(append) + f"""
+"""
+            + _table(["stage", "µs per request row"], rows)
+            + _append_table(append)
+            + _free_blocks_table(append)
+            + f"""
 
-**Verdict: missed, by a factor of {1 / max(d['implied_rows_per_s'] / 1e6, 1e-9):.1f} on this CPU.**
+**Verdict: missed, by a factor of {1 / max(d["implied_rows_per_s"] / 1e6, 1e-9):.1f} on this CPU.**
 The target (1 µs per row, all stages, one core) is out of reach with the v1 wire format and this
 schema on this CPU.  The floor is DuckDB: its append into a file of the `step_requests` columns
 costs 0.70–0.75 µs per row here however it is fed (the tables above: object columns, strings as
@@ -275,18 +396,18 @@ row for decoding, columns, attribution and checks, which msgspec's decoding of a
   storage section): whole row groups are DuckDB's cheapest append (the free-blocks table: 0.7
   µs per row, against 1.3 for appends of 65,536 rows that go through the WAL).
 - CPython's young-generation collection runs every 50,000 allocations instead of 700
-  (`shadowd.ingest.tune_gc_for_ingest`): each pass walked every item of every decoded frame's
+  (`shadowd.daemon.receiver.tune_gc_for_ingest`): each pass walked every item of every decoded frame's
   lists; decode 0.44–0.51 → 0.37.
 - Workload-envelope checks run on whole batches (`EnvelopeMonitor.update_many`, new tenants
   found from the batch's tenant codes): `DriftWatch.observe` 0.19 → 0.05.
 - `model_version` columns are filled, not built with `np.full` (35× slower for a `str`):
   attribution 0.09 → 0.03.
-- `frames_to_columns` (`shadowd/step_columns.py`): 0.59–0.62 → 0.35–0.41: `np.fromiter` over
+- `frames_to_columns` (`shadowd/steps/columns.py`): 0.59–0.62 → 0.35–0.41: `np.fromiter` over
   `chain`/`map(attrgetter)` (object columns too) instead of generator expressions and list copies;
   request ids and tenants go through a code table, so all rows of a request share one `str` (a
   queued row then costs ~90 bytes instead of ~240) and `StepColumns.tenant_index` gives per-tenant
   codes for free.
-- `IngestStats.observe` (`shadowd/metrics.py`) sums per tenant over those codes instead of
+- `IngestStats.observe` (`shadowd/daemon/metrics.py`) sums per tenant over those codes instead of
   `np.unique` over the tenant strings: 0.46 → 0.006 µs per row.
 - The pipeline stores a batch's steps and request rows as one unit (`Writer.append_many`): a full
   queue drops both or neither.  While the writer is behind, the receiver waits up to 1 s for room
@@ -306,17 +427,22 @@ Dropping per-row copies of step-level strings (`engine_id`, `run_id`, `model_ver
 `steps` by a view with the contract's name) saves ~0.07 µs per column (table above).  Even so,
 with DuckDB's append at ~0.7 µs per row, 1 M rows per second on one core of this CPU needs a
 faster core, or the writer on a second core.
-""")
+"""
+        )
     return "\n".join(out)
 
 
 def _free_series(entry: dict) -> str:
-    series = next((s.get("free_blocks_over_time") for s in entry["data"] if s.get("free_blocks_over_time")), None)
+    series = next(
+        (s.get("free_blocks_over_time") for s in entry["data"] if s.get("free_blocks_over_time")), None
+    )
     if not series:
         return "not measured in this run"
     last = series[-1]
-    return (", ".join(str(m["free_blocks"]) for m in series)
-            + f" (of {last['total_blocks']} at the end, {_fmt(last['rows'])} rows, {last['bytes_per_row']:.2f} B per row)")
+    return (
+        ", ".join(str(m["free_blocks"]) for m in series)
+        + f" (of {last['total_blocks']} at the end, {_fmt(last['rows'])} rows, {last['bytes_per_row']:.2f} B per row)"
+    )
 
 
 def _storage_section(entry: dict | None) -> str:
@@ -325,12 +451,21 @@ def _storage_section(entry: dict | None) -> str:
     rows = []
     for s in entry["data"]:
         cols = ", ".join(f"{k} {v:.2f}" for k, v in list(s["step_requests_column_bytes_per_row"].items())[:8])
-        rows.append(["yes" if s["attribute"] else "no", _fmt(s["rows"]), _fmt(s["distinct_req_ids"]),
-                     f"{s['bytes_per_row']:.2f}", _fmt(s.get("used_bytes_per_row"), 2),
-                     _fmt(s.get("marginal_bytes_per_row"), 2),
-                     f"{s.get('free_blocks')} of {s.get('total_blocks')}",
-                     f"{s['steps_bytes_per_request_row']:.2f}", cols])
-    return f"""## DuckDB bytes per stored request row
+        rows.append(
+            [
+                "yes" if s["attribute"] else "no",
+                _fmt(s["rows"]),
+                _fmt(s["distinct_req_ids"]),
+                f"{s['bytes_per_row']:.2f}",
+                _fmt(s.get("used_bytes_per_row"), 2),
+                _fmt(s.get("marginal_bytes_per_row"), 2),
+                f"{s.get('free_blocks')} of {s.get('total_blocks')}",
+                f"{s['steps_bytes_per_request_row']:.2f}",
+                cols,
+            ]
+        )
+    return (
+        f"""## DuckDB bytes per stored request row
 
 `benchmarks/storage_size.py`: realistic frames (as above) through the production pipeline into a
 DuckDB file, `CHECKPOINT`, file size ÷ `step_requests` rows (the `steps` table and catalog
@@ -338,9 +473,22 @@ included).  Then each `step_requests` column is copied alone into a fresh file (
 256 kB blocks, so small columns round up).  With attribution, the first 1000 steps (warm-up) are
 unattributed.  {_load(entry)}.
 
-""" + _table(["attributed", "request rows", "distinct request ids", "file bytes/row",
-              "used-block bytes/row", "file growth per row, second half", "free blocks (256 kB)", "steps table bytes/request row",
-              "largest step_requests columns (bytes/row)"], rows) + """
+"""
+        + _table(
+            [
+                "attributed",
+                "request rows",
+                "distinct request ids",
+                "file bytes/row",
+                "used-block bytes/row",
+                "file growth per row, second half",
+                "free blocks (256 kB)",
+                "steps table bytes/request row",
+                "largest step_requests columns (bytes/row)",
+            ],
+            rows,
+        )
+        + """
 
 **Met, on the whole file.**  The writer cuts its appends where DuckDB's row groups end
 (`storage/row_groups.py`): every `step_requests` row group but the last holds exactly 122,880
@@ -350,13 +498,15 @@ blocks of 282, because a transaction that ends part-way into a row group makes a
 rewrite that group (the free-blocks table in the ingest section: half a file free in isolation).
 The few free blocks left come and go with each checkpoint (the small tables' last row groups are
 rewritten) and do not grow with the file: over a longer attributed run, checkpointed every
-1,024,000 rows (`storage_size.free_blocks_over_time`), free blocks were """ + _free_series(entry) + """.
+1,024,000 rows (`storage_size.free_blocks_over_time`), free blocks were """
+        + _free_series(entry)
+        + """.
 
 The cut may fall inside a step.  That step's first request rows are then committed without its
 `steps` row, which follows with the rest of them one flush later (within 0.5 s); the first
 transaction also records the step in `partial_steps` and the second removes the record, so a crash
 in between leaves a record, and the next open deletes the orphaned rows
-(`Alignment.recover`; `tests/test_writer.py` kills a writer between the two transactions).
+(`Alignment.recover`; `tests/storage/test_writer.py` kills a writer between the two transactions).
 Queries that join request rows to their steps never see the half step; sums over `step_requests`
 alone may count it up to one flush early.
 
@@ -371,6 +521,7 @@ of the step in SMALLINT.  Earlier versions of this benchmark fed latencies that 
 on context, so every decode row of a step got the same share and compressed to nothing: the
 generator now prices KV reads, as real traffic does.
 """
+    )
 
 
 def _overload_section(entry: dict | None) -> str:
@@ -378,20 +529,43 @@ def _overload_section(entry: dict | None) -> str:
         return ""
     rows = []
     for o in entry["data"]:
-        rows.append([o["duckdb_memory_limit"], _fmt(o["peak_rss_mib"]), _fmt(o["send_rate_frames_per_s"]),
-                     _fmt(o["frames_dropped_by_sender"]), _fmt(o["frames_received"]),
-                     _fmt(o["rows_dropped_by_writer"]), _fmt(o["rows_stored"]), _fmt(o["unaccounted_frames"]),
-                     _fmt(o["drain_on_sigterm_s"])])
-    return f"""## Peak RSS under sustained overload
+        rows.append(
+            [
+                o["duckdb_memory_limit"],
+                _fmt(o["peak_rss_mib"]),
+                _fmt(o["send_rate_frames_per_s"]),
+                _fmt(o["frames_dropped_by_sender"]),
+                _fmt(o["frames_received"]),
+                _fmt(o["rows_dropped_by_writer"]),
+                _fmt(o["rows_stored"]),
+                _fmt(o["unaccounted_frames"]),
+                _fmt(o["drain_on_sigterm_s"]),
+            ]
+        )
+    return (
+        f"""## Peak RSS under sustained overload
 
 `benchmarks/overload.py`: the attributing daemon (pinned to CPU 0) fed by a generator sending as
 fast as it can with the tap's semantics (non-blocking, `IMMEDIATE`, send high-water mark 1000:
-a refused frame is dropped and counted by the sender), for {entry['data'][0]['seconds']:.0f} s;
+a refused frame is dropped and counted by the sender), for {entry["data"][0]["seconds"]:.0f} s;
 then SIGTERM (the daemon drains what zmq holds, flushes and exits).  {_load(entry)}.
 
-""" + _table(["DuckDB memory_limit", "peak RSS MiB", "frames delivered/s", "frames dropped by sender",
-              "frames received", "rows dropped by writer", "rows stored", "frames unaccounted",
-              "SIGTERM drain s"], rows) + """
+"""
+        + _table(
+            [
+                "DuckDB memory_limit",
+                "peak RSS MiB",
+                "frames delivered/s",
+                "frames dropped by sender",
+                "frames received",
+                "rows dropped by writer",
+                "rows stored",
+                "frames unaccounted",
+                "SIGTERM drain s",
+            ],
+            rows,
+        )
+        + """
 
 Every frame is accounted for: sent = received (nothing lost in transit once zmq took it), and
 received rows = stored + dropped by the writer (the writer's `rows_dropped` counts rows of both
@@ -405,7 +579,7 @@ rows) and buffer (flushed once it can complete a DuckDB row group of 122,880 row
 1.7 GB possible; batches of 2,000 frames = 512,000 rows; a writer queue bounded only in items,
 4,096 × 512,000 rows) → the figures above: `RCV_HWM_MESSAGES = 512` (2,048 until the
 row-group-aligned writer measured 495 MiB), `BATCH_ROWS = 32_768` (65,536 until then)
-(`shadowd/ingest.py`); `Writer(flush_rows=131_072, queue_max_rows=131_072,
+(`shadowd/daemon/receiver.py`); `Writer(flush_rows=131_072, queue_max_rows=131_072,
 buffer_max_rows=1_000_000)`, flushing as it drains on stop (`storage/writer.py`); request ids and
 tenants interned per batch; DuckDB's memory bounded by `[storage] memory_limit` (the first row;
 the second row resets it to DuckDB's own default, 80 % of the host's RAM); `MALLOC_ARENA_MAX=2`
@@ -414,6 +588,7 @@ threads).  Under overload the receiver now waits up to 1 s for the writer before
 dropped (`Writer.append_many(wait_s=1)`), so most of the overload is refused at the tap, where it
 is counted and later reported in frames (`dropped_total`).
 """
+    )
 
 
 def _faults_section(entry: dict | None) -> str:
@@ -422,17 +597,17 @@ def _faults_section(entry: dict | None) -> str:
         d = entry["data"]
         runs = ", ".join(f"{r['lost']} of {r['sent']}" for r in d["runs"])
         k9 = f"""`benchmarks/kill9.py` ({_cmd(entry)}), the scenario of the fault test repeated
-{len(d['runs'])} times: frames lost of frames sent = {runs}; i.e. {d['lost_ms_median']} ms of frames
-lost at the median, {d['lost_ms_max']} ms at most, against a flush interval of
-{d['flush_interval_ms']:.0f} ms (bound asserted by the test: {d['bound_ms']:.0f} ms = flush interval +
+{len(d["runs"])} times: frames lost of frames sent = {runs}; i.e. {d["lost_ms_median"]} ms of frames
+lost at the median, {d["lost_ms_max"]} ms at most, against a flush interval of
+{d["flush_interval_ms"]:.0f} ms (bound asserted by the test: {d["bound_ms"]:.0f} ms = flush interval +
 50 ms receiver batching + 150 ms for the flush itself and scheduling).  The writer flushes every
 half interval: a row the row-group cut holds back (`storage/row_groups.py`) goes with the next
 flush, so none waits longer than the interval.  Every run: the file opened cleanly and held a
 gap-free prefix of steps, each with all its request rows.  {_load(entry)}.
 """
-    return f"""## Fault tests (`tests/test_faults.py`, `tests/test_fuzz_frames.py`)
+    return f"""## Fault tests (`tests/daemon/test_faults.py`, `tests/daemon/test_receiver_fuzz.py`)
 
-`.venv/bin/python -m pytest -s tests/test_faults.py tests/test_fuzz_frames.py` (~75 s here).
+`.venv/bin/python -m pytest -s tests/daemon/test_faults.py tests/daemon/test_receiver_fuzz.py` (~75 s here).
 
 **kill -9 mid-ingest.**  {k9}
 
@@ -468,7 +643,7 @@ with them; `StepFrame` now declares ranges (msgspec `Meta`, checked in C while d
 a frame is counted as malformed.  Finding, not fixed: a frame with a corrupted, huge `step_seq` in
 a known run inflates the `gap` count by the jump.
 
-A corrupt config on reload is covered by the config tests (`tests/test_config.py`).
+A corrupt config on reload is covered by the config tests (`tests/daemon/test_config.py`).
 """
 
 
@@ -477,18 +652,18 @@ def _gate_section(entry: dict | None) -> str:
         return ""
     d = entry["data"]
     q = ", ".join(f"{k} {v:.2f} s" for k, v in d["query_s"].items())
-    return f"""## Gate evaluation over {d['hours']:g} h of data
+    return f"""## Gate evaluation over {d["hours"]:g} h of data
 
-`benchmarks/gate_eval.py`: a daemon database holding {d['hours']:g} h of one engine at
-{d['rate_steps_per_s']} steps/s and {d['requests_per_step']} requests per step
-({_fmt(d['steps'])} steps, {_fmt(d['request_rows'])} request rows, {d['file_bytes'] / 2**20:,.0f} MiB;
-built with `INSERT … SELECT` from `range()` in {d['build_s']:.0f} s), then the production
-`GateKeeper` on the daemon's `Writer` (`memory_limit` {d['memory_limit']}, {d['duckdb_threads']}
-DuckDB thread) evaluating the gate over the last 24 h, {d['repeats']} times.  {_load(entry)}.
+`benchmarks/gate_eval.py`: a daemon database holding {d["hours"]:g} h of one engine at
+{d["rate_steps_per_s"]} steps/s and {d["requests_per_step"]} requests per step
+({_fmt(d["steps"])} steps, {_fmt(d["request_rows"])} request rows, {d["file_bytes"] / 2**20:,.0f} MiB;
+built with `INSERT … SELECT` from `range()` in {d["build_s"]:.0f} s), then the production
+`GateKeeper` on the daemon's `Writer` (`memory_limit` {d["memory_limit"]}, {d["duckdb_threads"]}
+DuckDB thread) evaluating the gate over the last 24 h, {d["repeats"]} times.  {_load(entry)}.
 
 | first evaluation (cold) | warm median | warm max | target | evidence queries (warm) |
 |---|---|---|---|---|
-| {d['cold_s']:.2f} s | {d['warm_median_s']:.2f} s | {d['warm_max_s']:.2f} s | ≤ {d['target_s']:.0f} s | {q} |
+| {d["cold_s"]:.2f} s | {d["warm_median_s"]:.2f} s | {d["warm_max_s"]:.2f} s | ≤ {d["target_s"]:.0f} s | {q} |
 
 The gate job runs every 30 s (`[gate] interval_s`); an evaluation scans the window's `steps`
 (accuracy quantiles per class, drop rate) and `step_requests` (tenants and longest context seen

@@ -10,6 +10,7 @@ Benchmarks run one after another, never concurrently (they pin processes to CPUs
 Each figure is stored with the command that produced it, when, the load average around it,
 and the machine (CPUs, CPU model, RAM, versions).  ``--no-write`` only prints.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,9 +20,10 @@ import os
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchmarks.machine import machine
 from benchmarks.report import render
@@ -42,24 +44,32 @@ BENCHMARKS: dict[str, str] = {
     "gate_eval": "benchmarks.gate_eval",
 }
 
-PENDING: dict[str, dict[str, Any]] = {}     # figures not measured yet: name -> note
+PENDING: dict[str, dict[str, Any]] = {}  # figures not measured yet: name -> note
 
 
 def _command(name: str | None, quick: bool) -> str:
-    return ".venv/bin/python -m benchmarks.run" + (" --quick" if quick else "") + \
-        (f" --only {name}" if name else "")
+    return (
+        ".venv/bin/python -m benchmarks.run"
+        + (" --quick" if quick else "")
+        + (f" --only {name}" if name else "")
+    )
 
 
 def run_one(name: str, quick: bool, only: bool) -> dict[str, Any]:
     module = importlib.import_module(BENCHMARKS[name])
     fn: Callable[[bool], dict] = module.run
     load0, t0 = os.getloadavg(), time.monotonic()
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started = datetime.now(UTC).isoformat(timespec="seconds")
     data = _in_scratch(fn, quick)
-    meta = {"command": _command(name if only else None, quick), "benchmark": name, "quick": quick,
-            "started_at": started, "duration_s": round(time.monotonic() - t0, 1),
-            "load_avg_before": [round(x, 2) for x in load0],
-            "load_avg_after": [round(x, 2) for x in os.getloadavg()]}
+    meta = {
+        "command": _command(name if only else None, quick),
+        "benchmark": name,
+        "quick": quick,
+        "started_at": started,
+        "duration_s": round(time.monotonic() - t0, 1),
+        "load_avg_before": [round(x, 2) for x in load0],
+        "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+    }
     return {key: {"meta": meta, "data": value} for key, value in data.items()}
 
 
@@ -68,7 +78,7 @@ def _in_scratch(fn: Callable[[bool], dict], quick: bool) -> dict:
     directory of its own, removed afterwards: a benchmark run leaves nothing behind."""
     old_env, old_dir = os.environ.get("TMPDIR"), tempfile.tempdir
     with tempfile.TemporaryDirectory(prefix="shd-bench-") as scratch:
-        os.environ["TMPDIR"], tempfile.tempdir = scratch, scratch     # and the processes it starts
+        os.environ["TMPDIR"], tempfile.tempdir = scratch, scratch  # and the processes it starts
         try:
             return fn(quick)
         finally:
@@ -96,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         print(f"[benchmarks] {name} ...", file=sys.stderr, flush=True)
         results.update(run_one(name, a.quick, only=bool(a.only)))
-        if not a.no_write:          # write as we go: a late failure keeps the earlier figures
+        if not a.no_write:  # write as we go: a late failure keeps the earlier figures
             _write(results)
     for key, value in PENDING.items():
         results.setdefault(key, {"meta": {"command": None}, "data": value})

@@ -4,6 +4,7 @@ The tap-cost benchmark sends to it so that the tap's ``send`` does what it does
 in production (a connected peer, frames actually leave), without a daemon's
 decoding and storing competing for the benchmark's cores.
 """
+
 from __future__ import annotations
 
 import signal

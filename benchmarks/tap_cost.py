@@ -21,6 +21,7 @@ floor; a 3% effect is below it on a loaded 2-vCPU host, so the targets are
 judged on the hooks' own CPU time, measured directly, as a share of the
 untapped scheduler's CPU time per step.
 """
+
 from __future__ import annotations
 
 import gc
@@ -46,16 +47,21 @@ class _Engine:
         from shadowd.sim.vllm_scheduler import SchedulerSpec, build_scheduler
 
         blocks = n * ((PROMPT_TOKENS + total_steps + 64) // 16 + 2) + 64
-        spec = SchedulerSpec(model_dir=model_dir, max_num_seqs=n,
-                             max_num_batched_tokens=max(2048, n * PROMPT_TOKENS),
-                             max_model_len=32768, num_blocks=blocks)
+        spec = SchedulerSpec(
+            model_dir=model_dir,
+            max_num_seqs=n,
+            max_num_batched_tokens=max(2048, n * PROMPT_TOKENS),
+            max_model_len=32768,
+            num_blocks=blocks,
+        )
         self.sched = build_scheduler(spec, cls)
         # RealClock: the driver leaves the tap's clock alone (a SimClock would replace it).
         driver = EngineDriver(self.sched, lambda st: 1.0, vocab_size=128256, clock=RealClock())
         tenants = ("acme", "beta", "gamma", "delta")
         for i in range(n):
-            self.sched.add_request(driver.make_request(
-                RequestSpec(0.0, tenants[i % 4], PROMPT_TOKENS, total_steps + 1000)))
+            self.sched.add_request(
+                driver.make_request(RequestSpec(0.0, tenants[i % 4], PROMPT_TOKENS, total_steps + 1000))
+            )
         self.queue: deque = deque([self.sched.schedule()])
 
     @staticmethod
@@ -63,8 +69,9 @@ class _Engine:
         from vllm.v1.outputs import ModelRunnerOutput
 
         ids = [r.req_id for r in out.scheduled_new_reqs] + list(out.scheduled_cached_reqs.req_ids)
-        return ModelRunnerOutput(req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)},
-                                 sampled_token_ids=[[7]] * len(ids))
+        return ModelRunnerOutput(
+            req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)}, sampled_token_ids=[[7]] * len(ids)
+        )
 
     def steps(self, k: int) -> tuple[list[int], list[int]]:
         """Run ``k`` steps; per step ns spent in the scheduler (schedule + update), wall and CPU."""
@@ -95,14 +102,22 @@ class _Engine:
 
 
 def _start_sink(endpoint: str) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "benchmarks.sink", endpoint],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.sink", endpoint], stdout=subprocess.PIPE, text=True
+    )
     assert proc.stdout.readline().strip() == "ready"
     return proc
 
 
-def measure(n: int, *, blocks: int = 12, block_steps: int = 150, warmup: int = 60,
-            hook_steps: int = 1200, model_dir: str | None = None) -> dict:
+def measure(
+    n: int,
+    *,
+    blocks: int = 12,
+    block_steps: int = 150,
+    warmup: int = 60,
+    hook_steps: int = 1200,
+    model_dir: str | None = None,
+) -> dict:
     """Tap cost at ``n`` running requests per step."""
     from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 
@@ -116,12 +131,11 @@ def measure(n: int, *, blocks: int = 12, block_steps: int = 150, warmup: int = 6
     try:
         total = warmup + blocks * block_steps + hook_steps
         untapped = _Engine(n, AsyncScheduler, model_dir, total)
-        os.environ.update(SHADOWD_TAP=endpoint, SHADOWD_ENGINE_ID="bench-engine-0",
-                          SHADOWD_TAP_HWM="100000")
+        os.environ.update(SHADOWD_TAP=endpoint, SHADOWD_ENGINE_ID="bench-engine-0", SHADOWD_TAP_HWM="100000")
         tapped = _Engine(n, TapAsyncScheduler, model_dir, total)
         tap = tapped.sched.shadowd_tap
         assert tap is not None, "tap did not turn on"
-        time.sleep(0.3)                          # let the PUSH socket connect
+        time.sleep(0.3)  # let the PUSH socket connect
         for eng in (untapped, tapped):
             eng.steps(warmup)
             assert eng.batch_size() == n, f"batch is {eng.batch_size()}, wanted {n}"
@@ -130,7 +144,7 @@ def measure(n: int, *, blocks: int = 12, block_steps: int = 150, warmup: int = 6
         gc.collect()
         for b in range(blocks):
             order = (("untapped", untapped), ("tapped", tapped))
-            for name, eng in (order if b % 2 == 0 else order[::-1]):
+            for name, eng in order if b % 2 == 0 else order[::-1]:
                 w, c = eng.steps(block_steps)
                 wall[name].append(median(w))
                 cpu[name].append(median(c))
@@ -139,7 +153,7 @@ def measure(n: int, *, blocks: int = 12, block_steps: int = 150, warmup: int = 6
         tap.flush()
         sender_dropped = tap.dropped_total
         frames = tap.step_seq
-        time.sleep(0.5)                          # let the sink take the last frames
+        time.sleep(0.5)  # let the sink take the last frames
     finally:
         for k, v in old.items():
             if v is None:
@@ -148,13 +162,18 @@ def measure(n: int, *, blocks: int = 12, block_steps: int = 150, warmup: int = 6
                 os.environ[k] = v
         sink.terminate()
         received = int(sink.communicate(timeout=30)[0].split()[-1])
+
     def summary(per_block: dict[str, list[float]]) -> dict:
         base = median(per_block["untapped"]) / 1e3
         with_tap = median(per_block["tapped"]) / 1e3
         ratios = [t / u for t, u in zip(per_block["tapped"], per_block["untapped"])]
-        return {"untapped_us_per_step": round(base, 1), "tapped_us_per_step": round(with_tap, 1),
-                "ratio": round(median(ratios), 4), "overhead_us_per_step": round(with_tap - base, 1),
-                "block_ratios": [round(r, 4) for r in ratios]}
+        return {
+            "untapped_us_per_step": round(base, 1),
+            "tapped_us_per_step": round(with_tap, 1),
+            "ratio": round(median(ratios), 4),
+            "overhead_us_per_step": round(with_tap - base, 1),
+            "block_ratios": [round(r, 4) for r in ratios],
+        }
 
     w, c = summary(wall), summary(cpu)
     return {
@@ -167,8 +186,11 @@ def measure(n: int, *, blocks: int = 12, block_steps: int = 150, warmup: int = 6
         "hooks_pct_of_step": round(100 * hooks / w["untapped_us_per_step"], 2),
         "hooks_cpu_pct_of_step": round(100 * hooks_cpu / c["untapped_us_per_step"], 2),
         "general_columns_us": round(general, 2),
-        "blocks": blocks, "block_steps": block_steps,
-        "frames_sent": frames, "frames_received": received, "frames_dropped": sender_dropped,
+        "blocks": blocks,
+        "block_steps": block_steps,
+        "frames_sent": frames,
+        "frames_received": received,
+        "frames_dropped": sender_dropped,
     }
 
 
@@ -189,11 +211,12 @@ def _time_hooks(eng: _Engine, tap: Any, steps: int, blocks: int = 6) -> tuple[fl
             hook(*a)
             acc[0] += clock() - t
             acc[1] += cpu() - c
+
         return call
 
     per = max(1, steps // blocks)
     wall, cpu_us = [], []
-    noop = timed(lambda *a: None)            # the timers' own cost, subtracted (two hooks per step)
+    noop = timed(lambda *a: None)  # the timers' own cost, subtracted (two hooks per step)
     acc[0] = acc[1] = 0
     for _ in range(2000):
         noop()
@@ -237,4 +260,5 @@ def run(quick: bool = False) -> dict:
 
 if __name__ == "__main__":
     import json
+
     print(json.dumps(run(quick="--quick" in sys.argv), indent=2))

@@ -11,13 +11,6 @@ from ``shadowd``, ``storage`` or ``alerts``; the daemon wires it.
 """
 
 from checks.adwin import AdwinDetector
-from checks.calibration import (
-                                calibrate,
-                                calibrate_class,
-                                measure_detection_delay,
-                                measure_false_alarm_rate,
-                                synthetic_residuals,
-)
 from checks.check_result import CheckResult
 from checks.coefficient_drift import CoefficientDrift, nnls_fit, ridge_fit
 from checks.decision import EXIT_ERROR, Decision, effective_verdict, exit_code
@@ -33,21 +26,60 @@ from checks.page_hinkley import PageHinkleyDetector
 from checks.policy import STEP_CLASSES, GatePolicy
 from checks.residual_drift import DriftMonitor, relative_residual
 from checks.share_stability import (
-                                composition_effect,
-                                cost_per_work_by_strata,
-                                shape_buckets,
-                                stability_report,
+    composition_effect,
+    cost_per_work_by_strata,
+    shape_buckets,
+    stability_report,
+)
+from checks.threshold_search import (
+    calibrate,
+    calibrate_class,
+    measure_detection_delay,
+    measure_false_alarm_rate,
+    synthetic_residuals,
 )
 from checks.wander import BlockSpread, allowance, block_spread
 
 DETECTORS = (PageHinkleyDetector, AdwinDetector)
 
 __all__ = [
-    "AdwinDetector", "BlockSpread", "CheckResult", "Detrend", "ClassAccuracy", "CoefficientDrift", "DETECTORS", "Decision",
-    "DriftCalibration", "DriftEvent", "DriftMonitor", "EXIT_ERROR", "EnvelopeMonitor", "Evidence",
-    "Gate", "GatePolicy", "GateState", "PageHinkleyDetector", "ResidualDetector", "STEP_CLASSES",
-    "WorkloadEnvelope", "allowance", "block_spread", "calibrate", "calibrate_class", "composition_effect",
-    "cost_per_work_by_strata", "detrend", "effective_verdict", "exit_code", "feature_domain", "measure_detection_delay",
-    "measure_false_alarm_rate", "nnls_fit", "relative_residual", "ridge_fit", "shape_buckets",
-    "stability_report", "synthetic_residuals",
+    "AdwinDetector",
+    "BlockSpread",
+    "CheckResult",
+    "Detrend",
+    "ClassAccuracy",
+    "CoefficientDrift",
+    "DETECTORS",
+    "Decision",
+    "DriftCalibration",
+    "DriftEvent",
+    "DriftMonitor",
+    "EXIT_ERROR",
+    "EnvelopeMonitor",
+    "Evidence",
+    "Gate",
+    "GatePolicy",
+    "GateState",
+    "PageHinkleyDetector",
+    "ResidualDetector",
+    "STEP_CLASSES",
+    "WorkloadEnvelope",
+    "allowance",
+    "block_spread",
+    "calibrate",
+    "calibrate_class",
+    "composition_effect",
+    "cost_per_work_by_strata",
+    "detrend",
+    "effective_verdict",
+    "exit_code",
+    "feature_domain",
+    "measure_detection_delay",
+    "measure_false_alarm_rate",
+    "nnls_fit",
+    "relative_residual",
+    "ridge_fit",
+    "shape_buckets",
+    "stability_report",
+    "synthetic_residuals",
 ]

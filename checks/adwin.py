@@ -29,8 +29,14 @@ class AdwinDetector:
 
     name = "adwin"
 
-    def __init__(self, delta: float = 0.002, clock: int = 32, grace_period: int = 10,
-                 min_window_length: int = 5, max_buckets: int = 5) -> None:
+    def __init__(
+        self,
+        delta: float = 0.002,
+        clock: int = 32,
+        grace_period: int = 10,
+        min_window_length: int = 5,
+        max_buckets: int = 5,
+    ) -> None:
         self.delta = float(delta)
         self.clock = int(clock)
         self.grace_period = int(grace_period)
@@ -43,9 +49,13 @@ class AdwinDetector:
         return self.delta
 
     def reset(self) -> None:
-        self._ad = drift.ADWIN(delta=self.delta, clock=self.clock, max_buckets=self.max_buckets,
-                               min_window_length=self.min_window_length,
-                               grace_period=self.grace_period)
+        self._ad = drift.ADWIN(
+            delta=self.delta,
+            clock=self.clock,
+            max_buckets=self.max_buckets,
+            min_window_length=self.min_window_length,
+            grace_period=self.grace_period,
+        )
         self.n_seen = 0
         self.n_detections = 0
         self.last_detection: dict[str, Any] | None = None

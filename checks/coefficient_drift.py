@@ -26,7 +26,8 @@ and a fit function (non-negative least squares by default, as the attribution mo
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from scipy.optimize import nnls
@@ -61,10 +62,18 @@ class CoefficientDrift:
 
     name = "coefficient"
 
-    def __init__(self, calibrated: np.ndarray, reference_design: np.ndarray,
-                 tolerance: float = 0.05, fit: Fit = nnls_fit, min_rows: int = 200,
-                 n_boot: int = 200, ci: float = 0.95,
-                 seed: int = 0, step_class: str | None = None) -> None:
+    def __init__(
+        self,
+        calibrated: np.ndarray,
+        reference_design: np.ndarray,
+        tolerance: float = 0.05,
+        fit: Fit = nnls_fit,
+        min_rows: int = 200,
+        n_boot: int = 200,
+        ci: float = 0.95,
+        seed: int = 0,
+        step_class: str | None = None,
+    ) -> None:
         self.calibrated = np.asarray(calibrated, dtype=float)
         self.reference_design = np.atleast_2d(np.asarray(reference_design, dtype=float))
         if self.reference_design.shape[1] != len(self.calibrated):
@@ -91,23 +100,40 @@ class CoefficientDrift:
         y = np.asarray(y, dtype=float)
         ok = np.all(np.isfinite(X), axis=1) & np.isfinite(y)
         X, y = X[ok], y[ok]
-        out: dict[str, Any] = {"rows": int(len(y)), "tolerance": self.tolerance,
-                               "step_class": self.step_class}
+        out: dict[str, Any] = {
+            "rows": int(len(y)),
+            "tolerance": self.tolerance,
+            "step_class": self.step_class,
+        }
         if len(y) < self.min_rows:
-            return {**out, "status": "insufficient", "relative_change": None,
-                    "signed_change": None, "ci_low": None, "ci_high": None}
+            return {
+                **out,
+                "status": "insufficient",
+                "relative_change": None,
+                "signed_change": None,
+                "ci_low": None,
+                "ci_high": None,
+            }
         coef = self.fit(X, y)
         rel, signed = self._change(coef)
         lo = hi = rel
         if self.n_boot > 0:
             rng = np.random.default_rng(self.seed)
-            boots = [self._change(self.fit(X[i], y[i]))[0]
-                     for i in (rng.integers(0, len(y), len(y)) for _ in range(self.n_boot))]
+            boots = [
+                self._change(self.fit(X[i], y[i]))[0]
+                for i in (rng.integers(0, len(y), len(y)) for _ in range(self.n_boot))
+            ]
             a = (1 - self.ci) / 2
             lo, hi = (float(v) for v in np.quantile(boots, [a, 1 - a]))
-        return {**out, "status": "drift" if lo > self.tolerance else "ok",
-                "relative_change": rel, "signed_change": signed, "ci_low": lo, "ci_high": hi,
-                "coef": coef.tolist()}
+        return {
+            **out,
+            "status": "drift" if lo > self.tolerance else "ok",
+            "relative_change": rel,
+            "signed_change": signed,
+            "ci_low": lo,
+            "ci_high": hi,
+            "coef": coef.tolist(),
+        }
 
     def check(self, X: np.ndarray, y: np.ndarray, *, ts: float, step_seq: int) -> list[DriftEvent]:
         """``compare`` as drift events (one event, or none)."""
@@ -115,6 +141,14 @@ class CoefficientDrift:
         if res["status"] != "drift":
             return []
         details = {k: res[k] for k in ("rows", "signed_change", "ci_low", "ci_high", "coef")}
-        return [DriftEvent(ts=float(ts), step_seq=int(step_seq), detector=self.name,
-                           statistic=res["relative_change"], threshold=self.tolerance,
-                           step_class=self.step_class, details=details)]
+        return [
+            DriftEvent(
+                ts=float(ts),
+                step_seq=int(step_seq),
+                detector=self.name,
+                statistic=res["relative_change"],
+                threshold=self.tolerance,
+                step_class=self.step_class,
+                details=details,
+            )
+        ]

@@ -10,8 +10,9 @@ must treat an expired decision as not GO: ``effective_verdict`` does that.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from checks.check_result import CheckResult
 
@@ -53,12 +54,20 @@ class Decision:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "exit_code": self.exit_code, "reason": self.reason,
-                "consecutive_passes": self.consecutive_passes,
-                "required_passes": self.required_passes, "evaluated_at": self.evaluated_at,
-                "valid_until": self.valid_until, "since": self.since,
-                "policy_scale": self.policy_scale, "counts": self.counts(),
-                "checks": [c.to_dict() for c in self.checks], "details": dict(self.details)}
+        return {
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "reason": self.reason,
+            "consecutive_passes": self.consecutive_passes,
+            "required_passes": self.required_passes,
+            "evaluated_at": self.evaluated_at,
+            "valid_until": self.valid_until,
+            "since": self.since,
+            "policy_scale": self.policy_scale,
+            "counts": self.counts(),
+            "checks": [c.to_dict() for c in self.checks],
+            "details": dict(self.details),
+        }
 
 
 def effective_verdict(decision: Mapping[str, Any], now: float) -> str:

@@ -21,6 +21,7 @@ false-alarm rates are those of what the detectors are fed.
 >>> [round(d.update(float(v)), 2) for v in z][4:8]
 [0.0, 4.0, 3.6, 3.24]
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -13,15 +13,17 @@ the workload-envelope check reports the steps beyond it.
 >>> d["batch_size"], d["kv_tokens"]
 ((6.666666666666667, 163.5), (6666.666666666667, 150000.0))
 """
+
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
 
-def feature_domain(features: Mapping[str, np.ndarray], quantiles: tuple[float, float] = (0.01, 0.99),
-                   margin: float = 0.5) -> dict[str, tuple[float, float]]:
+def feature_domain(
+    features: Mapping[str, np.ndarray], quantiles: tuple[float, float] = (0.01, 0.99), margin: float = 0.5
+) -> dict[str, tuple[float, float]]:
     """Per feature ``[q_lo / (1 + margin), q_hi · (1 + margin)]`` over the calibration steps."""
     out = {}
     for name, values in features.items():

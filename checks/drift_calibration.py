@@ -1,6 +1,6 @@
 """Per step class: how to standardise residuals and at which thresholds the detectors fire.
 
-A ``DriftCalibration`` is what ``checks.calibration.calibrate_class`` returns and what
+A ``DriftCalibration`` is what ``checks.threshold_search.calibrate_class`` returns and what
 ``checks.residual_drift.DriftMonitor`` runs on. It is plain data (``to_dict``/``from_dict``)
 so the daemon can store it beside the coefficient version it was calibrated for.
 
@@ -24,8 +24,9 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -65,9 +66,9 @@ class DriftCalibration:
     adwin_grace_period: int = 10
     target_rate: float = 1e-5
     n_calibration: int = 0
-    allowance: float = 0.0     # smallest shift of the relative residual's mean worth raising (0: unset)
+    allowance: float = 0.0  # smallest shift of the relative residual's mean worth raising (0: unset)
     domain: dict[str, tuple[float, float]] = field(default_factory=dict)
-    detrend_steps: int = 0     # time constant of the baseline the detectors see changes against (0: none)
+    detrend_steps: int = 0  # time constant of the baseline the detectors see changes against (0: none)
     detector_names: tuple[str, ...] = ("page_hinkley", "adwin")
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
 
@@ -100,10 +101,14 @@ class DriftCalibration:
         """Fresh detectors at this calibration's thresholds, in ``detector_names`` order."""
         make = {
             "page_hinkley": lambda: PageHinkleyDetector(
-                threshold=self.ph_threshold, delta=self.ph_delta,
-                min_instances=self.ph_min_instances, alpha=self.ph_alpha),
-            "adwin": lambda: AdwinDetector(delta=self.adwin_delta, clock=self.adwin_clock,
-                                           grace_period=self.adwin_grace_period),
+                threshold=self.ph_threshold,
+                delta=self.ph_delta,
+                min_instances=self.ph_min_instances,
+                alpha=self.ph_alpha,
+            ),
+            "adwin": lambda: AdwinDetector(
+                delta=self.adwin_delta, clock=self.adwin_clock, grace_period=self.adwin_grace_period
+            ),
         }
         unknown = [n for n in self.detector_names if n not in make]
         if unknown:
@@ -117,7 +122,7 @@ class DriftCalibration:
         return d
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "DriftCalibration":
+    def from_dict(cls, data: dict[str, Any]) -> DriftCalibration:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:

@@ -25,8 +25,9 @@ calibration never saw has unvalidated shares. ``WorkloadEnvelope`` records the r
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,9 +44,16 @@ class WorkloadEnvelope:
     tenants: frozenset[str] = field(default_factory=frozenset)
 
     @classmethod
-    def from_calibration(cls, context: Iterable[float], batch_size: Iterable[float],
-                         tokens_per_step: Iterable[float], tenants: Iterable[str] = (), *,
-                         batch_quantile: float = 0.99, margin: float = 0.0) -> "WorkloadEnvelope":
+    def from_calibration(
+        cls,
+        context: Iterable[float],
+        batch_size: Iterable[float],
+        tokens_per_step: Iterable[float],
+        tenants: Iterable[str] = (),
+        *,
+        batch_quantile: float = 0.99,
+        margin: float = 0.0,
+    ) -> WorkloadEnvelope:
         """Longest context and most tokens seen, ``batch_quantile`` of batch size, +``margin``."""
         ctx = np.asarray(list(context), dtype=float)
         bs = np.asarray(list(batch_size), dtype=float)
@@ -53,36 +61,51 @@ class WorkloadEnvelope:
         if not (len(ctx) and len(bs) and len(tok)):
             raise ValueError("calibration arrays must not be empty")
         m = 1.0 + margin
-        return cls(max_context=int(np.nanmax(ctx) * m),
-                   max_batch_size=float(np.nanquantile(bs, batch_quantile) * m),
-                   max_tokens_per_step=int(np.nanmax(tok) * m),
-                   tenants=frozenset(str(t) for t in tenants))
+        return cls(
+            max_context=int(np.nanmax(ctx) * m),
+            max_batch_size=float(np.nanquantile(bs, batch_quantile) * m),
+            max_tokens_per_step=int(np.nanmax(tok) * m),
+            tenants=frozenset(str(t) for t in tenants),
+        )
 
     def limits(self) -> dict[str, float]:
-        return {"context": self.max_context, "batch_size": self.max_batch_size,
-                "tokens": self.max_tokens_per_step}
+        return {
+            "context": self.max_context,
+            "batch_size": self.max_batch_size,
+            "tokens": self.max_tokens_per_step,
+        }
 
-    def violations(self, *, max_context: float | None = None, batch_size: float | None = None,
-                   tokens: float | None = None) -> dict[str, float]:
+    def violations(
+        self,
+        *,
+        max_context: float | None = None,
+        batch_size: float | None = None,
+        tokens: float | None = None,
+    ) -> dict[str, float]:
         """Dimensions of one step beyond the envelope, with the observed value."""
         seen = {"context": max_context, "batch_size": batch_size, "tokens": tokens}
-        return {k: float(v) for k, v in seen.items()
-                if v is not None and v > self.limits()[k]}
+        return {k: float(v) for k, v in seen.items() if v is not None and v > self.limits()[k]}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"max_context": self.max_context, "max_batch_size": self.max_batch_size,
-                "max_tokens_per_step": self.max_tokens_per_step, "tenants": sorted(self.tenants)}
+        return {
+            "max_context": self.max_context,
+            "max_batch_size": self.max_batch_size,
+            "max_tokens_per_step": self.max_tokens_per_step,
+            "tenants": sorted(self.tenants),
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "WorkloadEnvelope":
+    def from_dict(cls, data: dict[str, Any]) -> WorkloadEnvelope:
         known = {"max_context", "max_batch_size", "max_tokens_per_step", "tenants"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown WorkloadEnvelope key(s) {unknown}; known: {sorted(known)}")
-        return cls(max_context=int(data["max_context"]),
-                   max_batch_size=float(data["max_batch_size"]),
-                   max_tokens_per_step=int(data["max_tokens_per_step"]),
-                   tenants=frozenset(data.get("tenants", ())))
+        return cls(
+            max_context=int(data["max_context"]),
+            max_batch_size=float(data["max_batch_size"]),
+            max_tokens_per_step=int(data["max_tokens_per_step"]),
+            tenants=frozenset(data.get("tenants", ())),
+        )
 
 
 class EnvelopeMonitor:
@@ -98,30 +121,48 @@ class EnvelopeMonitor:
         self.new_tenants: dict[str, int] = {}  # tenant -> step_seq first seen
         self._last_event: dict[str, int] = {}
 
-    def update(self, step_seq: int, ts: float, *, max_context: float | None = None,
-               batch_size: float | None = None, tokens: float | None = None,
-               tenants: Iterable[str] = (), step_class: str | None = None) -> list[DriftEvent]:
+    def update(
+        self,
+        step_seq: int,
+        ts: float,
+        *,
+        max_context: float | None = None,
+        batch_size: float | None = None,
+        tokens: float | None = None,
+        tenants: Iterable[str] = (),
+        step_class: str | None = None,
+    ) -> list[DriftEvent]:
         """Check one step; returns the events it raises."""
         self.steps += 1
         seen = {"context": max_context, "batch_size": batch_size, "tokens": tokens}
         for k, v in seen.items():
             if v is not None:
                 self.max_seen[k] = max(self.max_seen[k], float(v))
-        beyond = self.envelope.violations(max_context=max_context, batch_size=batch_size,
-                                          tokens=tokens)
+        beyond = self.envelope.violations(max_context=max_context, batch_size=batch_size, tokens=tokens)
         return self._judge(int(step_seq), float(ts), beyond, tenants, step_class)
 
-    def update_many(self, step_seq: np.ndarray, ts: np.ndarray, *, max_context: np.ndarray,
-                    batch_size: np.ndarray, tokens: np.ndarray, step_class: Sequence[str | None],
-                    tenants: Mapping[int, Iterable[str]] | None = None) -> list[DriftEvent]:
+    def update_many(
+        self,
+        step_seq: np.ndarray,
+        ts: np.ndarray,
+        *,
+        max_context: np.ndarray,
+        batch_size: np.ndarray,
+        tokens: np.ndarray,
+        step_class: Sequence[str | None],
+        tenants: Mapping[int, Iterable[str]] | None = None,
+    ) -> list[DriftEvent]:
         """``update`` for many steps at once (the same events and counts, in step order).
 
         The ingest path's form: steps inside the envelope (nearly all) cost no Python work.
         ``tenants`` maps a step's index to tenants to check; only steps that may bring a tenant
         not seen before need an entry.
         """
-        seen = {"context": np.asarray(max_context, float), "batch_size": np.asarray(batch_size, float),
-                "tokens": np.asarray(tokens, float)}
+        seen = {
+            "context": np.asarray(max_context, float),
+            "batch_size": np.asarray(batch_size, float),
+            "tokens": np.asarray(tokens, float),
+        }
         n = len(step_seq)
         self.steps += n
         if n == 0:
@@ -138,8 +179,14 @@ class EnvelopeMonitor:
             events += self._judge(int(step_seq[i]), float(ts[i]), over, tenants.get(i, ()), step_class[i])
         return events
 
-    def _judge(self, step_seq: int, ts: float, beyond: dict[str, float], tenants: Iterable[str],
-               step_class: str | None) -> list[DriftEvent]:
+    def _judge(
+        self,
+        step_seq: int,
+        ts: float,
+        beyond: dict[str, float],
+        tenants: Iterable[str],
+        step_class: str | None,
+    ) -> list[DriftEvent]:
         events = []
         if beyond:
             self.extrapolated_steps += 1
@@ -149,17 +196,31 @@ class EnvelopeMonitor:
             last = self._last_event.get(dim)
             if last is None or step_seq - last >= self.cooldown_steps:
                 self._last_event[dim] = step_seq
-                events.append(DriftEvent(ts=ts, step_seq=step_seq,
-                                         detector=f"envelope.{dim}", statistic=value,
-                                         threshold=float(limits[dim]), step_class=step_class,
-                                         details={"steps_beyond": self.by_dimension[dim]}))
+                events.append(
+                    DriftEvent(
+                        ts=ts,
+                        step_seq=step_seq,
+                        detector=f"envelope.{dim}",
+                        statistic=value,
+                        threshold=float(limits[dim]),
+                        step_class=step_class,
+                        details={"steps_beyond": self.by_dimension[dim]},
+                    )
+                )
         for tenant in tenants:
             if tenant not in self.envelope.tenants and tenant not in self.new_tenants:
                 self.new_tenants[tenant] = step_seq
-                events.append(DriftEvent(ts=ts, step_seq=step_seq,
-                                         detector="envelope.new_tenant", statistic=1.0,
-                                         threshold=0.0, step_class=step_class,
-                                         details={"tenant": tenant}))
+                events.append(
+                    DriftEvent(
+                        ts=ts,
+                        step_seq=step_seq,
+                        detector="envelope.new_tenant",
+                        statistic=1.0,
+                        threshold=0.0,
+                        step_class=step_class,
+                        details={"tenant": tenant},
+                    )
+                )
         return events
 
     def summary(self) -> dict[str, Any]:

@@ -21,8 +21,9 @@ ValueError: unknown evidence key 'tenant_seen' (did you mean 'tenants_seen'?)
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Mapping
+from typing import Any
 
 
 def _reject_unknown(cls: type, data: Mapping[str, Any], what: str) -> None:
@@ -47,7 +48,7 @@ class ClassAccuracy:
     baseline_p99: float | None = None
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ClassAccuracy":
+    def from_dict(cls, data: Mapping[str, Any]) -> ClassAccuracy:
         _reject_unknown(cls, data, "accuracy")
         return cls(**data)
 
@@ -68,7 +69,7 @@ class Evidence:
     tenants_seen: int | None = None
     max_context_seen: int | None = None
     unresolved_drift_events: int | None = None
-    drift_blind: dict[str, str] = field(default_factory=dict)   # required class -> why not watched
+    drift_blind: dict[str, str] = field(default_factory=dict)  # required class -> why not watched
     stability: dict[str, dict[str, Any]] = field(default_factory=dict)
     calibrated_platform_key: str | None = None
     running_platform_key: str | None = None
@@ -78,11 +79,13 @@ class Evidence:
     new_tenants: int | None = None
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Evidence":
+    def from_dict(cls, data: Mapping[str, Any]) -> Evidence:
         _reject_unknown(cls, data, "evidence")
         d = dict(data)
-        d["accuracy"] = {str(k): v if isinstance(v, ClassAccuracy) else ClassAccuracy.from_dict(v)
-                         for k, v in (d.get("accuracy") or {}).items()}
+        d["accuracy"] = {
+            str(k): v if isinstance(v, ClassAccuracy) else ClassAccuracy.from_dict(v)
+            for k, v in (d.get("accuracy") or {}).items()
+        }
         d["stability"] = {str(k): dict(v) for k, v in (d.get("stability") or {}).items()}
         d["drift_blind"] = {str(k): str(v) for k, v in (d.get("drift_blind") or {}).items()}
         return cls(**d)

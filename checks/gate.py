@@ -36,8 +36,9 @@ State is a small dict (``state_dict``) so the daemon can restore it from ``gate_
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping
+from typing import Any
 
 from checks.check_result import CheckResult
 from checks.decision import Decision
@@ -66,8 +67,9 @@ def _list(checks: list[CheckResult], limit: int = 4) -> str:
 class Gate:
     """Stateful evaluator: ``evaluate(evidence, now) -> Decision``."""
 
-    def __init__(self, policy: GatePolicy | None = None,
-                 state: GateState | Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, policy: GatePolicy | None = None, state: GateState | Mapping[str, Any] | None = None
+    ) -> None:
         self.policy = policy or GatePolicy()
         if isinstance(state, Mapping):
             known = {f.name for f in fields(GateState)}
@@ -105,31 +107,38 @@ class Gate:
             st.consecutive_inconclusive += 1
             if prev == "GO" and tolerable and st.consecutive_inconclusive <= pol.inconclusive_grace:
                 verdict = "GO"
-                reason = (f"GO held through inconclusive round {st.consecutive_inconclusive}/"
-                          f"{pol.inconclusive_grace}: {_list(unsure)}")
+                reason = (
+                    f"GO held through inconclusive round {st.consecutive_inconclusive}/"
+                    f"{pol.inconclusive_grace}: {_list(unsure)}"
+                )
             else:
                 st.consecutive_passes, st.last_counted_pass_at = 0, None
                 if prev == "NO_GO":
                     verdict = "NO_GO"
-                    reason = (f"NO_GO held (last failure: {st.last_failure}); now inconclusive: "
-                              f"{_list(unsure)}; {need} consecutive passes needed")
+                    reason = (
+                        f"NO_GO held (last failure: {st.last_failure}); now inconclusive: "
+                        f"{_list(unsure)}; {need} consecutive passes needed"
+                    )
                 else:
                     verdict = "INCONCLUSIVE"
                     reason = f"inconclusive: {_list(unsure)}"
         else:
             st.consecutive_inconclusive = 0
-            if (st.last_counted_pass_at is None
-                    or now - st.last_counted_pass_at >= pol.min_pass_interval_s):
+            if st.last_counted_pass_at is None or now - st.last_counted_pass_at >= pol.min_pass_interval_s:
                 st.consecutive_passes += 1
                 st.last_counted_pass_at = now
             if st.consecutive_passes >= need:
                 verdict = "GO"
-                reason = (f"all {len(checks)} checks pass; {st.consecutive_passes} consecutive "
-                          f"passing evaluations (need {need})")
+                reason = (
+                    f"all {len(checks)} checks pass; {st.consecutive_passes} consecutive "
+                    f"passing evaluations (need {need})"
+                )
             else:
                 verdict = prev if prev in ("NO_GO", "INCONCLUSIVE") else "INCONCLUSIVE"
-                reason = (f"all {len(checks)} checks pass; {st.consecutive_passes} of {need} "
-                          f"consecutive passes needed for GO")
+                reason = (
+                    f"all {len(checks)} checks pass; {st.consecutive_passes} of {need} "
+                    f"consecutive passes needed for GO"
+                )
                 if verdict == "NO_GO":
                     reason += f" (NO_GO held; last failure: {st.last_failure})"
 
@@ -138,8 +147,15 @@ class Gate:
         st.verdict = verdict
         st.last_evaluated_at = now
         st.evaluations += 1
-        return Decision(verdict=verdict, checks=checks, consecutive_passes=st.consecutive_passes,
-                        required_passes=need, reason=reason, evaluated_at=now,
-                        valid_until=now + pol.decision_ttl_s, since=st.since,
-                        policy_scale=pol.scale,
-                        details={"previous_verdict": prev, "scale": pol.describe_scale()})
+        return Decision(
+            verdict=verdict,
+            checks=checks,
+            consecutive_passes=st.consecutive_passes,
+            required_passes=need,
+            reason=reason,
+            evaluated_at=now,
+            valid_until=now + pol.decision_ttl_s,
+            since=st.since,
+            policy_scale=pol.scale,
+            details={"previous_verdict": prev, "scale": pol.describe_scale()},
+        )

@@ -4,7 +4,7 @@ Page-Hinkley accumulates deviations from the running mean, less an allowance ``d
 and fires when the accumulated excursion passes ``threshold``. Both are in units of the
 input, so the input must be standardised (unit variance on calibration data): then
 ``delta`` ≈ half the smallest shift, in standard deviations, worth catching quickly, and
-``threshold`` sets the false-alarm rate (pick it with ``checks.calibration``).
+``threshold`` sets the false-alarm rate (pick it with ``checks.threshold_search``).
 The statistic reported on detection is the excursion (same units as ``threshold``).
 
 The forgetting factor defaults to ``alpha = 1`` (a true CUSUM), not river's 0.9999: with
@@ -37,8 +37,14 @@ class PageHinkleyDetector:
 
     name = "page_hinkley"
 
-    def __init__(self, threshold: float, delta: float = 0.25, min_instances: int = 100,
-                 alpha: float = 1.0, mode: str = "both") -> None:
+    def __init__(
+        self,
+        threshold: float,
+        delta: float = 0.25,
+        min_instances: int = 100,
+        alpha: float = 1.0,
+        mode: str = "both",
+    ) -> None:
         self.threshold = float(threshold)
         self.delta = float(delta)
         self.min_instances = int(min_instances)
@@ -47,8 +53,13 @@ class PageHinkleyDetector:
         self.reset()
 
     def reset(self) -> None:
-        self._ph = drift.PageHinkley(min_instances=self.min_instances, delta=self.delta,
-                                     threshold=self.threshold, alpha=self.alpha, mode=self.mode)
+        self._ph = drift.PageHinkley(
+            min_instances=self.min_instances,
+            delta=self.delta,
+            threshold=self.threshold,
+            alpha=self.alpha,
+            mode=self.mode,
+        )
         self.n_seen = 0
         self.n_detections = 0
         self.last_detection: dict[str, Any] | None = None

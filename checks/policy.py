@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Mapping
+from typing import Any
 
 STEP_CLASSES = ("prefill", "decode", "mixed")
 
@@ -70,8 +71,9 @@ class GatePolicy:
         for name in ("max_p90_error", "max_p99_error", "min_steps"):
             bad = sorted(set(getattr(self, name)) - set(STEP_CLASSES))
             if bad:
-                raise ValueError(f"gate policy {name}: unknown step class {bad[0]!r}; "
-                                 f"known: {list(STEP_CLASSES)}")
+                raise ValueError(
+                    f"gate policy {name}: unknown step class {bad[0]!r}; known: {list(STEP_CLASSES)}"
+                )
         bad = sorted(set(self.required_step_classes) - set(STEP_CLASSES))
         if bad:
             raise ValueError(f"gate policy required_step_classes: unknown step class {bad[0]!r}")
@@ -81,14 +83,13 @@ class GatePolicy:
             raise ValueError("gate policy inconclusive_grace must be ≥ 0")
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "GatePolicy":
+    def from_dict(cls, data: Mapping[str, Any]) -> GatePolicy:
         """Defaults overridden by ``data``; unknown keys raise ``ValueError`` naming the key."""
         known = {f.name: f for f in fields(cls)}
         for key in data:
             if key not in known:
                 close = difflib.get_close_matches(str(key), list(known), n=1)
-                hint = (f" (did you mean {close[0]!r}?)" if close
-                        else f"; known keys: {sorted(known)}")
+                hint = f" (did you mean {close[0]!r}?)" if close else f"; known keys: {sorted(known)}"
                 raise ValueError(f"unknown gate policy key {key!r}{hint}")
         base = cls()
         kwargs: dict[str, Any] = {}
@@ -116,21 +117,22 @@ class GatePolicy:
         d["required_step_classes"] = list(self.required_step_classes)
         return d
 
-    def scaled(self, factor: float) -> "GatePolicy":
+    def scaled(self, factor: float) -> GatePolicy:
         """Evidence minimums that accrue with time × ``factor`` (steps per class, duration)."""
         if not factor > 0:
             raise ValueError("scale factor must be > 0")
         steps = {k: max(1, math.ceil(v * factor)) for k, v in self.min_steps.items()}
-        return replace(self,
-                       min_steps=steps,
-                       min_duration_s=self.min_duration_s * factor,
-                       scale=self.scale * factor)
+        return replace(
+            self, min_steps=steps, min_duration_s=self.min_duration_s * factor, scale=self.scale * factor
+        )
 
     def describe_scale(self) -> str:
         """One line saying whether, and how, the evidence minimums were scaled."""
         if self.scale == 1.0:
             return "evidence minimums at full scale"
         steps = ", ".join(f"{k} {v}" for k, v in self.min_steps.items())
-        return (f"evidence minimums scaled by {self.scale:g}: steps per class ({steps}), "
-                f"shadow duration {self.min_duration_s:g} s; tenants ({self.min_tenants}) and "
-                f"longest context ({self.min_max_context}) unscaled")
+        return (
+            f"evidence minimums scaled by {self.scale:g}: steps per class ({steps}), "
+            f"shadow duration {self.min_duration_s:g} s; tenants ({self.min_tenants}) and "
+            f"longest context ({self.min_max_context}) unscaled"
+        )

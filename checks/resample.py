@@ -33,8 +33,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def stationary_bootstrap(x: np.ndarray, n: int, mean_block: float = 64.0,
-                         rng: np.random.Generator | None = None) -> np.ndarray:
+def stationary_bootstrap(
+    x: np.ndarray, n: int, mean_block: float = 64.0, rng: np.random.Generator | None = None
+) -> np.ndarray:
     """``n`` values resampled from ``x`` in circular blocks of mean length ``mean_block``."""
     x = np.asarray(x, dtype=float)
     m = len(x)
@@ -62,7 +63,7 @@ def fit_ar(x: np.ndarray, max_order: int = 10) -> tuple[np.ndarray, np.ndarray]:
     y = x[max_order:]
     best = (n * np.log(max(y.var(), 1e-300)), np.zeros(0), y)
     for p in range(1, max_order + 1):
-        lags = np.column_stack([x[max_order - k: n - k] for k in range(1, p + 1)])
+        lags = np.column_stack([x[max_order - k : n - k] for k in range(1, p + 1)])
         coef, *_ = np.linalg.lstsq(lags, y, rcond=None)
         if p and np.any(np.abs(np.roots(np.r_[1.0, -coef])) >= 0.999):
             continue
@@ -74,8 +75,9 @@ def fit_ar(x: np.ndarray, max_order: int = 10) -> tuple[np.ndarray, np.ndarray]:
     return coef, resid - resid.mean()
 
 
-def ar_sieve_bootstrap(x: np.ndarray, n: int, rng: np.random.Generator | None = None,
-                       max_order: int = 10, burn: int = 500) -> np.ndarray:
+def ar_sieve_bootstrap(
+    x: np.ndarray, n: int, rng: np.random.Generator | None = None, max_order: int = 10, burn: int = 500
+) -> np.ndarray:
     """``n`` values of a stationary series with ``x``'s mean, AR structure and innovation law."""
     from scipy.signal import lfilter
 

@@ -27,7 +27,8 @@ True
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -58,8 +59,7 @@ class DriftMonitor:
         self.n_skipped = 0  # uncalibrated class or non-finite residual
         self.n_out_of_domain: dict[str, int] = {cls: 0 for cls in self.calibrations}
 
-    def update(self, step_seq: int, step_class: str, residual: float,
-               ts: float) -> list[DriftEvent]:
+    def update(self, step_seq: int, step_class: str, residual: float, ts: float) -> list[DriftEvent]:
         """Feed one step; returns the detections it completed (usually none)."""
         cal = self.calibrations.get(step_class)
         if cal is None or not math.isfinite(residual):
@@ -69,27 +69,33 @@ class DriftMonitor:
         z = self._baselines[step_class].update(z)
         return self._feed(step_class, z, int(step_seq), float(ts), residual)
 
-    def _feed(self, step_class: str, z: float, step_seq: int, ts: float,
-              residual: float) -> list[DriftEvent]:
+    def _feed(self, step_class: str, z: float, step_seq: int, ts: float, residual: float) -> list[DriftEvent]:
         self.n_seen[step_class] += 1
         events = []
         for det in self._detectors[step_class]:
             if det.update(z):
                 info = dict(det.last_detection or {})
-                events.append(DriftEvent(
-                    ts=ts, step_seq=step_seq, detector=det.name,
-                    statistic=float(info.pop("statistic", math.nan)),
-                    threshold=float(info.pop("threshold", det.threshold)),
-                    step_class=step_class,
-                    details={**info, "residual": residual, "z": z,
-                             "n_detections": det.n_detections}))
+                events.append(
+                    DriftEvent(
+                        ts=ts,
+                        step_seq=step_seq,
+                        detector=det.name,
+                        statistic=float(info.pop("statistic", math.nan)),
+                        threshold=float(info.pop("threshold", det.threshold)),
+                        step_class=step_class,
+                        details={**info, "residual": residual, "z": z, "n_detections": det.n_detections},
+                    )
+                )
         return events
 
-    def update_many(self, step_seq: Sequence[int] | np.ndarray,
-                    step_class: Sequence[str] | np.ndarray,
-                    residual: Sequence[float] | np.ndarray,
-                    ts: Sequence[float] | np.ndarray,
-                    features: Mapping[str, np.ndarray] | None = None) -> list[DriftEvent]:
+    def update_many(
+        self,
+        step_seq: Sequence[int] | np.ndarray,
+        step_class: Sequence[str] | np.ndarray,
+        residual: Sequence[float] | np.ndarray,
+        ts: Sequence[float] | np.ndarray,
+        features: Mapping[str, np.ndarray] | None = None,
+    ) -> list[DriftEvent]:
         """Feed steps in order (arrays of equal length); events sorted by ``step_seq``.
 
         Classes are independent, so each class's steps are standardised in one vector
@@ -111,8 +117,7 @@ class DriftMonitor:
             if features and cal.domain:
                 inside = cal.in_domain(features)
                 self.n_out_of_domain[name] += int((mine & ~inside).sum())
-                self._judged_recent[name] = _ewma(self._judged_recent[name], inside[mine],
-                                                  self.recent_steps)
+                self._judged_recent[name] = _ewma(self._judged_recent[name], inside[mine], self.recent_steps)
                 mine &= inside
             idx = np.flatnonzero(mine)
             z = self._baselines[name].update_many(cal.standardise(r[idx]))
@@ -130,26 +135,41 @@ class DriftMonitor:
         """Steps seen and detections so far, per class and detector."""
         out: dict[str, dict[str, int]] = {}
         for cls, dets in self._detectors.items():
-            out[cls] = {"steps": self.n_seen[cls], "out_of_domain": self.n_out_of_domain[cls],
-                        **{d.name: d.n_detections for d in dets}}
+            out[cls] = {
+                "steps": self.n_seen[cls],
+                "out_of_domain": self.n_out_of_domain[cls],
+                **{d.name: d.n_detections for d in dets},
+            }
         return out
 
     def state(self) -> dict[str, Any]:
         """Counts plus each detector's last detection, for /metrics and reports."""
-        return {"skipped": self.n_skipped, "classes": {
-            cls: {"steps": self.n_seen[cls], "out_of_domain": self.n_out_of_domain[cls],
-                  "baseline": self._baselines[cls].baseline,
-                  "recent_judged_fraction": self._judged_recent[cls],
-                  "domain": {k: list(v) for k, v in self.calibrations[cls].domain.items()},
-                  "detectors": {d.name: {"detections": d.n_detections,
-                                         "threshold": d.threshold,
-                                         "last_detection": d.last_detection} for d in dets}}
-            for cls, dets in self._detectors.items()}}
+        return {
+            "skipped": self.n_skipped,
+            "classes": {
+                cls: {
+                    "steps": self.n_seen[cls],
+                    "out_of_domain": self.n_out_of_domain[cls],
+                    "baseline": self._baselines[cls].baseline,
+                    "recent_judged_fraction": self._judged_recent[cls],
+                    "domain": {k: list(v) for k, v in self.calibrations[cls].domain.items()},
+                    "detectors": {
+                        d.name: {
+                            "detections": d.n_detections,
+                            "threshold": d.threshold,
+                            "last_detection": d.last_detection,
+                        }
+                        for d in dets
+                    },
+                }
+                for cls, dets in self._detectors.items()
+            },
+        }
 
 
 def _ewma(start: float, x: np.ndarray, steps: int) -> float:
     """Exponentially weighted mean of ``start`` followed by the values ``x`` (time constant ``steps``)."""
     if not len(x):
         return start
-    keep = (1.0 - 1.0 / steps) ** np.arange(len(x) - 1, -1, -1)   # weight of each value, oldest first
+    keep = (1.0 - 1.0 / steps) ** np.arange(len(x) - 1, -1, -1)  # weight of each value, oldest first
     return float(start * (1.0 - 1.0 / steps) ** len(x) + (np.asarray(x, float) * keep).sum() / steps)

@@ -18,7 +18,8 @@ Thresholds compare with ``<=`` for maxima and ``>=`` for minima.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from checks.check_result import CheckResult
 from checks.evidence import ClassAccuracy, Evidence
@@ -28,12 +29,20 @@ Rule = Callable[[Evidence, GatePolicy, float], list[CheckResult]]
 
 
 def _missing(name: str, what: str, threshold: Any = None, critical: bool = False) -> CheckResult:
-    return CheckResult(name, "inconclusive", None, threshold, f"no evidence: {what}",
-                       critical=critical, missing=True)
+    return CheckResult(
+        name, "inconclusive", None, threshold, f"no evidence: {what}", critical=critical, missing=True
+    )
 
 
-def _at_most(name: str, value: float | None, limit: float, what: str, *, critical: bool = False,
-             fail_status: str = "fail") -> CheckResult:
+def _at_most(
+    name: str,
+    value: float | None,
+    limit: float,
+    what: str,
+    *,
+    critical: bool = False,
+    fail_status: str = "fail",
+) -> CheckResult:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return _missing(name, what, limit, critical)
     if value <= limit:
@@ -46,23 +55,38 @@ def _at_least(name: str, value: float | None, minimum: float, what: str) -> Chec
         return _missing(name, what, minimum)
     if value >= minimum:
         return CheckResult(name, "pass", value, minimum, f"{what} {value:g} ≥ {minimum:g}")
-    return CheckResult(name, "inconclusive", value, minimum,
-                       f"not enough evidence yet: {what} {value:g} < {minimum:g}")
+    return CheckResult(
+        name, "inconclusive", value, minimum, f"not enough evidence yet: {what} {value:g} < {minimum:g}"
+    )
 
 
 def platform(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
     cal, run = ev.calibrated_platform_key, ev.running_platform_key
     if not cal or not run:
         unknown = " and ".join(n for n, v in (("calibrated", cal), ("running", run)) if not v)
-        return [CheckResult("platform", "inconclusive", run, cal,
-                            f"platform key unknown ({unknown}): the model is unqualified",
-                            critical=True, missing=True)]
+        return [
+            CheckResult(
+                "platform",
+                "inconclusive",
+                run,
+                cal,
+                f"platform key unknown ({unknown}): the model is unqualified",
+                critical=True,
+                missing=True,
+            )
+        ]
     if cal != run:
-        return [CheckResult("platform", "fail", run, cal,
-                            f"calibrated for platform {cal!r} but the engine runs {run!r}: "
-                            "refit and re-validate", critical=True)]
-    return [CheckResult("platform", "pass", run, cal, "platform key matches the calibration",
-                        critical=True)]
+        return [
+            CheckResult(
+                "platform",
+                "fail",
+                run,
+                cal,
+                f"calibrated for platform {cal!r} but the engine runs {run!r}: refit and re-validate",
+                critical=True,
+            )
+        ]
+    return [CheckResult("platform", "pass", run, cal, "platform key matches the calibration", critical=True)]
 
 
 def freshness(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
@@ -70,29 +94,43 @@ def freshness(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
         return [_missing("freshness", "no step recorded", pol.max_step_age_s, critical=True)]
     age = max(0.0, now - ev.last_step_ts)
     if age <= pol.max_step_age_s:
-        return [CheckResult("freshness", "pass", age, pol.max_step_age_s,
-                            f"last step {age:.0f} s ago", critical=True)]
-    return [CheckResult("freshness", "inconclusive", age, pol.max_step_age_s,
-                        f"data stale: last step {age:.0f} s ago (max {pol.max_step_age_s:g} s)",
-                        critical=True)]
+        return [
+            CheckResult(
+                "freshness", "pass", age, pol.max_step_age_s, f"last step {age:.0f} s ago", critical=True
+            )
+        ]
+    return [
+        CheckResult(
+            "freshness",
+            "inconclusive",
+            age,
+            pol.max_step_age_s,
+            f"data stale: last step {age:.0f} s ago (max {pol.max_step_age_s:g} s)",
+            critical=True,
+        )
+    ]
 
 
 def drop_rate(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
-    return [_at_most("drop_rate", ev.tap_drop_rate, pol.max_drop_rate, "tap drop rate",
-                     critical=True)]
+    return [_at_most("drop_rate", ev.tap_drop_rate, pol.max_drop_rate, "tap drop rate", critical=True)]
 
 
 def evidence_minimums(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
     out = []
     for cls in pol.required_step_classes:
         acc = ev.accuracy.get(cls)
-        out.append(_at_least(f"evidence.steps.{cls}", acc.steps if acc else None,
-                             pol.min_steps.get(cls, 0), f"{cls} steps"))
-    out.append(_at_least("evidence.duration", ev.shadow_duration_s, pol.min_duration_s,
-                         "shadow duration (s)"))
+        out.append(
+            _at_least(
+                f"evidence.steps.{cls}", acc.steps if acc else None, pol.min_steps.get(cls, 0), f"{cls} steps"
+            )
+        )
+    out.append(
+        _at_least("evidence.duration", ev.shadow_duration_s, pol.min_duration_s, "shadow duration (s)")
+    )
     out.append(_at_least("evidence.tenants", ev.tenants_seen, pol.min_tenants, "tenants seen"))
-    out.append(_at_least("evidence.max_context", ev.max_context_seen, pol.min_max_context,
-                         "longest context seen"))
+    out.append(
+        _at_least("evidence.max_context", ev.max_context_seen, pol.min_max_context, "longest context seen")
+    )
     return out
 
 
@@ -107,12 +145,18 @@ def accuracy(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
         for q, limits in (("p90", pol.max_p90_error), ("p99", pol.max_p99_error)):
             name = f"accuracy.{cls}.{q}"
             if not _enough_steps(acc, pol, cls):
-                out.append(CheckResult(name, "inconclusive", getattr(acc, q, None), limits[cls],
-                                       f"{cls}: too few steps to judge {q} error",
-                                       missing=acc is None))
+                out.append(
+                    CheckResult(
+                        name,
+                        "inconclusive",
+                        getattr(acc, q, None),
+                        limits[cls],
+                        f"{cls}: too few steps to judge {q} error",
+                        missing=acc is None,
+                    )
+                )
             else:
-                out.append(_at_most(name, getattr(acc, q), limits[cls],
-                                    f"{cls} {q} relative error"))
+                out.append(_at_most(name, getattr(acc, q), limits[cls], f"{cls} {q} relative error"))
     return out
 
 
@@ -122,29 +166,46 @@ def advantage(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
         acc = ev.accuracy.get(cls)
         name = f"advantage.{cls}"
         if not _enough_steps(acc, pol, cls):
-            out.append(CheckResult(name, "inconclusive", None, pol.min_advantage,
-                                   f"{cls}: too few steps to compare with the token baseline",
-                                   missing=acc is None))
+            out.append(
+                CheckResult(
+                    name,
+                    "inconclusive",
+                    None,
+                    pol.min_advantage,
+                    f"{cls}: too few steps to compare with the token baseline",
+                    missing=acc is None,
+                )
+            )
             continue
         if acc.p90 is None or acc.baseline_p90 is None:
-            out.append(_missing(name, f"{cls} p90 error of model or token baseline",
-                                pol.min_advantage))
+            out.append(_missing(name, f"{cls} p90 error of model or token baseline", pol.min_advantage))
             continue
         ratio = math.inf if acc.p90 == 0 else acc.baseline_p90 / acc.p90
         ok = ratio >= pol.min_advantage
-        out.append(CheckResult(name, "pass" if ok else "fail", ratio, pol.min_advantage,
-                               f"{cls}: token-baseline p90 error / model p90 error = {ratio:.2f} "
-                               f"({'≥' if ok else '<'} {pol.min_advantage:g})"))
+        out.append(
+            CheckResult(
+                name,
+                "pass" if ok else "fail",
+                ratio,
+                pol.min_advantage,
+                f"{cls}: token-baseline p90 error / model p90 error = {ratio:.2f} "
+                f"({'≥' if ok else '<'} {pol.min_advantage:g})",
+            )
+        )
     return out
 
 
 def drift(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
     if ev.unresolved_drift_events is None and ev.drift_blind:
         why = "; ".join(f"{k}: {v}" for k, v in sorted(ev.drift_blind.items()))
-        return [_missing("drift", f"residual drift detectors blind on required steps ({why})",
-                         pol.max_unresolved_drift)]
-    return [_at_most("drift", ev.unresolved_drift_events, pol.max_unresolved_drift,
-                     "unresolved drift events")]
+        return [
+            _missing(
+                "drift", f"residual drift detectors blind on required steps ({why})", pol.max_unresolved_drift
+            )
+        ]
+    return [
+        _at_most("drift", ev.unresolved_drift_events, pol.max_unresolved_drift, "unresolved drift events")
+    ]
 
 
 def stability(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
@@ -154,31 +215,62 @@ def stability(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
         return [_missing(name, f"composition effect of split {pol.stability_split!r}", thr)]
     computed = res.get("computed_at")
     if computed is not None and now - computed > pol.max_stability_age_s:
-        return [CheckResult(name, "inconclusive", res.get("effect"), thr,
-                            f"stability result is {now - computed:.0f} s old "
-                            f"(max {pol.max_stability_age_s:g} s)", missing=True)]
+        return [
+            CheckResult(
+                name,
+                "inconclusive",
+                res.get("effect"),
+                thr,
+                f"stability result is {now - computed:.0f} s old (max {pol.max_stability_age_s:g} s)",
+                missing=True,
+            )
+        ]
     lo, hi = res["ci_low"], res["ci_high"]
     ci = f"[{lo:.3f}, {hi:.3f}]"
     if hi <= thr:
         return [CheckResult(name, "pass", hi, thr, f"composition effect CI {ci} ≤ {thr:g}")]
     if lo > thr:
-        return [CheckResult(name, "fail", lo, thr,
-                            f"shares depend on batch composition: effect CI {ci} > {thr:g}")]
-    return [CheckResult(name, "inconclusive", hi, thr,
-                        f"composition effect CI {ci} straddles {thr:g}: more data needed")]
+        return [
+            CheckResult(
+                name, "fail", lo, thr, f"shares depend on batch composition: effect CI {ci} > {thr:g}"
+            )
+        ]
+    return [
+        CheckResult(
+            name, "inconclusive", hi, thr, f"composition effect CI {ci} straddles {thr:g}: more data needed"
+        )
+    ]
 
 
 def coverage(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
     return [
-        _at_most("coverage.extrapolation", ev.extrapolated_fraction, pol.max_extrapolated_fraction,
-                 "fraction of steps beyond the calibration envelope"),
-        _at_most("coverage.new_tenants", ev.new_tenants, pol.max_new_tenants,
-                 "tenants not seen in calibration", fail_status="inconclusive"),
+        _at_most(
+            "coverage.extrapolation",
+            ev.extrapolated_fraction,
+            pol.max_extrapolated_fraction,
+            "fraction of steps beyond the calibration envelope",
+        ),
+        _at_most(
+            "coverage.new_tenants",
+            ev.new_tenants,
+            pol.max_new_tenants,
+            "tenants not seen in calibration",
+            fail_status="inconclusive",
+        ),
     ]
 
 
-RULES: tuple[Rule, ...] = (platform, freshness, drop_rate, evidence_minimums, accuracy,
-                           advantage, drift, stability, coverage)
+RULES: tuple[Rule, ...] = (
+    platform,
+    freshness,
+    drop_rate,
+    evidence_minimums,
+    accuracy,
+    advantage,
+    drift,
+    stability,
+    coverage,
+)
 
 
 def evaluate_checks(evidence: Evidence, policy: GatePolicy, now: float) -> list[CheckResult]:
@@ -188,7 +280,15 @@ def evaluate_checks(evidence: Evidence, policy: GatePolicy, now: float) -> list[
         try:
             out.extend(rule(evidence, policy, now))
         except Exception as exc:  # fail closed: a broken rule can never produce a pass
-            out.append(CheckResult(rule.__name__, "inconclusive", None, None,
-                                   f"error evaluating {rule.__name__}: {exc!r}",
-                                   critical=True, missing=True))
+            out.append(
+                CheckResult(
+                    rule.__name__,
+                    "inconclusive",
+                    None,
+                    None,
+                    f"error evaluating {rule.__name__}: {exc!r}",
+                    critical=True,
+                    missing=True,
+                )
+            )
     return out

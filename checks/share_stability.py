@@ -37,7 +37,8 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -50,8 +51,11 @@ def log2_bucket(x: np.ndarray | Sequence[float]) -> np.ndarray:
     return np.floor(np.log2(1.0 + x)).astype(int)
 
 
-def shape_buckets(phase: Sequence[str] | np.ndarray, new_tokens: Sequence[float] | np.ndarray,
-                  context: Sequence[float] | np.ndarray) -> np.ndarray:
+def shape_buckets(
+    phase: Sequence[str] | np.ndarray,
+    new_tokens: Sequence[float] | np.ndarray,
+    context: Sequence[float] | np.ndarray,
+) -> np.ndarray:
     """Bucket key per row, e.g. ``'decode|n1|c11'``."""
     p = np.asarray(phase).astype(str)
     nb = log2_bucket(new_tokens).astype(str)
@@ -60,8 +64,11 @@ def shape_buckets(phase: Sequence[str] | np.ndarray, new_tokens: Sequence[float]
 
 
 def _design(share: np.ndarray, composition: Mapping[str, Any], own: Mapping[str, Any] | None):
-    y = np.log(np.asarray(share, dtype=float), where=np.asarray(share, dtype=float) > 0,
-               out=np.full(len(share), np.nan))
+    y = np.log(
+        np.asarray(share, dtype=float),
+        where=np.asarray(share, dtype=float) > 0,
+        out=np.full(len(share), np.nan),
+    )
     cols_own = [np.log1p(np.maximum(np.asarray(v, dtype=float), 0)) for v in (own or {}).values()]
     cols_comp = [np.log1p(np.maximum(np.asarray(v, dtype=float), 0)) for v in composition.values()]
     cols = cols_own + cols_comp
@@ -108,14 +115,17 @@ def _effect_with_boot(bucket, share, composition, own, groups, min_rows, n_boot,
     A, ok, q, k = _design(share, composition, own)
     keys = np.asarray(bucket)[ok]
     A = A[ok]
-    grp = (np.asarray(groups)[ok] if groups is not None else np.arange(len(A)))
+    grp = np.asarray(groups)[ok] if groups is not None else np.arange(len(A))
     _, g_idx = np.unique(grp, return_inverse=True)
     uniq, b_idx, counts = np.unique(keys, return_inverse=True, return_counts=True)
     used = np.flatnonzero(counts >= min_rows)
     rng = np.random.default_rng(seed)
     n_groups = int(g_idx.max()) + 1 if len(g_idx) else 0
-    gw = (rng.multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_boot).astype(float)
-          if n_boot and n_groups else np.zeros((0, n_groups)))
+    gw = (
+        rng.multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_boot).astype(float)
+        if n_boot and n_groups
+        else np.zeros((0, n_groups))
+    )
     point = {"effect": [], "partial_r2": [], "slopes": [], "n": []}
     boot_eff = np.zeros((n_boot, len(used)))
     boot_n = np.zeros((n_boot, len(used)))
@@ -128,15 +138,21 @@ def _effect_with_boot(bucket, share, composition, own, groups, min_rows, n_boot,
         st = _moment_stats(outer.sum(axis=0).reshape(d, d), q, k)
         for key in point:
             point[key].append(st[key])
-        per_bucket.append({"bucket": str(uniq[b]), "rows": int(len(rows)),
-                           "effect": float(st["effect"])})
+        per_bucket.append({"bucket": str(uniq[b]), "rows": int(len(rows)), "effect": float(st["effect"])})
         if n_boot:
             Gb = (gw[:, g_idx[rows]] @ outer).reshape(n_boot, d, d)
             sb = _moment_stats(Gb, q, k)
             boot_eff[:, j] = np.where(sb["n"] > d, sb["effect"], np.nan)
             boot_n[:, j] = np.where(sb["n"] > d, sb["n"], 0.0)
-    return point, per_bucket, boot_eff, boot_n, int(ok.sum()), int((~ok).sum()), \
-        int(counts[used].sum()) if len(used) else 0
+    return (
+        point,
+        per_bucket,
+        boot_eff,
+        boot_n,
+        int(ok.sum()),
+        int((~ok).sum()),
+        int(counts[used].sum()) if len(used) else 0,
+    )
 
 
 def _weighted(values: np.ndarray, weights: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -147,25 +163,39 @@ def _weighted(values: np.ndarray, weights: np.ndarray, axis: int = -1) -> np.nda
         return np.where(tot > 0, (v * w).sum(axis=axis) / tot, np.nan)
 
 
-def _composition_effect(bucket, share, composition, *, own=None, groups=None, min_rows=30,
-                        n_boot=200, ci=0.95, seed=0) -> tuple[dict[str, Any], np.ndarray]:
+def _composition_effect(
+    bucket, share, composition, *, own=None, groups=None, min_rows=30, n_boot=200, ci=0.95, seed=0
+) -> tuple[dict[str, Any], np.ndarray]:
     point, per_bucket, boot_eff, boot_n, n_ok, n_bad, n_used = _effect_with_boot(
-        bucket, share, composition, own, groups, min_rows, n_boot, seed)
+        bucket, share, composition, own, groups, min_rows, n_boot, seed
+    )
     names = list(composition)
     out: dict[str, Any] = {
-        "covariates": names, "units": "sd of log(share) explained by composition (≈ relative)",
-        "rows": n_ok, "rows_dropped": n_bad, "rows_in_buckets_used": n_used,
-        "buckets": len(per_bucket), "min_rows": min_rows, "n_boot": n_boot, "ci_level": ci,
+        "covariates": names,
+        "units": "sd of log(share) explained by composition (≈ relative)",
+        "rows": n_ok,
+        "rows_dropped": n_bad,
+        "rows_in_buckets_used": n_used,
+        "buckets": len(per_bucket),
+        "min_rows": min_rows,
+        "n_boot": n_boot,
+        "ci_level": ci,
     }
     if not per_bucket:
-        return {**out, "effect": None, "ci_low": None, "ci_high": None, "partial_r2": None,
-                "slopes": {}, "per_bucket": []}, np.full(n_boot, np.nan)
+        return {
+            **out,
+            "effect": None,
+            "ci_low": None,
+            "ci_high": None,
+            "partial_r2": None,
+            "slopes": {},
+            "per_bucket": [],
+        }, np.full(n_boot, np.nan)
     w = np.asarray(point["n"], dtype=float)
     slopes = np.asarray(point["slopes"], dtype=float)
     boot = _weighted(boot_eff, boot_n, axis=1) if n_boot else np.zeros(0)
     a = (1 - ci) / 2
-    lo, hi = (np.nanquantile(boot, [a, 1 - a]) if n_boot and np.isfinite(boot).any()
-              else (np.nan, np.nan))
+    lo, hi = np.nanquantile(boot, [a, 1 - a]) if n_boot and np.isfinite(boot).any() else (np.nan, np.nan)
     out.update(
         effect=float(_weighted(np.asarray(point["effect"]), w)),
         ci_low=float(lo) if np.isfinite(lo) else None,
@@ -177,11 +207,18 @@ def _composition_effect(bucket, share, composition, *, own=None, groups=None, mi
     return out, boot
 
 
-def composition_effect(bucket: Sequence[str] | np.ndarray, share: Sequence[float] | np.ndarray,
-                       composition: Mapping[str, Sequence[float] | np.ndarray], *,
-                       own: Mapping[str, Sequence[float] | np.ndarray] | None = None,
-                       groups: Sequence[Any] | np.ndarray | None = None, min_rows: int = 30,
-                       n_boot: int = 200, ci: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def composition_effect(
+    bucket: Sequence[str] | np.ndarray,
+    share: Sequence[float] | np.ndarray,
+    composition: Mapping[str, Sequence[float] | np.ndarray],
+    *,
+    own: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+    groups: Sequence[Any] | np.ndarray | None = None,
+    min_rows: int = 30,
+    n_boot: int = 200,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Composition effect size of one split, with a bootstrap CI (see module docstring).
 
     ``composition`` and ``own`` map names to per-row non-negative covariates (log1p is
@@ -189,16 +226,23 @@ def composition_effect(bucket: Sequence[str] | np.ndarray, share: Sequence[float
     than ``min_rows`` rows are skipped. Returns a plain dict: effect, ci_low, ci_high,
     partial_r2, slopes (standardised, per covariate), per_bucket, row counts.
     """
-    return _composition_effect(bucket, share, composition, own=own, groups=groups,
-                               min_rows=min_rows, n_boot=n_boot, ci=ci, seed=seed)[0]
+    return _composition_effect(
+        bucket, share, composition, own=own, groups=groups, min_rows=min_rows, n_boot=n_boot, ci=ci, seed=seed
+    )[0]
 
 
-def stability_report(shares: Mapping[str, Sequence[float] | np.ndarray],
-                     bucket: Sequence[str] | np.ndarray,
-                     composition: Mapping[str, Sequence[float] | np.ndarray], *,
-                     own: Mapping[str, Sequence[float] | np.ndarray] | None = None,
-                     groups: Sequence[Any] | np.ndarray | None = None, min_rows: int = 30,
-                     n_boot: int = 200, ci: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def stability_report(
+    shares: Mapping[str, Sequence[float] | np.ndarray],
+    bucket: Sequence[str] | np.ndarray,
+    composition: Mapping[str, Sequence[float] | np.ndarray],
+    *,
+    own: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+    groups: Sequence[Any] | np.ndarray | None = None,
+    min_rows: int = 30,
+    n_boot: int = 200,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
     """``composition_effect`` for each named split, plus paired differences between splits.
 
     All splits use the same bootstrap resamples, so ``differences['b - a']`` (for each pair,
@@ -209,13 +253,21 @@ def stability_report(shares: Mapping[str, Sequence[float] | np.ndarray],
     boots: dict[str, np.ndarray] = {}
     for name, share in shares.items():
         out[name], boots[name] = _composition_effect(
-            bucket, share, composition, own=own, groups=groups, min_rows=min_rows,
-            n_boot=n_boot, ci=ci, seed=seed)
+            bucket,
+            share,
+            composition,
+            own=own,
+            groups=groups,
+            min_rows=min_rows,
+            n_boot=n_boot,
+            ci=ci,
+            seed=seed,
+        )
     diffs: dict[str, Any] = {}
     names = list(shares)
     a = (1 - ci) / 2
     for i, x in enumerate(names):
-        for y in names[i + 1:]:
+        for y in names[i + 1 :]:
             if out[x]["effect"] is None or out[y]["effect"] is None:
                 continue
             d = boots[y] - boots[x]
@@ -224,18 +276,25 @@ def stability_report(shares: Mapping[str, Sequence[float] | np.ndarray],
             diffs[f"{y} - {x}"] = {
                 "difference": out[y]["effect"] - out[x]["effect"],
                 "ci_low": float(lo_ci) if np.isfinite(lo_ci) else None,
-                "ci_high": float(hi_ci) if np.isfinite(hi_ci) else None}
+                "ci_high": float(hi_ci) if np.isfinite(hi_ci) else None,
+            }
     out["differences"] = diffs
     return out
 
 
-def cost_per_work_by_strata(tenant: Sequence[str] | np.ndarray, cost: Sequence[float] | np.ndarray,
-                            work: Sequence[float] | np.ndarray,
-                            stratum: Sequence[float] | np.ndarray, *,
-                            edges: Sequence[float] | None = None,
-                            labels: Sequence[str] | None = None,
-                            groups: Sequence[Any] | np.ndarray | None = None, n_boot: int = 0,
-                            ci: float = 0.95, seed: int = 0) -> dict[str, Any]:
+def cost_per_work_by_strata(
+    tenant: Sequence[str] | np.ndarray,
+    cost: Sequence[float] | np.ndarray,
+    work: Sequence[float] | np.ndarray,
+    stratum: Sequence[float] | np.ndarray,
+    *,
+    edges: Sequence[float] | None = None,
+    labels: Sequence[str] | None = None,
+    groups: Sequence[Any] | np.ndarray | None = None,
+    n_boot: int = 0,
+    ci: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Per tenant, Σcost/Σwork in each composition stratum and the last/first stratum ratio.
 
     ``stratum`` is a per-row composition variable (e.g. batch size); default is two strata
@@ -257,8 +316,11 @@ def cost_per_work_by_strata(tenant: Sequence[str] | np.ndarray, cost: Sequence[f
     if edges is None:
         edges = [float(np.median(s))] if len(s) else [0.0]
     edges = list(edges)
-    labels = list(labels) if labels is not None else (
-        ["low", "high"] if len(edges) == 1 else [f"s{i}" for i in range(len(edges) + 1)])
+    labels = (
+        list(labels)
+        if labels is not None
+        else (["low", "high"] if len(edges) == 1 else [f"s{i}" for i in range(len(edges) + 1)])
+    )
     if len(labels) != len(edges) + 1:
         raise ValueError(f"{len(edges)} edges need {len(edges) + 1} labels, got {len(labels)}")
     st = np.searchsorted(np.asarray(edges), s, side="left")  # value == edge: lower stratum
@@ -292,9 +354,18 @@ def cost_per_work_by_strata(tenant: Sequence[str] | np.ndarray, cost: Sequence[f
     out_t = {}
     for i, name in enumerate(tenants):
         out_t[str(name)] = {
-            **{lab: {"cost_per_work": num(cpw[i, j]), "rows": int(rows[i, j]),
-                     "work": float(sw[i, j])} for j, lab in enumerate(labels)},
-            "ratio": num(ratio[i]), "ci_low": num(lo[i]), "ci_high": num(hi[i])}
+            **{
+                lab: {"cost_per_work": num(cpw[i, j]), "rows": int(rows[i, j]), "work": float(sw[i, j])}
+                for j, lab in enumerate(labels)
+            },
+            "ratio": num(ratio[i]),
+            "ci_low": num(lo[i]),
+            "ci_high": num(hi[i]),
+        }
     finite = ratio[np.isfinite(ratio) & (ratio > 0)]
-    return {"strata": labels, "edges": edges, "tenants": out_t,
-            "max_abs_log_ratio": float(np.abs(np.log(finite)).max()) if len(finite) else None}
+    return {
+        "strata": labels,
+        "edges": edges,
+        "tenants": out_t,
+        "max_abs_log_ratio": float(np.abs(np.log(finite)).max()) if len(finite) else None,
+    }

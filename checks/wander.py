@@ -26,6 +26,7 @@ True
 >>> allowance(flat, min_shift=0.02, k=2.5)     # tight model: the floor, half of min_shift
 0.01
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,12 +41,13 @@ class BlockSpread:
     block: int
     n_blocks: int
     sd: float
-    upper: float          # one-sided upper confidence bound on ``sd`` at ``level``
+    upper: float  # one-sided upper confidence bound on ``sd`` at ``level``
     level: float
 
 
-def block_spread(residuals: np.ndarray, block: int = 100, level: float = 0.9,
-                 min_blocks: int = 3) -> BlockSpread:
+def block_spread(
+    residuals: np.ndarray, block: int = 100, level: float = 0.9, min_blocks: int = 3
+) -> BlockSpread:
     """Spread of consecutive ``block``-step means of ``residuals`` (NaNs dropped, order kept).
 
     Fewer than ``min_blocks`` whole blocks: the block is shortened so that there are
@@ -59,8 +61,10 @@ def block_spread(residuals: np.ndarray, block: int = 100, level: float = 0.9,
         block = max(10, len(r) // min_blocks)
     k = len(r) // block
     if k < 2:
-        raise ValueError(f"{len(r)} residuals are too few to measure the mean's wander "
-                         f"(need ≥ {2 * 10}); calibrate on a longer window")
+        raise ValueError(
+            f"{len(r)} residuals are too few to measure the mean's wander "
+            f"(need ≥ {2 * 10}); calibrate on a longer window"
+        )
     means = r[: k * block].reshape(k, block).mean(axis=1)
     sd = float(means.std(ddof=1))
     upper = float(sd * np.sqrt((k - 1) / chi2.ppf(1.0 - level, k - 1)))

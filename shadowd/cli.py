@@ -1,4 +1,5 @@
 """Command line: click wiring only; the work lives in the modules it calls."""
+
 from __future__ import annotations
 
 import json
@@ -29,11 +30,16 @@ def _echo_json(obj: Any) -> None:
 @click.option("--db", "db_path", type=click.Path(dir_okay=False), help="DuckDB file (overrides the config).")
 @click.option("--http", "http_addr", help="HOST:PORT for /metrics, /gate, /healthz (overrides the config).")
 @click.option("--state-file", help="Where the gate verdict is written (overrides the config).")
-def run(config_path: str | None, listen: str | None, db_path: str | None, http_addr: str | None,
-        state_file: str | None) -> None:
+def run(
+    config_path: str | None,
+    listen: str | None,
+    db_path: str | None,
+    http_addr: str | None,
+    state_file: str | None,
+) -> None:
     """Run the daemon until SIGTERM (SIGHUP reloads --config)."""
-    from shadowd.config import ConfigError
-    from shadowd.runner import config_for_run, serve
+    from shadowd.daemon.config import ConfigError
+    from shadowd.daemon.runner import config_for_run, serve
 
     logging.getLogger().setLevel(min(logging.getLogger().level, logging.INFO))
     try:
@@ -49,36 +55,70 @@ def run(config_path: str | None, listen: str | None, db_path: str | None, http_a
 @click.option("--since", help="Start of the fit window (timestamp, UTC).")
 @click.option("--until", help="End of the fit window (timestamp, UTC).")
 @click.option("--steps", type=int, help="Fit on the last N steps instead of a time window.")
-@click.option("--platform", "platform", multiple=True, metavar="KEY=VALUE",
-              help="Platform key fields (gpu, model, dtype, tp, pp, vllm, attention_backend).")
+@click.option(
+    "--platform",
+    "platform",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Platform key fields (gpu, model, dtype, tp, pp, vllm, attention_backend).",
+)
 @click.option("--json", "as_json", is_flag=True)
-def calibrate(db_path: str, since: str | None, until: str | None, steps: int | None,
-              platform: tuple[str, ...], as_json: bool) -> None:
+def calibrate(
+    db_path: str,
+    since: str | None,
+    until: str | None,
+    steps: int | None,
+    platform: tuple[str, ...],
+    as_json: bool,
+) -> None:
     """Fit LLMVisor and the token model on stored steps; store the model version."""
-    from shadowd.offline import calibrate_db
+    from shadowd.daemon.calibrator import calibrate_db
+
     result = calibrate_db(db_path, since=since, until=until, steps=steps, platform=platform)
     if as_json:
         _echo_json(result)
     else:
-        click.echo(f"model version {result['model_version']} for {result['platform_key']} "
-                   f"({result['fit_window']['steps']} steps); stored in {db_path}")
+        click.echo(
+            f"model version {result['model_version']} for {result['platform_key']} "
+            f"({result['fit_window']['steps']} steps); stored in {db_path}"
+        )
 
 
 @main.command()
 @click.option("--db", "db_path", type=click.Path(dir_okay=False), help="DuckDB file (daemon not running).")
 @click.option("--daemon", "daemon_url", help="URL of a running daemon, e.g. http://127.0.0.1:9477.")
-@click.option("--parquet", "parquet_glob", help="Analyse Parquet exports instead, e.g. 'exports/**/*.parquet'.")
+@click.option(
+    "--parquet", "parquet_glob", help="Analyse Parquet exports instead, e.g. 'exports/**/*.parquet'."
+)
 @click.option("--since")
 @click.option("--until")
 @click.option("--steps", type=int, help="Only the last N steps.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report.")
+@click.option(
+    "--html", "html_path", type=click.Path(dir_okay=False), help="Write a self-contained HTML report."
+)
 @click.option("--json", "as_json", is_flag=True)
-def report(db_path: str | None, daemon_url: str | None, parquet_glob: str | None, since: str | None,
-           until: str | None, steps: int | None, html_path: str | None, as_json: bool) -> None:
+def report(
+    db_path: str | None,
+    daemon_url: str | None,
+    parquet_glob: str | None,
+    since: str | None,
+    until: str | None,
+    steps: int | None,
+    html_path: str | None,
+    as_json: bool,
+) -> None:
     """Out-of-sample accuracy of LLMVisor and the token baseline, tenants, drift, gate."""
-    from shadowd.offline import report_any
-    rep, html = report_any(db_path=db_path, daemon_url=daemon_url, parquet_glob=parquet_glob,
-                           since=since, until=until, steps=steps, want_html=bool(html_path))
+    from shadowd.reports.sources import report_any
+
+    rep, html = report_any(
+        db_path=db_path,
+        daemon_url=daemon_url,
+        parquet_glob=parquet_glob,
+        since=since,
+        until=until,
+        steps=steps,
+        want_html=bool(html_path),
+    )
     if html_path:
         with open(html_path, "w") as f:
             f.write(html)
@@ -86,7 +126,8 @@ def report(db_path: str | None, daemon_url: str | None, parquet_glob: str | None
     if as_json:
         _echo_json(rep)
     elif not html_path:
-        from shadowd.report import render_text
+        from shadowd.reports.refit import render_text
+
         click.echo(render_text(rep))
 
 
@@ -96,7 +137,8 @@ def report(db_path: str | None, daemon_url: str | None, parquet_glob: str | None
 @click.option("--json", "as_json", is_flag=True)
 def gate(db_path: str | None, daemon_url: str | None, as_json: bool) -> None:
     """The go/no-go verdict. Exit code: 0 GO, 1 NO_GO, 2 INCONCLUSIVE, 3 error."""
-    from shadowd.offline import read_verdict
+    from shadowd.reports.sources import read_verdict
+
     try:
         decision = read_verdict(db_path=db_path, daemon_url=daemon_url)
     except Exception as exc:
@@ -121,10 +163,12 @@ def twin() -> None:
 @click.option("--prefill", "prefills", multiple=True, metavar="TOKENS[@PREFIX]")
 @click.option("--decode", "decodes", multiple=True, metavar="COUNTxKV")
 @click.option("--json", "as_json", is_flag=True)
-def twin_step(platform: str, model: str, tp: int, prefills: tuple[str, ...], decodes: tuple[str, ...],
-              as_json: bool) -> None:
+def twin_step(
+    platform: str, model: str, tp: int, prefills: tuple[str, ...], decodes: tuple[str, ...], as_json: bool
+) -> None:
     """Latency of one step on the reference engine."""
     from shadowd.twin.step_command import twin_step as run_step
+
     try:
         out = run_step(platform, model, tp, list(prefills), list(decodes))
     except (ValueError, FileNotFoundError) as exc:
@@ -142,25 +186,52 @@ def twin_step(platform: str, model: str, tp: int, prefills: tuple[str, ...], dec
 @click.option("--tenant", "tenants", multiple=True, metavar="NAME=TRACE[:RATE]")
 @click.option("--steps", default=4000, show_default=True)
 @click.option("--seed", default=0, show_default=True)
-@click.option("--inject", "injects", multiple=True, metavar="SPEC",
-              help="slowdown:FRACTION@STEP | platform:DIR@STEP | tenant:NAME=TRACE@STEP")
+@click.option(
+    "--inject",
+    "injects",
+    multiple=True,
+    metavar="SPEC",
+    help="slowdown:FRACTION@STEP | platform:DIR@STEP | tenant:NAME=TRACE@STEP",
+)
 @click.option("--db", "db_path", type=click.Path(dir_okay=False))
 @click.option("--html", "html_path", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True)
-def demo(platform: str, model: str, tp: int, tenants: tuple[str, ...], steps: int, seed: int,
-         injects: tuple[str, ...], db_path: str | None, html_path: str | None, as_json: bool) -> None:
+def demo(
+    platform: str,
+    model: str,
+    tp: int,
+    tenants: tuple[str, ...],
+    steps: int,
+    seed: int,
+    injects: tuple[str, ...],
+    db_path: str | None,
+    html_path: str | None,
+    as_json: bool,
+) -> None:
     """The whole pipeline on the reference engine: real vLLM scheduler, tap, daemon, gate."""
-    from shadowd.demo import DemoSpec, run_demo
+    from shadowd.demo.run import run_demo
+    from shadowd.demo.spec import DemoSpec
+
     try:
-        spec = DemoSpec.build(platform=platform, model=model, tp=tp, tenants=tenants, steps=steps,
-                              seed=seed, injects=injects, db_path=db_path, html_path=html_path)
+        spec = DemoSpec.build(
+            platform=platform,
+            model=model,
+            tp=tp,
+            tenants=tenants,
+            steps=steps,
+            seed=seed,
+            injects=injects,
+            db_path=db_path,
+            html_path=html_path,
+        )
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
     result = run_demo(spec, progress=not as_json and sys.stderr.isatty())
     if as_json:
         _echo_json(result)
     else:
-        from shadowd.demo import render_summary
+        from shadowd.demo.summary import render_summary
+
         click.echo(render_summary(result))
 
 

@@ -4,6 +4,7 @@ The project never copies ``../shared`` into the repository; it reads it in
 place.  ``SHADOWD_SHARED`` overrides the default (``<repo>/../shared``), which
 is how CI's clean clone and an installed package find it.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,7 +19,8 @@ def shared_dir() -> Path:
     if not path.is_dir():
         raise FileNotFoundError(
             f"shared reference data not found at {path}; set SHADOWD_SHARED to the "
-            "directory holding data/ and models/")
+            "directory holding data/ and models/"
+        )
     return path
 
 

@@ -23,6 +23,7 @@ writer thread.  Retention should keep raw rows of days not exported yet: pass
 >>> export_parquet(con, tempfile.mkdtemp()).partitions
 []
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -35,19 +36,19 @@ from urllib.parse import unquote
 
 import duckdb
 
-TABLES = ("step_requests", "steps")      # write order: steps last marks a partition complete
+TABLES = ("step_requests", "steps")  # write order: steps last marks a partition complete
 HIVE_TYPES = "{'engine_id': VARCHAR, 'day': DATE}"
 
 
 @dataclass(frozen=True)
 class ExportResult:
-    partitions: list[tuple[str, dt.date]] = field(default_factory=list)   # (engine_id, day) written
-    rows: dict[str, int] = field(default_factory=dict)                    # per table
+    partitions: list[tuple[str, dt.date]] = field(default_factory=list)  # (engine_id, day) written
+    rows: dict[str, int] = field(default_factory=dict)  # per table
     files: list[str] = field(default_factory=list)
 
 
 def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 def exported_partitions(root: str | os.PathLike, table: str = "steps") -> set[tuple[str, dt.date]]:
@@ -68,14 +69,21 @@ def exported_partitions(root: str | os.PathLike, table: str = "steps") -> set[tu
     return out
 
 
-def pending_partitions(con: duckdb.DuckDBPyConnection, root: str | os.PathLike, *,
-                       now: dt.datetime | None = None, settle_s: float = 300.0
-                       ) -> list[tuple[str, dt.date]]:
+def pending_partitions(
+    con: duckdb.DuckDBPyConnection,
+    root: str | os.PathLike,
+    *,
+    now: dt.datetime | None = None,
+    settle_s: float = 300.0,
+) -> list[tuple[str, dt.date]]:
     """Complete (engine, day) pairs with rows in ``steps`` and no ``steps`` partition on disk."""
     upto = ((now or _utcnow()) - dt.timedelta(seconds=settle_s)).date()
     have = exported_partitions(root)
-    rows = con.execute("""SELECT DISTINCT engine_id, CAST(ts AS DATE) AS day FROM steps
-                          WHERE ts < CAST(? AS TIMESTAMP) ORDER BY 1, 2""", [upto]).fetchall()
+    rows = con.execute(
+        """SELECT DISTINCT engine_id, CAST(ts AS DATE) AS day FROM steps
+                          WHERE ts < CAST(? AS TIMESTAMP) ORDER BY 1, 2""",
+        [upto],
+    ).fetchall()
     return [(e, d) for e, d in rows if (e, d) not in have]
 
 
@@ -120,8 +128,13 @@ def _move_into_place(staging: Path, root: Path, table: str, replace: bool) -> li
     return files
 
 
-def export_parquet(con: duckdb.DuckDBPyConnection, root: str | os.PathLike, *,
-                   now: dt.datetime | None = None, settle_s: float = 300.0) -> ExportResult:
+def export_parquet(
+    con: duckdb.DuckDBPyConnection,
+    root: str | os.PathLike,
+    *,
+    now: dt.datetime | None = None,
+    settle_s: float = 300.0,
+) -> ExportResult:
     """Write every pending complete (engine, day) partition of steps and step_requests."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -137,7 +150,7 @@ def export_parquet(con: duckdb.DuckDBPyConnection, root: str | os.PathLike, *,
         con.executemany("INSERT INTO _export_todo VALUES (?, ?)", [list(t) for t in todo])
         rows = {table: _copy(con, table, staging) for table in TABLES}
         files: list[str] = []
-        for table in TABLES:          # steps last: its partition is the completion marker
+        for table in TABLES:  # steps last: its partition is the completion marker
             files += _move_into_place(staging, root, table, replace=table != "steps")
     finally:
         con.execute("DROP TABLE IF EXISTS _export_todo")
@@ -154,8 +167,9 @@ def parquet_source(glob: str) -> str:
     "read_parquet('/x/steps/**/*.parquet', hive_partitioning = true, hive_types = {'engine_id': VARCHAR, 'day': DATE}, union_by_name = true)"
     """
     quoted = glob.replace("'", "''")
-    return (f"read_parquet('{quoted}', hive_partitioning = true, hive_types = {HIVE_TYPES}, "
-            "union_by_name = true)")
+    return (
+        f"read_parquet('{quoted}', hive_partitioning = true, hive_types = {HIVE_TYPES}, union_by_name = true)"
+    )
 
 
 def attach_exports(con: duckdb.DuckDBPyConnection, root_glob: str) -> None:

@@ -1,4 +1,5 @@
 """Read-side SQL shared by the daemon and the CLI (plain functions over a connection)."""
+
 from __future__ import annotations
 
 import duckdb

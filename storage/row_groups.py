@@ -33,6 +33,7 @@ of a step it does not have.
 >>> later["step_requests"]["step_seq"].tolist(), later["steps"]["step_seq"].tolist()
 ([2, 2], [2])
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-ROW_GROUP_ROWS = 122_880          # DuckDB's row-group size (storage/row_group.hpp: 120 * 1024)
+ROW_GROUP_ROWS = 122_880  # DuckDB's row-group size (storage/row_group.hpp: 120 * 1024)
 
 Columns = dict[str, np.ndarray]
 Key = tuple
@@ -71,16 +72,20 @@ class Alignment:
 
     def filled(self, con: duckdb.DuckDBPyConnection) -> int:
         """Rows in the child table's last row group (0 when the table is empty or ends on a boundary)."""
-        row = con.execute(              # segments' start is relative to their row group
+        row = con.execute(  # segments' start is relative to their row group
             'SELECT "start" + "count" FROM pragma_storage_info(?) WHERE column_id = 0 '
-            'ORDER BY row_group_id DESC, "start" + "count" DESC LIMIT 1', [self.child]).fetchone()
+            'ORDER BY row_group_id DESC, "start" + "count" DESC LIMIT 1',
+            [self.child],
+        ).fetchone()
         return 0 if row is None else int(row[0]) % self.group_rows
 
     def rows(self, con: duckdb.DuckDBPyConnection) -> int:
         """The child table's row count (from row-group metadata: cheap at any size)."""
         return int(con.execute(f"SELECT count(*) FROM {self.child}").fetchone()[0])
 
-    def split(self, tables: dict[str, Columns], take: int) -> tuple[dict[str, Columns], dict[str, Columns], Key | None]:
+    def split(
+        self, tables: dict[str, Columns], take: int
+    ) -> tuple[dict[str, Columns], dict[str, Columns], Key | None]:
         """``(now, later, partial)``: the first ``take`` child rows and the parent rows they complete
         (every other table whole) now; the rest later; ``partial`` is the key of the parent row whose
         child rows the cut divides, or None.  Child and parent rows that do not match (the parent
@@ -94,7 +99,7 @@ class Alignment:
         ends = np.cumsum(parent[self.count_column], dtype=np.int64)
         if len(ends) == 0 or ends[-1] != n:
             return tables, {}, None
-        j = int(np.searchsorted(ends, take, side="right"))        # parents [0, j) are complete
+        j = int(np.searchsorted(ends, take, side="right"))  # parents [0, j) are complete
         cut_inside = j < len(ends) and (ends[j - 1] if j else 0) < take
         partial = tuple(_python(parent[k][j]) for k in self.key) if cut_inside else None
         now = _with(_with(tables, self.child, _head(child, take)), self.parent, _head(parent, j))
@@ -103,8 +108,10 @@ class Alignment:
 
     def mark(self, con: duckdb.DuckDBPyConnection, key: Key) -> None:
         """Record that part of ``key``'s child rows are committed without its parent row."""
-        con.execute(f"INSERT INTO {self.marker_table} ({', '.join(self.key)}) "
-                    f"VALUES ({', '.join('?' * len(key))})", list(key))
+        con.execute(
+            f"INSERT INTO {self.marker_table} ({', '.join(self.key)}) VALUES ({', '.join('?' * len(key))})",
+            list(key),
+        )
 
     def unmark(self, con: duckdb.DuckDBPyConnection, key: Key) -> None:
         con.execute(f"DELETE FROM {self.marker_table} WHERE {_match(self.key)}", list(key))
@@ -112,10 +119,14 @@ class Alignment:
     def forget(self, con: duckdb.DuckDBPyConnection, key: Key) -> int:
         """Delete the child rows of ``key`` if its parent row was never stored, and its record;
         returns the rows deleted.  Runs inside the caller's transaction."""
-        have = con.execute(f"SELECT count(*) FROM {self.parent} WHERE {_match(self.key)}",
-                           list(key)).fetchone()[0]
-        deleted = 0 if have else con.execute(f"DELETE FROM {self.child} WHERE {_match(self.key)}",
-                                             list(key)).fetchone()[0]
+        have = con.execute(
+            f"SELECT count(*) FROM {self.parent} WHERE {_match(self.key)}", list(key)
+        ).fetchone()[0]
+        deleted = (
+            0
+            if have
+            else con.execute(f"DELETE FROM {self.child} WHERE {_match(self.key)}", list(key)).fetchone()[0]
+        )
         self.unmark(con, key)
         return int(deleted)
 
@@ -171,12 +182,12 @@ class RowGroupCursor:
 
     def __init__(self, alignment: Alignment) -> None:
         self.alignment = alignment
-        self.partial: Key | None = None      # step whose child rows are committed only in part
-        self.orphaned: list[Key] = []        # such steps whose rest the writer dropped: to delete
+        self.partial: Key | None = None  # step whose child rows are committed only in part
+        self.orphaned: list[Key] = []  # such steps whose rest the writer dropped: to delete
         self.orphan_rows_removed = 0
-        self._filled: int | None = None      # rows in the last row group; None: ask DuckDB
-        self._rows = 0                       # the table's row count when _filled was last right
-        self._verify = True                  # compare _filled with DuckDB after the next commit
+        self._filled: int | None = None  # rows in the last row group; None: ask DuckDB
+        self._rows = 0  # the table's row count when _filled was last right
+        self._verify = True  # compare _filled with DuckDB after the next commit
 
     def open(self, con: duckdb.DuckDBPyConnection) -> int:
         """Recover from a crash between a step's two transactions; returns child rows deleted."""
@@ -187,22 +198,25 @@ class RowGroupCursor:
         filled = self._known_filled(con)
         return None if filled is None else self.alignment.group_rows - filled
 
-    def cut(self, con: duckdb.DuckDBPyConnection,
-            tables: dict[str, Columns]) -> tuple[dict[str, Columns], dict[str, Columns], Key | None]:
+    def cut(
+        self, con: duckdb.DuckDBPyConnection, tables: dict[str, Columns]
+    ) -> tuple[dict[str, Columns], dict[str, Columns], Key | None]:
         """``Alignment.split`` at the last row-group boundary the buffered child rows reach."""
         a, filled = self.alignment, self._known_filled(con)
         if filled is None or a.child not in tables:
             return tables, {}, None
         return a.split(tables, a.take(_rows(tables[a.child]), filled))
 
-    def record(self, con: duckdb.DuckDBPyConnection, now: dict[str, Columns], partial: Key | None) -> Key | None:
+    def record(
+        self, con: duckdb.DuckDBPyConnection, now: dict[str, Columns], partial: Key | None
+    ) -> Key | None:
         """Inside the transaction that stores ``now``: keep ``partial_steps`` true.  Returns the
         step left in part once it commits (pass it to ``committed``)."""
         a, pending = self.alignment, self.partial
         for key in self.orphaned:
             self.orphan_rows_removed += a.forget(con, key)
         if pending is not None and _rows(now.get(a.parent, {})):
-            a.unmark(con, pending)           # its parent row is the first one stored now
+            a.unmark(con, pending)  # its parent row is the first one stored now
             pending = None
         if partial is not None and partial != pending:
             a.mark(con, partial)

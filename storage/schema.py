@@ -12,12 +12,15 @@ transaction per migration, and records each in ``schema_migrations``.
 >>> migrate(con)
 []
 """
+
 from __future__ import annotations
 
 import duckdb
 
 MIGRATIONS: list[tuple[int, str]] = [
-    (1, """
+    (
+        1,
+        """
     CREATE TABLE steps (
         engine_id            VARCHAR   NOT NULL,
         run_id               VARCHAR   NOT NULL,
@@ -82,8 +85,11 @@ MIGRATIONS: list[tuple[int, str]] = [
         consecutive_passes INTEGER,
         checks             VARCHAR                 -- JSON list of check results
     );
-    """),
-    (2, """
+    """,
+    ),
+    (
+        2,
+        """
     CREATE TABLE ingest_faults (
         ts        TIMESTAMP NOT NULL,
         kind      VARCHAR NOT NULL,                -- 'malformed' | 'version' | 'oversized' | 'gap' | 'storage'
@@ -102,12 +108,18 @@ MIGRATIONS: list[tuple[int, str]] = [
         vtc_ms         DOUBLE,
         vtc_tokens     DOUBLE
     );
-    """),
-    (3, """
+    """,
+    ),
+    (
+        3,
+        """
     ALTER TABLE gate_decisions ADD COLUMN valid_until TIMESTAMP;
     ALTER TABLE gate_decisions ADD COLUMN decision VARCHAR;    -- the whole decision as JSON
-    """),
-    (4, """
+    """,
+    ),
+    (
+        4,
+        """
     -- A step whose request rows are committed in part (storage.row_groups): at most one row,
     -- between the two transactions that store the step.  Left behind by a crash, it names the
     -- rows to delete when the database is next opened.
@@ -116,14 +128,17 @@ MIGRATIONS: list[tuple[int, str]] = [
         run_id     VARCHAR NOT NULL,
         step_seq   BIGINT  NOT NULL
     );
-    """),
+    """,
+    ),
 ]
 
 LATEST = MIGRATIONS[-1][0]
 
 
 def current_version(con: duckdb.DuckDBPyConnection) -> int:
-    con.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMP)")
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMP)"
+    )
     row = con.execute("SELECT max(version) FROM schema_migrations").fetchone()
     return int(row[0] or 0)
 
@@ -132,8 +147,10 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
     """Apply missing migrations in order; returns the versions applied."""
     have = current_version(con)
     if have > LATEST:
-        raise RuntimeError(f"database schema version {have} is newer than this shadowd ({LATEST}); "
-                           "upgrade shadowd, or point --db at another file")
+        raise RuntimeError(
+            f"database schema version {have} is newer than this shadowd ({LATEST}); "
+            "upgrade shadowd, or point --db at another file"
+        )
     applied = []
     for version, sql in MIGRATIONS:
         if version <= have:

@@ -38,15 +38,17 @@ True
 5
 >>> w.close()
 """
+
 from __future__ import annotations
 
 import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -55,7 +57,7 @@ from storage.row_groups import Alignment, RowGroupCursor
 
 log = logging.getLogger(__name__)
 _STOP = object()
-_MANY = object()             # queue item tag: {table: columns} appended as one unit
+_MANY = object()  # queue item tag: {table: columns} appended as one unit
 
 
 def _rows(columns: dict[str, np.ndarray]) -> int:
@@ -68,8 +70,10 @@ def _merged(units: list[dict[str, dict[str, np.ndarray]]]) -> dict[str, dict[str
     for unit in units:
         for table, columns in unit.items():
             parts.setdefault(table, []).append(columns)
-    return {t: c[0] if len(c) == 1 else {k: np.concatenate([x[k] for x in c]) for k in c[0]}
-            for t, c in parts.items()}
+    return {
+        t: c[0] if len(c) == 1 else {k: np.concatenate([x[k] for x in c]) for k in c[0]}
+        for t, c in parts.items()
+    }
 
 
 @dataclass
@@ -77,21 +81,30 @@ class WriterStats:
     rows_written: dict[str, int] = field(default_factory=dict)
     flushes: int = 0
     errors: int = 0
-    rows_dropped: int = 0            # dropped because the queue or the retry buffer was full
-    partial_rows_removed: int = 0    # request rows of half-committed steps deleted at open (after a crash)
+    rows_dropped: int = 0  # dropped because the queue or the retry buffer was full
+    partial_rows_removed: int = 0  # request rows of half-committed steps deleted at open (after a crash)
     last_error: str | None = None
     last_flush_monotonic: float = 0.0
-    last_progress_monotonic: float = 0.0   # any successful flush or job; for the watchdog
+    last_progress_monotonic: float = 0.0  # any successful flush or job; for the watchdog
 
 
 class Writer:
     """Owns one DuckDB connection on one thread; fed by a bounded queue."""
 
-    def __init__(self, path: str, *, setup: Callable[[duckdb.DuckDBPyConnection], Any] | None = None,
-                 flush_rows: int = 131_072, flush_interval_s: float = 0.5,
-                 queue_max: int = 4096, queue_max_rows: int = 131_072,
-                 buffer_max_rows: int = 1_000_000, memory_limit: str | None = None,
-                 threads: int | None = None, alignment: Alignment | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        setup: Callable[[duckdb.DuckDBPyConnection], Any] | None = None,
+        flush_rows: int = 131_072,
+        flush_interval_s: float = 0.5,
+        queue_max: int = 4096,
+        queue_max_rows: int = 131_072,
+        buffer_max_rows: int = 1_000_000,
+        memory_limit: str | None = None,
+        threads: int | None = None,
+        alignment: Alignment | None = None,
+    ) -> None:
         self.path = path
         self.flush_rows = flush_rows
         self.flush_interval_s = flush_interval_s
@@ -103,10 +116,10 @@ class Writer:
         self.stats = WriterStats()
         self._setup = setup
         self._queue: queue.Queue = queue.Queue(maxsize=queue_max)
-        self._units: list[dict[str, dict[str, np.ndarray]]] = []   # {table: columns}, oldest first
+        self._units: list[dict[str, dict[str, np.ndarray]]] = []  # {table: columns}, oldest first
         self._buffered_rows: dict[str, int] = {}
-        self._queued_rows = 0              # rows appended and not yet taken by the writer thread
-        self._queued_lock = threading.Condition()     # notified when the writer takes rows
+        self._queued_rows = 0  # rows appended and not yet taken by the writer thread
+        self._queued_lock = threading.Condition()  # notified when the writer takes rows
         self._thread = threading.Thread(target=self._run, name="shadowd-writer", daemon=True)
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
@@ -189,9 +202,9 @@ class Writer:
     def _run(self) -> None:
         try:
             self.con = duckdb.connect(self.path)
-            if self.memory_limit is not None:      # DuckDB's default is 80% of the host's RAM
+            if self.memory_limit is not None:  # DuckDB's default is 80% of the host's RAM
                 self.con.execute("SET memory_limit = ?", [self.memory_limit])
-            if self.threads is not None:           # DuckDB's default is every core of the host
+            if self.threads is not None:  # DuckDB's default is every core of the host
                 self.con.execute(f"SET threads = {int(self.threads)}")
             if self._setup is not None:
                 self._setup(self.con)
@@ -229,7 +242,7 @@ class Writer:
                 return
             if item is not _STOP:
                 self._handle(item)
-                if self._any_buffer_full():          # flush as we go: memory stays bounded
+                if self._any_buffer_full():  # flush as we go: memory stays bounded
                     self._flush_all(self.con, whole=False)
 
     def _handle(self, item: tuple) -> None:
@@ -238,7 +251,7 @@ class Writer:
             self._buffer(payload)
             return
         fn, fut = payload
-        self._flush_all(self.con, whole=False)   # a job sees the rows queued before it (see submit)
+        self._flush_all(self.con, whole=False)  # a job sees the rows queued before it (see submit)
         try:
             fut.set_result(fn(self.con))
             self.stats.last_progress_monotonic = time.monotonic()
@@ -267,9 +280,12 @@ class Writer:
 
     def _any_buffer_full(self) -> bool:
         rg = self.row_groups
-        if rg is not None and (room := rg.room(self.con)) is not None \
-                and self._buffered_rows.get(rg.alignment.child, 0) >= room:
-            return True                      # a row group can be completed
+        if (
+            rg is not None
+            and (room := rg.room(self.con)) is not None
+            and self._buffered_rows.get(rg.alignment.child, 0) >= room
+        ):
+            return True  # a row group can be completed
         return any(n >= self.flush_rows for n in self._buffered_rows.values())
 
     def _recover(self, con: duckdb.DuckDBPyConnection) -> None:
@@ -277,8 +293,11 @@ class Writer:
         removed = self.row_groups.open(con)
         if removed:
             self.stats.partial_rows_removed += removed
-            log.warning("storage: removed %d request rows of a step the last run stored only in part "
-                        "(it stopped between the step's two transactions)", removed)
+            log.warning(
+                "storage: removed %d request rows of a step the last run stored only in part "
+                "(it stopped between the step's two transactions)",
+                removed,
+            )
 
     def _enforce_bound(self) -> None:
         """Beyond ``buffer_max_rows`` rows of a table waiting (the database failing for a while),
@@ -315,7 +334,7 @@ class Writer:
                 raise
         except (duckdb.Error, OSError) as exc:
             self._record_error(f"insert into {', '.join(merged)} failed: {exc}")
-            self._units = [merged]                         # keep for retry, bounded
+            self._units = [merged]  # keep for retry, bounded
             return
         if self.row_groups is not None:
             self.row_groups.committed(con, now, pending)
@@ -328,7 +347,9 @@ class Writer:
         self.stats.flushes += 1
         self.stats.last_flush_monotonic = self.stats.last_progress_monotonic = now_s
 
-    def _cut(self, con: duckdb.DuckDBPyConnection, merged: dict, whole: bool) -> tuple[dict, dict, tuple | None]:
+    def _cut(
+        self, con: duckdb.DuckDBPyConnection, merged: dict, whole: bool
+    ) -> tuple[dict, dict, tuple | None]:
         if whole or self.row_groups is None:
             return merged, {}, None
         return self.row_groups.cut(con, merged)
@@ -342,7 +363,7 @@ class Writer:
         finally:
             try:
                 con.unregister("_shadowd_buf")
-            except duckdb.Error:      # the transaction failed: keep its error, not this one's
+            except duckdb.Error:  # the transaction failed: keep its error, not this one's
                 pass
 
     def _record_error(self, message: str) -> None:

@@ -5,6 +5,7 @@ FAIL (the README's test command installs the ``vllm`` extra), unless
 ``SHADOWD_ALLOW_NO_VLLM=1`` is set by a developer who knowingly runs a
 partial suite; CI never sets it.
 """
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,10 @@ def vllm():
     except Exception as exc:  # pragma: no cover - depends on the environment
         if os.environ.get("SHADOWD_ALLOW_NO_VLLM") == "1":
             pytest.skip(f"vLLM not importable ({exc}); SHADOWD_ALLOW_NO_VLLM=1")
-        pytest.fail(f"vLLM is required for this test but cannot be imported: {exc}. "
-                    "Install the extra: pip install -e '.[vllm,test]' (make test does).")
+        pytest.fail(
+            f"vLLM is required for this test but cannot be imported: {exc}. "
+            "Install the extra: pip install -e '.[vllm,test]' (make test does)."
+        )
     return _vllm
 
 
@@ -45,4 +48,5 @@ def db_path(tmp_path: Path) -> str:
 @pytest.fixture(scope="session")
 def llama_dir() -> str:
     from shadowd.paths import models_dir
+
     return str(models_dir() / "llama-3.1-8b")

@@ -1,4 +1,5 @@
 """Small test helpers shared by several test modules."""
+
 from __future__ import annotations
 
 import os
@@ -6,46 +7,75 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import zmq
 
 if TYPE_CHECKING:
     import socket
 
-    from shadowd.config import Config
-    from shadowd.daemon import Daemon
-    from shadowd.stepbatch import StepBatch
+    from shadowd.daemon.config import Config
+    from shadowd.daemon.service import Daemon
+    from shadowd.steps.batch import StepBatch
 
 from shadowd.tap.frame import FRAME_VERSION, StepFrame, encode_frame
 
 
-def daemon_config(endpoint: str, db_path: str, **overrides: Any) -> "Config":
+def daemon_config(endpoint: str, db_path: str, **overrides: Any) -> Config:
     """A config for a test daemon: loopback HTTP on a free port, files beside the database."""
     import dataclasses
 
-    from shadowd.config import Config
+    from shadowd.daemon.config import Config
 
-    base = dict(listen=endpoint, db=db_path, http="127.0.0.1:0",
-                state_file=str(Path(db_path).with_suffix(".gate.json")))
+    base = dict(
+        listen=endpoint,
+        db=db_path,
+        http="127.0.0.1:0",
+        state_file=str(Path(db_path).with_suffix(".gate.json")),
+    )
     return dataclasses.replace(Config.default(), **{**base, **overrides})
 
 
-def make_daemon(endpoint: str, db_path: str, **overrides: Any) -> "Daemon":
-    from shadowd.daemon import Daemon
+def make_daemon(endpoint: str, db_path: str, **overrides: Any) -> Daemon:
+    from shadowd.daemon.service import Daemon
 
     return Daemon(daemon_config(endpoint, db_path, **overrides))
 
 
-def make_frame(seq: int, n: int = 4, *, run: str = "run1", engine: str = "e0",
-               dropped: int = 0, t0: int = 10**9, step_ns: int = 5_000_000) -> StepFrame:
+def make_frame(
+    seq: int,
+    n: int = 4,
+    *,
+    run: str = "run1",
+    engine: str = "e0",
+    dropped: int = 0,
+    t0: int = 10**9,
+    step_ns: int = 5_000_000,
+) -> StepFrame:
     """A plausible frame: n decodes, step ``seq`` taking ``step_ns``."""
     done = t0 + seq * step_ns
-    return StepFrame(FRAME_VERSION, engine, run, seq, done - step_ns - 10_000, done - step_ns,
-                     done, done - step_ns, 1_764_000_000 * 10**9 + done, dropped,
-                     [f"q{i}" for i in range(n)], ["acme" if i % 2 else "beta" for i in range(n)],
-                     [1] * n, [100 + i for i in range(n)], [50] * n, [0] * n, [False] * n, [0] * n)
+    return StepFrame(
+        FRAME_VERSION,
+        engine,
+        run,
+        seq,
+        done - step_ns - 10_000,
+        done - step_ns,
+        done,
+        done - step_ns,
+        1_764_000_000 * 10**9 + done,
+        dropped,
+        [f"q{i}" for i in range(n)],
+        ["acme" if i % 2 else "beta" for i in range(n)],
+        [1] * n,
+        [100 + i for i in range(n)],
+        [50] * n,
+        [0] * n,
+        [False] * n,
+        [0] * n,
+    )
 
 
 class Pusher:
@@ -77,11 +107,25 @@ def wait_until(cond: Callable[[], bool], timeout: float = 20.0, interval: float 
 
 def start_daemon_process(endpoint: str, db_path: str, *extra: str) -> subprocess.Popen:
     """``shadowd run`` in its own process; returns once its socket exists."""
-    proc = subprocess.Popen([sys.executable, "-m", "shadowd.cli", "run", "--listen", endpoint,
-                             "--db", db_path, "--http", "127.0.0.1:0", *extra],
-                            stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    sock = Path(endpoint[len("ipc://"):])
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "shadowd.cli",
+            "run",
+            "--listen",
+            endpoint,
+            "--db",
+            db_path,
+            "--http",
+            "127.0.0.1:0",
+            *extra,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    sock = Path(endpoint[len("ipc://") :])
     if not wait_until(lambda: sock.exists() or proc.poll() is not None, timeout=60):
         proc.kill()
         raise RuntimeError("daemon did not start")
@@ -104,8 +148,15 @@ def stop_daemon_process(proc: subprocess.Popen, settle_s: float = 0.5, timeout: 
     return proc.returncode
 
 
-def frames_from_batch(batch: "StepBatch", *, start_seq: int = 1, latency_scale: float = 1.0,
-                      run: str = "run1", engine: str = "e0", t0: int = 10**9) -> list[StepFrame]:
+def frames_from_batch(
+    batch: StepBatch,
+    *,
+    start_seq: int = 1,
+    latency_scale: float = 1.0,
+    run: str = "run1",
+    engine: str = "e0",
+    t0: int = 10**9,
+) -> list[StepFrame]:
     """Frames of back-to-back steps whose measured latency is the batch's (times ``latency_scale``)."""
     import numpy as np
 
@@ -116,24 +167,39 @@ def frames_from_batch(batch: "StepBatch", *, start_seq: int = 1, latency_scale: 
         rows = slice(bounds[i], bounds[i + 1])
         done = t + int(batch.latency_ms[i] * latency_scale * 1e6)
         n = rows.stop - rows.start
-        frames.append(StepFrame(
-            FRAME_VERSION, engine, run, start_seq + i, t - 20_000, t, done, t,
-            1_764_000_000 * 10**9 + done, 0, [f"q{start_seq + i}-{j}" for j in range(n)],
-            [str(x) for x in tenants[rows]], batch.new_tokens[rows].tolist(),
-            batch.context_tokens[rows].tolist(), batch.prompt_tokens[rows].tolist(), [0] * n,
-            batch.prefill[rows].tolist(), [0] * n))
+        frames.append(
+            StepFrame(
+                FRAME_VERSION,
+                engine,
+                run,
+                start_seq + i,
+                t - 20_000,
+                t,
+                done,
+                t,
+                1_764_000_000 * 10**9 + done,
+                0,
+                [f"q{start_seq + i}-{j}" for j in range(n)],
+                [str(x) for x in tenants[rows]],
+                batch.new_tokens[rows].tolist(),
+                batch.context_tokens[rows].tolist(),
+                batch.prompt_tokens[rows].tolist(),
+                [0] * n,
+                batch.prefill[rows].tolist(),
+                [0] * n,
+            )
+        )
         t = done
     return frames
 
 
-def datagrams(sock: "socket.socket", wait_s: float) -> list[str]:
+def datagrams(sock: socket.socket, wait_s: float) -> list[str]:
     """Every datagram arriving on ``sock`` (with a short timeout set) within ``wait_s``."""
-    import socket
 
     out, deadline = [], time.monotonic() + wait_s
     while time.monotonic() < deadline:
         try:
             out.append(sock.recv(4096).decode())
-        except socket.timeout:
+        except TimeoutError:
             pass
     return out

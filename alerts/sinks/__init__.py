@@ -28,6 +28,13 @@ SINK_TYPES: dict[str, type[Sink]] = {
 }
 
 __all__ = [
-    "SINK_TYPES", "AlertmanagerSink", "DeliveryError", "LogSink", "Option", "PagerDutySink",
-    "Sink", "SlackSink", "WebhookSink",
+    "SINK_TYPES",
+    "AlertmanagerSink",
+    "DeliveryError",
+    "LogSink",
+    "Option",
+    "PagerDutySink",
+    "Sink",
+    "SlackSink",
+    "WebhookSink",
 ]

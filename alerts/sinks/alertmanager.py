@@ -72,12 +72,24 @@ class AlertmanagerSink(Sink):
     type = "alertmanager"
     default_resend_interval_s = 60.0
     options = {
-        "urls": Option(list, required=True, check=http_urls,
-                       help="base URL of every replica, e.g. [\"http://127.0.0.1:9093\"]"),
-        "ends_at_horizon_s": Option(float, default=300.0, check=positive,
-                                    help="endsAt = now + this while firing; longer than resend_interval_s"),
-        "generator_url": Option(str, default="", check=lambda v: http_url(v) if v else None,
-                                help="link shown in Alertmanager, e.g. the daemon's /gate"),
+        "urls": Option(
+            list,
+            required=True,
+            check=http_urls,
+            help='base URL of every replica, e.g. ["http://127.0.0.1:9093"]',
+        ),
+        "ends_at_horizon_s": Option(
+            float,
+            default=300.0,
+            check=positive,
+            help="endsAt = now + this while firing; longer than resend_interval_s",
+        ),
+        "generator_url": Option(
+            str,
+            default="",
+            check=lambda v: http_url(v) if v else None,
+            help="link shown in Alertmanager, e.g. the daemon's /gate",
+        ),
         "timeout_s": TIMEOUT,
     }
 
@@ -131,9 +143,7 @@ class AlertmanagerSink(Sink):
         if not errors:
             return
         if len(errors) == len(self.endpoints):
-            raise DeliveryError(
-                "; ".join(map(str, errors)), retryable=any(e.retryable for e in errors)
-            )
+            raise DeliveryError("; ".join(map(str, errors)), retryable=any(e.retryable for e in errors))
         with self._lock:
             self.replica_failures += len(errors)
         for err in errors:

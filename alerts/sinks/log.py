@@ -46,5 +46,9 @@ class LogSink(Sink):
 
     def send(self, notification: Notification) -> None:
         level = LEVELS[notification.alert.severity] if notification.firing else logging.INFO
-        self.logger.log(level, "%s", self.line(notification),
-                        extra={"alert": notification.alert.to_dict(), "alert_status": notification.status})
+        self.logger.log(
+            level,
+            "%s",
+            self.line(notification),
+            extra={"alert": notification.alert.to_dict(), "alert_status": notification.status},
+        )

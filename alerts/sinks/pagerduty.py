@@ -65,13 +65,25 @@ class PagerDutySink(Sink):
     type = "pagerduty"
     default_resend_interval_s = 3600.0
     options = {
-        "routing_key": Option(str, required=True, check=lambda v: None if v.strip() else "must be non-empty",
-                              help="the Events API v2 integration key of the PagerDuty service"),
-        "url": Option(str, default="https://events.pagerduty.com", check=http_url,
-                      help="Events API base URL (change only for a proxy or a test server)"),
+        "routing_key": Option(
+            str,
+            required=True,
+            check=lambda v: None if v.strip() else "must be non-empty",
+            help="the Events API v2 integration key of the PagerDuty service",
+        ),
+        "url": Option(
+            str,
+            default="https://events.pagerduty.com",
+            check=http_url,
+            help="Events API base URL (change only for a proxy or a test server)",
+        ),
         "source": Option(str, default="", help="the affected host; defaults to this host's name"),
-        "severities": Option(dict, default=None, check=_check_severities,
-                             help="override the page/warning/info to PagerDuty severity map"),
+        "severities": Option(
+            dict,
+            default=None,
+            check=_check_severities,
+            help="override the page/warning/info to PagerDuty severity map",
+        ),
         "timeout_s": TIMEOUT,
     }
 

@@ -47,9 +47,13 @@ class SlackSink(Sink):
     type = "slack"
     default_resend_interval_s = 4 * 3600.0
     options = {
-        "webhook_url": Option(str, required=True, check=http_url,
-                              help="the incoming webhook URL (https://hooks.slack.com/services/...)"),
-        "mention": Option(str, default="", help="prefix for page alerts, e.g. \"<!here>\""),
+        "webhook_url": Option(
+            str,
+            required=True,
+            check=http_url,
+            help="the incoming webhook URL (https://hooks.slack.com/services/...)",
+        ),
+        "mention": Option(str, default="", help='prefix for page alerts, e.g. "<!here>"'),
         "timeout_s": TIMEOUT,
     }
 

@@ -41,13 +41,18 @@ class WebhookSink(Sink):
     default_resend_interval_s = 3600.0
     options = {
         "url": Option(str, required=True, check=http_url, help="where to POST"),
-        "headers": Option(dict, default=None, check=_check_headers,
-                          help="extra request headers, e.g. {Authorization = \"Bearer ...\"}"),
+        "headers": Option(
+            dict,
+            default=None,
+            check=_check_headers,
+            help='extra request headers, e.g. {Authorization = "Bearer ..."}',
+        ),
         "timeout_s": TIMEOUT,
     }
 
-    def __init__(self, name: str, url: str, headers: Mapping[str, str] | None = None,
-                 timeout_s: float = 10.0):
+    def __init__(
+        self, name: str, url: str, headers: Mapping[str, str] | None = None, timeout_s: float = 10.0
+    ):
         super().__init__(name)
         self.url = url
         self.headers = dict(headers or {})

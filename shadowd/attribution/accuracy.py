@@ -3,7 +3,7 @@
 A model that only has to reproduce its own fit window proves little, so the report fits on an
 earlier window and scores a later one (:func:`out_of_sample_report`), or scores any window with an
 already stored version (:func:`accuracy_report`).  The metrics are in
-:mod:`shadowd.attribution.metrics`.  Per-class R² is weak where a class's latencies barely vary
+:mod:`shadowd.attribution.error_metrics`.  Per-class R² is weak where a class's latencies barely vary
 (decode at a fixed batch size): read the relative errors there.
 
 Per tenant: ``llmvisor_ms`` (shares of T̂ under the chosen fixed-term policy),
@@ -18,17 +18,18 @@ them, else request rows).  ``fixed_term`` gives per-tenant ``llmvisor_ms`` under
 >>> r["accuracy"]["all"]["steps"], r["fit_window"]["steps"]
 (300, 300)
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
 
-from shadowd.attribution.calibration import ModelVersion, fit, fit_window
-from shadowd.attribution.metrics import accuracy_by_class
+from shadowd.attribution.error_metrics import accuracy_by_class
+from shadowd.attribution.model_version import ModelVersion, fit, fit_window
 from shadowd.attribution.shares import DEFAULT_POLICY, FIXED_TERM_POLICIES, Attribution
 from shadowd.attribution.token_baseline import tenant_index
-from shadowd.stepbatch import StepBatch
+from shadowd.steps.batch import StepBatch
 
 
 def tenant_totals(batch: StepBatch, attribution: Attribution) -> list[dict[str, Any]]:
@@ -36,20 +37,24 @@ def tenant_totals(batch: StepBatch, attribution: Attribution) -> list[dict[str, 
     names, inv = tenant_index(batch)
     k = len(names)
     total = lambda v: np.bincount(inv, weights=v, minlength=k)  # noqa: E731
-    cols = {"llmvisor_ms": total(attribution.llmvisor_ms),
-            "llmvisor_measured_ms": total(attribution.llmvisor_measured_ms),
-            "token_ms": total(attribution.vtc_ms), "vtc_tokens": total(attribution.vtc_tokens)}
+    cols = {
+        "llmvisor_ms": total(attribution.llmvisor_ms),
+        "llmvisor_measured_ms": total(attribution.llmvisor_measured_ms),
+        "token_ms": total(attribution.vtc_ms),
+        "vtc_tokens": total(attribution.vtc_tokens),
+    }
     if batch.req_id is not None and batch.num_requests:
         pairs = np.unique(np.stack([inv.astype(str), np.asarray(batch.req_id).astype(str)]), axis=1)
         requests = np.bincount(pairs[0].astype(np.intp), minlength=k)
     else:
         requests = np.bincount(inv, minlength=k)
-    return [{"tenant": str(names[j]), **{c: float(v[j]) for c, v in cols.items()},
-             "requests": int(requests[j])} for j in range(k)]
+    return [
+        {"tenant": str(names[j]), **{c: float(v[j]) for c, v in cols.items()}, "requests": int(requests[j])}
+        for j in range(k)
+    ]
 
 
-def accuracy_report(version: ModelVersion, batch: StepBatch, policy: str = DEFAULT_POLICY
-                    ) -> dict[str, Any]:
+def accuracy_report(version: ModelVersion, batch: StepBatch, policy: str = DEFAULT_POLICY) -> dict[str, Any]:
     """Score ``version`` on ``batch`` (which should lie after the version's fit window)."""
     att = version.attribute(batch, policy)
     fixed = {}
@@ -75,8 +80,14 @@ def split_window(batch: StepBatch, fit_fraction: float = 0.5) -> tuple[StepBatch
     return batch.select_steps(first), batch.select_steps(~first)
 
 
-def out_of_sample_report(batch: StepBatch, platform_key: dict[str, Any], *, fit_fraction: float = 0.5,
-                         policy: str = DEFAULT_POLICY, **fit_kwargs: Any) -> dict[str, Any]:
+def out_of_sample_report(
+    batch: StepBatch,
+    platform_key: dict[str, Any],
+    *,
+    fit_fraction: float = 0.5,
+    policy: str = DEFAULT_POLICY,
+    **fit_kwargs: Any,
+) -> dict[str, Any]:
     """Fit on the first ``fit_fraction`` of the steps, score on the rest."""
     earlier, later = split_window(batch, fit_fraction)
     return accuracy_report(fit(earlier, platform_key, **fit_kwargs), later, policy)

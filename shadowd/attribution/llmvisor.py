@@ -57,7 +57,7 @@ padding (to multiples of 8/16 tokens up to 512) is the same kind of step functio
 separate prefix-attention term is not needed: ``c`` and ``p·c`` carry it.
 
 >>> import numpy as np
->>> from shadowd.stepbatch import StepBatch
+>>> from shadowd.steps.batch import StepBatch
 >>> m = LLMVisorModel.from_dict({"breakpoint_tokens": 256, "segments": [
 ...     {"beta_ms": 4.0, "prefill": {"p": 0.001, "pc": 1e-6}, "decode": {"c": 4e-5}},
 ...     {"beta_ms": 1.0, "prefill": {"p": 0.02, "pc": 1e-6}, "decode": {"c": 4e-5, "request": 0.02}}]})
@@ -69,24 +69,29 @@ separate prefix-attention term is not needed: ``c`` and ``p·c`` carry it.
 >>> m.shares(b, "equal").round(3).tolist()
 [23.069, 2.351]
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from shadowd.attribution.regression import weighted_nnls
 from shadowd.attribution.shares import DEFAULT_POLICY, split_fixed_term
 from shadowd.attribution.steprows import StepRows
-from shadowd.stepbatch import StepBatch
+from shadowd.steps.batch import StepBatch
 
 PREFILL_FEATURES = ("p", "c", "p2", "pc", "request")
 DECODE_FEATURES = ("c", "request", "extra_tokens")
 # Step-level design columns: intercept, then prefill sums, then decode sums.
-COLUMNS = (("beta",) + tuple("prefill_" + f for f in PREFILL_FEATURES)
-           + tuple("decode_" + f for f in DECODE_FEATURES))
+COLUMNS = (
+    ("beta",)
+    + tuple("prefill_" + f for f in PREFILL_FEATURES)
+    + tuple("decode_" + f for f in DECODE_FEATURES)
+)
 _NP, _ND = len(PREFILL_FEATURES), len(DECODE_FEATURES)
 
 
@@ -117,8 +122,9 @@ class BreakpointSearch:
     losses: list[float] = field(default_factory=list)
 
 
-def _segment_loss(a: np.ndarray, y: np.ndarray, w: np.ndarray, tokens: np.ndarray,
-                  breakpoint: float) -> tuple[np.ndarray, float]:
+def _segment_loss(
+    a: np.ndarray, y: np.ndarray, w: np.ndarray, tokens: np.ndarray, breakpoint: float
+) -> tuple[np.ndarray, float]:
     coef = np.zeros((2, a.shape[1]))
     loss = 0.0
     for k, mask in enumerate((tokens <= breakpoint, tokens > breakpoint)):
@@ -130,15 +136,23 @@ def _segment_loss(a: np.ndarray, y: np.ndarray, w: np.ndarray, tokens: np.ndarra
     return coef, loss
 
 
-def search_breakpoint(a: np.ndarray, y: np.ndarray, w: np.ndarray, tokens: np.ndarray,
-                      candidates: Sequence[float] | None = None, *, min_segment_steps: int = 30,
-                      grid_points: int = 24) -> tuple[np.ndarray, BreakpointSearch]:
+def search_breakpoint(
+    a: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    tokens: np.ndarray,
+    candidates: Sequence[float] | None = None,
+    *,
+    min_segment_steps: int = 30,
+    grid_points: int = 24,
+) -> tuple[np.ndarray, BreakpointSearch]:
     """Grid search (then local refinement) of the token breakpoint minimising the weighted SSE."""
     order = np.sort(tokens)
     if len(order) < 2 * min_segment_steps:
         coef, loss = _segment_loss(a, y, w, tokens, math.inf)
         return coef, BreakpointSearch(math.inf, [math.inf], [loss])
-    def valid(b: float) -> bool:       # both segments keep enough steps to fit
+
+    def valid(b: float) -> bool:  # both segments keep enough steps to fit
         below = int(np.searchsorted(order, b, side="right"))
         return min(below, len(order) - below) >= min_segment_steps
 
@@ -152,9 +166,9 @@ def search_breakpoint(a: np.ndarray, y: np.ndarray, w: np.ndarray, tokens: np.nd
     if candidates is not None:
         run(np.asarray(candidates, dtype=np.float64))
     else:
-        observed = np.unique(order[min_segment_steps - 1: len(order) - min_segment_steps])
+        observed = np.unique(order[min_segment_steps - 1 : len(order) - min_segment_steps])
         run(np.quantile(observed, np.linspace(0, 1, grid_points), method="nearest"))
-        while tried:       # refine between the best candidate's neighbours until nothing is new
+        while tried:  # refine between the best candidate's neighbours until nothing is new
             ranked = sorted(tried)
             i = ranked.index(min(tried, key=lambda b: tried[b][1]))
             left, right = ranked[max(i - 1, 0)], ranked[min(i + 1, len(ranked) - 1)]
@@ -178,7 +192,7 @@ class LLMVisorModel:
     """Fitted LLMVisor coefficients: a token breakpoint and, per segment, ``coef`` over :data:`COLUMNS`."""
 
     breakpoint: float
-    coef: np.ndarray                       # float64[2, 9]
+    coef: np.ndarray  # float64[2, 9]
     search: BreakpointSearch | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -189,15 +203,21 @@ class LLMVisorModel:
         # v = p·(k0 + k2·p + k3·c) + k1·c + k4 for both phases.
         t = np.zeros((4, 5))
         for k in range(2):
-            pre, dec = self.coef[k, 1:1 + _NP], self.coef[k, 1 + _NP:]
+            pre, dec = self.coef[k, 1 : 1 + _NP], self.coef[k, 1 + _NP :]
             t[2 * k] = pre
             t[2 * k + 1] = (dec[2], dec[0], 0.0, 0.0, dec[1] - dec[2])
         self._table = np.ascontiguousarray(t.T)  # (5, 4)
 
     # -- fitting -----------------------------------------------------------------------------
     @classmethod
-    def fit(cls, batch: StepBatch, *, breakpoints: Sequence[float] | None = None,
-            weighting: str = "relative", min_segment_steps: int = 30) -> "LLMVisorModel":
+    def fit(
+        cls,
+        batch: StepBatch,
+        *,
+        breakpoints: Sequence[float] | None = None,
+        weighting: str = "relative",
+        min_segment_steps: int = 30,
+    ) -> LLMVisorModel:
         """Fit by NNLS on step totals, searching the breakpoint (or trying ``breakpoints``).
 
         ``weighting``: ``relative`` (rows weighted 1/T, the reported metric) or ``absolute``.
@@ -212,22 +232,22 @@ class LLMVisorModel:
         a, y = design_matrix(batch)[keep], y[keep]
         w = 1.0 / y if weighting == "relative" else np.ones_like(y)
         tokens = batch.per_step_sum(batch.new_tokens.astype(np.float64))[keep]
-        coef, search = search_breakpoint(a, y, w, tokens, breakpoints,
-                                         min_segment_steps=min_segment_steps)
+        coef, search = search_breakpoint(a, y, w, tokens, breakpoints, min_segment_steps=min_segment_steps)
         return cls(search.best, coef, search)
 
     # -- prediction and shares (vectorised hot path) -----------------------------------------
-    def decompose(self, batch: StepBatch, rows: StepRows | None = None,
-                  step_tokens: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def decompose(
+        self, batch: StepBatch, rows: StepRows | None = None, step_tokens: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(variable share per request, fixed term per step, predicted T̂ per step).
 
         ``rows`` and ``step_tokens`` (Σp per step) may be passed in when the caller has them.
         """
         return self.decompose_with_prices(batch, rows, step_tokens)[:3]
 
-    def decompose_with_prices(self, batch: StepBatch, rows: StepRows | None = None,
-                              step_tokens: np.ndarray | None = None
-                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def decompose_with_prices(
+        self, batch: StepBatch, rows: StepRows | None = None, step_tokens: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`decompose` plus each row's price for dividing work (see shares): ``v_i``, except
         decode-like rows of compute-bound steps, which are priced at the memory-bound ``θ₀·φ_i``."""
         if rows is None:
@@ -248,9 +268,9 @@ class LLMVisorModel:
         np.maximum(v, 0.0, out=v)
         fixed = self.coef[seg, 0]
         price = v
-        dec1 = code == 3                                  # decode-like row, compute-bound step
+        dec1 = code == 3  # decode-like row, compute-bound step
         if dec1.any():
-            d0, d1, _, _, d4 = self._table[:, 1]          # segment 0, decode-like
+            d0, d1, _, _, d4 = self._table[:, 1]  # segment 0, decode-like
             price = v.copy()
             price[dec1] = np.maximum(d0 * p[dec1] + d1 * c[dec1] + d4, 0.0)
         return v, fixed, fixed + rows.sum(v), price
@@ -284,14 +304,18 @@ class LLMVisorModel:
         segs = []
         for k in range(2):
             row = self.coef[k]
-            segs.append({"beta_ms": float(row[0]),
-                         "prefill": {f: float(x) for f, x in zip(PREFILL_FEATURES, row[1:1 + _NP])},
-                         "decode": {f: float(x) for f, x in zip(DECODE_FEATURES, row[1 + _NP:])}})
+            segs.append(
+                {
+                    "beta_ms": float(row[0]),
+                    "prefill": {f: float(x) for f, x in zip(PREFILL_FEATURES, row[1 : 1 + _NP])},
+                    "decode": {f: float(x) for f, x in zip(DECODE_FEATURES, row[1 + _NP :])},
+                }
+            )
         bp = None if math.isinf(self.breakpoint) else float(self.breakpoint)
         return {"breakpoint_tokens": bp, "segments": segs}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "LLMVisorModel":
+    def from_dict(cls, d: dict[str, Any]) -> LLMVisorModel:
         """Inverse of :meth:`to_dict`; features left out are zero."""
         coef = np.zeros((2, len(COLUMNS)))
         for k, seg in enumerate(d["segments"]):

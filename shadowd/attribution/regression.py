@@ -10,6 +10,7 @@ scaled to unit norm before ``scipy.optimize.nnls`` and the solution scaled back;
 >>> coef.round(6).tolist(), round(sse, 9)
 ([1.0, 0.0, 2.0], 0.0)
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -34,7 +34,7 @@ own-work share the stability check judges) is untouched.
 Measured against Monte Carlo Shapley values of the reference engine
 (``docs/accuracy.md``: H100/A100 × llama-3.1-8b/qwen2.5-14b × saturated/light,
 150 sampled steps each, plus the CI-sized runs of
-``tests/test_accuracy_reference.py``), max per-tenant error / per-request p90:
+``tests/sim/test_accuracy_reference.py``), max per-tenant error / per-request p90:
 
 ============================  =====================  =====================  ==================
 split                         8 benchmark runs        CI saturated, 8k-step  per-request p90
@@ -68,6 +68,7 @@ alone fixed the second and made the first worse).  On the synthetic function of
 >>> normalise(np.array([2.0, 4.0, 3.0]), np.array([6.0, 3.0]), np.array([3.0, 6.0]), rows).tolist()
 [1.0, 2.0, 6.0]
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -80,8 +81,13 @@ FIXED_TERM_POLICIES = ("equal", "pro_rata")
 DEFAULT_POLICY = "equal"
 
 
-def floor_split(variable: np.ndarray, fixed: np.ndarray, floor: np.ndarray, rows: StepRows,
-                price: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def floor_split(
+    variable: np.ndarray,
+    fixed: np.ndarray,
+    floor: np.ndarray,
+    rows: StepRows,
+    price: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """(work share per request, fixed term per step) with the step's fixed term at the ``floor``.
 
     ``T̂ = fixed + Σv``; ``F = min(floor, T̂)``; work ``w = π·(T̂ − F)/Σπ`` with ``π = price``
@@ -97,9 +103,14 @@ def floor_split(variable: np.ndarray, fixed: np.ndarray, floor: np.ndarray, rows
     return price * rows.spread(scale), f
 
 
-def split_fixed_term(variable: np.ndarray, fixed: np.ndarray, rows: StepRows,
-                     policy: str = DEFAULT_POLICY, floor: np.ndarray | None = None,
-                     price: np.ndarray | None = None) -> np.ndarray:
+def split_fixed_term(
+    variable: np.ndarray,
+    fixed: np.ndarray,
+    rows: StepRows,
+    policy: str = DEFAULT_POLICY,
+    floor: np.ndarray | None = None,
+    price: np.ndarray | None = None,
+) -> np.ndarray:
     """Per-request shares of ``T̂ = fixed + Σv``: work plus a part of the fixed term by ``policy``.
 
     With ``floor`` (per step) and ``price`` (per row), ``equal`` divides the floor and the rest by
@@ -107,7 +118,7 @@ def split_fixed_term(variable: np.ndarray, fixed: np.ndarray, rows: StepRows,
     """
     if policy not in FIXED_TERM_POLICIES:
         raise ValueError(f"unknown fixed-term policy {policy!r}; expected one of {FIXED_TERM_POLICIES}")
-    if floor is not None and policy == "equal":     # pro_rata: all of T̂ ∝ v either way
+    if floor is not None and policy == "equal":  # pro_rata: all of T̂ ∝ v either way
         variable, fixed = floor_split(variable, fixed, np.broadcast_to(floor, fixed.shape), rows, price)
     if policy == "equal":
         return variable + rows.spread(fixed / np.maximum(rows.counts, 1))
@@ -115,13 +126,12 @@ def split_fixed_term(variable: np.ndarray, fixed: np.ndarray, rows: StepRows,
     scale = np.divide(fixed, total, out=np.zeros(rows.num_steps), where=total > 0)
     out = variable * rows.spread(1.0 + scale)
     idle = total <= 0
-    if idle.any():    # no variable work to weight by: equal split
+    if idle.any():  # no variable work to weight by: equal split
         out += rows.spread(np.where(idle, fixed / np.maximum(rows.counts, 1), 0.0))
     return out
 
 
-def normalise(shares: np.ndarray, predicted: np.ndarray, measured: np.ndarray,
-              rows: StepRows) -> np.ndarray:
+def normalise(shares: np.ndarray, predicted: np.ndarray, measured: np.ndarray, rows: StepRows) -> np.ndarray:
     """Rescale shares of ``predicted`` so each step's shares sum to ``measured``.
 
     A step predicted at zero (no model term fired) splits its measured time equally.
@@ -163,11 +173,11 @@ class Attribution:
     floor_ms: np.ndarray | None = None
     price_ms: np.ndarray | None = None
 
-    def with_policy(self, policy: str) -> "Attribution":
+    def with_policy(self, policy: str) -> Attribution:
         """The same attribution with the fixed term split under another policy."""
         rows = StepRows(self.req_step, self.measured_ms.shape[0])
-        shares = split_fixed_term(self.variable_ms, self.fixed_ms, rows, policy, self.floor_ms,
-                                  self.price_ms)
+        shares = split_fixed_term(self.variable_ms, self.fixed_ms, rows, policy, self.floor_ms, self.price_ms)
         measured = normalise(shares, self.predicted_ms, self.measured_ms, rows)
-        return Attribution(**{**self.__dict__, "policy": policy, "llmvisor_ms": shares,
-                              "llmvisor_measured_ms": measured})
+        return Attribution(
+            **{**self.__dict__, "policy": policy, "llmvisor_ms": shares, "llmvisor_measured_ms": measured}
+        )

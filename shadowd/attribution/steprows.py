@@ -1,7 +1,7 @@
 """The row layout of a step batch: per-step sums and per-row broadcasts without Python loops.
 
 Attribution does a handful of "sum over each step's requests" and "give every request its step's
-value" per call.  Because a :class:`~shadowd.stepbatch.StepBatch` keeps each step's rows
+value" per call.  Because a :class:`~shadowd.steps.batch.StepBatch` keeps each step's rows
 contiguous and in order, ``np.add.reduceat`` and ``np.repeat`` do both ~10× faster than
 ``np.bincount(weights=...)`` and fancy indexing, which is what keeps attribution within its budget.
 
@@ -12,6 +12,7 @@ contiguous and in order, ``np.add.reduceat`` and ``np.repeat`` do both ~10× fas
 >>> rows.spread(np.array([10.0, 20.0, 30.0, 40.0])).tolist()
 [10.0, 10.0, 30.0, 30.0, 30.0]
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +23,9 @@ class StepRows:
 
     def __init__(self, req_step: np.ndarray, num_steps: int) -> None:
         req_step = np.asarray(req_step)
-        if req_step.size and (np.any(req_step[1:] < req_step[:-1]) or req_step[0] < 0
-                              or req_step[-1] >= num_steps):
+        if req_step.size and (
+            np.any(req_step[1:] < req_step[:-1]) or req_step[0] < 0 or req_step[-1] >= num_steps
+        ):
             raise ValueError("request rows must be grouped by step, in step order")
         self.req_step = req_step
         self.num_steps = num_steps

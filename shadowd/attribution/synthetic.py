@@ -23,20 +23,21 @@ reference engine (``shadowd.twin``), which uses measured kernel tables.
 >>> int(b.per_step_sum(b.new_tokens.astype(float)).max()) <= 2048
 True
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from shadowd.stepbatch import StepBatch
+from shadowd.steps.batch import StepBatch
 
 TENANTS = np.array(["chat", "code", "longdoc"], dtype=object)
 TENANT_MIX = (0.6, 0.25, 0.15)
-CONTEXT_RANGE = ((100, 4_000), (500, 8_000), (8_000, 32_000))   # decode contexts per tenant
+CONTEXT_RANGE = ((100, 4_000), (500, 8_000), (8_000, 32_000))  # decode contexts per tenant
 
-GEMM_FLAT_MS, GEMM_KNEE_TOKENS = 5.5, 240.0     # 16 GB of weights at ~3 TB/s; ~16 GFLOP/token
-ATTN_PAIR_MS = 1.3e-6                           # one query-key pair over 32 layers at ~400 TFLOP/s
-KV_TOKEN_MS = 4.3e-5                            # 128 KiB of KV per token at ~3 TB/s
-LAYERS, DECODE_FLOOR_MS, DECODE_SEQ_MS = 32, 0.0115, 1.4e-4   # per layer; see reference_latency
+GEMM_FLAT_MS, GEMM_KNEE_TOKENS = 5.5, 240.0  # 16 GB of weights at ~3 TB/s; ~16 GFLOP/token
+ATTN_PAIR_MS = 1.3e-6  # one query-key pair over 32 layers at ~400 TFLOP/s
+KV_TOKEN_MS = 4.3e-5  # 128 KiB of KV per token at ~3 TB/s
+LAYERS, DECODE_FLOOR_MS, DECODE_SEQ_MS = 32, 0.0115, 1.4e-4  # per layer; see reference_latency
 SAMPLE_MS, FIXED_MS = 0.004, 1.0
 
 
@@ -58,17 +59,25 @@ def reference_latency(batch: StepBatch, *, noise: float = 0.02, seed: int = 0) -
     return t * rng.lognormal(0.0, noise, size=t.shape) if noise > 0 else t
 
 
-def synthetic_batch(steps: int = 1000, seed: int = 0, *, requests_per_step: int | None = None,
-                    budget: int = 2048, max_seqs: int = 256, kv_capacity: int = 450_000,
-                    noise: float = 0.02) -> StepBatch:
+def synthetic_batch(
+    steps: int = 1000,
+    seed: int = 0,
+    *,
+    requests_per_step: int | None = None,
+    budget: int = 2048,
+    max_seqs: int = 256,
+    kv_capacity: int = 450_000,
+    noise: float = 0.02,
+) -> StepBatch:
     """``steps`` vLLM-like steps (20% prefill-only, 40% decode-only, 40% mixed) with latencies.
 
     ``requests_per_step`` fixes the batch size (decode-only and mixed steps only), for timing.
     """
     rng = np.random.default_rng(seed)
     s = steps
-    kind = rng.choice(3, size=s, p=(0.2, 0.4, 0.4)) if requests_per_step is None \
-        else rng.choice([1, 2], size=s)
+    kind = (
+        rng.choice(3, size=s, p=(0.2, 0.4, 0.4)) if requests_per_step is None else rng.choice([1, 2], size=s)
+    )
     n_pre = np.where(kind == 1, 0, rng.integers(1, 4, size=s))
     if requests_per_step is None:
         n_dec = np.where(kind == 0, 0, np.exp(rng.uniform(0, np.log(max_seqs), size=s)).astype(np.int64))
@@ -106,10 +115,15 @@ def synthetic_batch(steps: int = 1000, seed: int = 0, *, requests_per_step: int 
 
     new_i, ctx_i = new.astype(np.int64), ctx.astype(np.int64)
     batch = StepBatch(
-        latency_ms=np.zeros(s), req_step=req_step, new_tokens=new_i, context_tokens=ctx_i,
-        prompt_tokens=np.where(prefill, ctx_i + new_i, np.maximum(ctx_i // 2, 1)), prefill=prefill,
+        latency_ms=np.zeros(s),
+        req_step=req_step,
+        new_tokens=new_i,
+        context_tokens=ctx_i,
+        prompt_tokens=np.where(prefill, ctx_i + new_i, np.maximum(ctx_i // 2, 1)),
+        prefill=prefill,
         tenant=TENANTS[tenant_code],
         req_id=np.char.add("r", (seed * 10**9 + np.arange(r)).astype(str)).astype(object),
-        step_seq=np.arange(s, dtype=np.int64))
+        step_seq=np.arange(s, dtype=np.int64),
+    )
     batch.latency_ms = reference_latency(batch, noise=noise, seed=seed + 1)
     return batch

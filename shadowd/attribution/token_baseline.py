@@ -12,7 +12,7 @@ This is what LLMVisor must beat to be worth its keep ("Fairness in Serving LLMs"
 - **Shares**: the measured step latency split in proportion to weighted tokens.
 
 >>> import numpy as np
->>> from shadowd.stepbatch import StepBatch
+>>> from shadowd.steps.batch import StepBatch
 >>> b = StepBatch.from_rows([dict(latency_ms=12.0)], [[
 ...     dict(new_tokens=10, prefill=True, tenant="a"), dict(new_tokens=1, prefill=False, tenant="b")]])
 >>> tb = TokenBaseline(gamma={"prefill": (1.0, 0.1), "decode": (2.0, 0.0), "mixed": (1.0, 0.5)})
@@ -21,6 +21,7 @@ This is what LLMVisor must beat to be worth its keep ("Fairness in Serving LLMs"
 >>> vtc_counters(b)
 {'a': 10.0, 'b': 2.0}
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ import numpy as np
 
 from shadowd.attribution.regression import weighted_nnls
 from shadowd.attribution.steprows import StepRows
-from shadowd.stepbatch import KIND_NAMES, StepBatch
+from shadowd.steps.batch import KIND_NAMES, StepBatch
 
 W_PROMPT, W_OUTPUT = 1.0, 2.0
 
@@ -71,8 +72,15 @@ class TokenBaseline:
         self._g = np.array([self.gamma[k] for k in KIND_NAMES]).T  # (2, 3) by KIND_* code
 
     @classmethod
-    def fit(cls, batch: StepBatch, *, w_p: float = W_PROMPT, w_q: float = W_OUTPUT,
-            weighting: str = "relative", min_class_steps: int = 10) -> "TokenBaseline":
+    def fit(
+        cls,
+        batch: StepBatch,
+        *,
+        w_p: float = W_PROMPT,
+        w_q: float = W_OUTPUT,
+        weighting: str = "relative",
+        min_class_steps: int = 10,
+    ) -> TokenBaseline:
         """Fit ``γ`` per step class by NNLS; sparse classes fall back to the all-steps fit."""
         y = batch.latency_ms
         keep = np.isfinite(y) & (y > 0) & (batch.batch_size() > 0)
@@ -98,8 +106,9 @@ class TokenBaseline:
             step_tokens = StepRows(batch.req_step, batch.num_steps).sum(batch.new_tokens)
         return self._g[0, batch.kind] + self._g[1, batch.kind] * step_tokens
 
-    def shares(self, batch: StepBatch, tokens: np.ndarray | None = None,
-               rows: StepRows | None = None) -> np.ndarray:
+    def shares(
+        self, batch: StepBatch, tokens: np.ndarray | None = None, rows: StepRows | None = None
+    ) -> np.ndarray:
         """Measured step latency split by weighted tokens (ms per request row)."""
         if rows is None:
             rows = StepRows(batch.req_step, batch.num_steps)
@@ -110,9 +119,12 @@ class TokenBaseline:
         return tokens * rows.spread(per)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"w_p": self.w_p, "w_q": self.w_q,
-                "gamma": {k: [g0, g1] for k, (g0, g1) in sorted(self.gamma.items())}}
+        return {
+            "w_p": self.w_p,
+            "w_q": self.w_q,
+            "gamma": {k: [g0, g1] for k, (g0, g1) in sorted(self.gamma.items())},
+        }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TokenBaseline":
+    def from_dict(cls, d: dict[str, Any]) -> TokenBaseline:
         return cls({k: tuple(v) for k, v in d["gamma"].items()}, float(d["w_p"]), float(d["w_q"]))

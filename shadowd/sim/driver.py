@@ -11,14 +11,16 @@ Token ids exist only inside this module, to give vLLM's prefix cache real
 content to hash (shared prefix blocks map to equal ids); they never reach a
 frame, a table or a log.
 """
+
 from __future__ import annotations
 
 import heapq
 import math
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -59,8 +61,8 @@ class RealClock:
     def advance_to(self, t_ns: int) -> None:
         delay = (int(t_ns) - time.monotonic_ns()) / 1e9
         if delay > 0.002:
-            time.sleep(delay - 0.001)            # sleep, then spin the last millisecond:
-        while time.monotonic_ns() < t_ns:        # a GPU finishes on time, not when the OS wakes us
+            time.sleep(delay - 0.001)  # sleep, then spin the last millisecond:
+        while time.monotonic_ns() < t_ns:  # a GPU finishes on time, not when the OS wakes us
             pass
 
 
@@ -74,11 +76,11 @@ class ScheduledStep:
     prompt_tokens: np.ndarray
     prefill: np.ndarray
     tenants: list[str]
-    final: list[bool] = field(default_factory=list)   # the step completes the request's known tokens
-    duration_ms: float = 0.0                           # the emulated GPU time of the step
+    final: list[bool] = field(default_factory=list)  # the step completes the request's known tokens
+    duration_ms: float = 0.0  # the emulated GPU time of the step
 
 
-StepTime = Callable[[ScheduledStep], float]      # -> milliseconds
+StepTime = Callable[[ScheduledStep], float]  # -> milliseconds
 
 
 class PromptBuilder:
@@ -101,7 +103,7 @@ class PromptBuilder:
                 break
             ids += self._block(int(block), take)
         self._unique += 1
-        while len(ids) < prompt_tokens:      # request-unique tail
+        while len(ids) < prompt_tokens:  # request-unique tail
             take = min(PREFIX_BLOCK_TOKENS, prompt_tokens - len(ids))
             ids += self._block(10**9 + self._unique * 1000 + len(ids) // PREFIX_BLOCK_TOKENS, take)
         return ids
@@ -110,9 +112,17 @@ class PromptBuilder:
 class EngineDriver:
     """Runs a (tapped) vLLM scheduler over a request stream with simulated GPU time."""
 
-    def __init__(self, scheduler: Any, step_time: StepTime, *, async_scheduling: bool = True,
-                 vocab_size: int = 32000, block_size: int = 16, tenant_key: str = "tenant",
-                 clock: SimClock | RealClock | None = None) -> None:
+    def __init__(
+        self,
+        scheduler: Any,
+        step_time: StepTime,
+        *,
+        async_scheduling: bool = True,
+        vocab_size: int = 32000,
+        block_size: int = 16,
+        tenant_key: str = "tenant",
+        clock: SimClock | RealClock | None = None,
+    ) -> None:
         from vllm.sampling_params import SamplingParams  # noqa: F401  (fail early without vLLM)
         from vllm.utils.hashing import sha256
         from vllm.v1.core.kv_cache_utils import get_request_block_hasher, init_none_hash
@@ -127,7 +137,7 @@ class EngineDriver:
         self._hasher = get_request_block_hasher(block_size, sha256)
         self._queue: deque = deque()
         self._gpu_free_ns = self.clock()
-        self.steps: list[ScheduledStep] = []       # filled when record_steps
+        self.steps: list[ScheduledStep] = []  # filled when record_steps
         self.record_steps = False
         self.steps_run = 0
         self.requests_added = 0
@@ -147,12 +157,19 @@ class EngineDriver:
         from vllm.sampling_params import SamplingParams
         from vllm.v1.request import Request
 
-        params = SamplingParams(max_tokens=max(1, int(spec.output_tokens)), ignore_eos=True,
-                                extra_args={self.tenant_key: spec.tenant})
+        params = SamplingParams(
+            max_tokens=max(1, int(spec.output_tokens)),
+            ignore_eos=True,
+            extra_args={self.tenant_key: spec.tenant},
+        )
         self._made += 1
-        return Request(request_id=f"r{self._made}", prompt_token_ids=self.prompts.build(
-            int(spec.prompt_tokens), spec.prefix_blocks), sampling_params=params,
-            pooling_params=None, block_hasher=self._hasher)
+        return Request(
+            request_id=f"r{self._made}",
+            prompt_token_ids=self.prompts.build(int(spec.prompt_tokens), spec.prefix_blocks),
+            sampling_params=params,
+            pooling_params=None,
+            block_hasher=self._hasher,
+        )
 
     def add_request(self, request: Any) -> None:
         self.scheduler.add_request(request)
@@ -168,8 +185,12 @@ class EngineDriver:
     def elapsed_s(self) -> float:
         return (self.clock() - self._origin_ns) / 1e9
 
-    def run(self, requests: Iterable[RequestLike] | None = None, max_steps: int = 1000,
-            on_step: Callable[[int], None] | None = None) -> int:
+    def run(
+        self,
+        requests: Iterable[RequestLike] | None = None,
+        max_steps: int = 1000,
+        on_step: Callable[[int], None] | None = None,
+    ) -> int:
         """Run until ``max_steps`` non-empty steps in all, or the streams and engine run dry.
 
         ``requests`` (if given) are submitted first, relative to the driver's start."""
@@ -197,7 +218,7 @@ class EngineDriver:
         sched = self.scheduler
         if sched.has_requests() and len(self._queue) < depth:
             out = sched.schedule()
-            scheduled_ns = self.clock()          # the GPU may start now, not after our bookkeeping
+            scheduled_ns = self.clock()  # the GPU may start now, not after our bookkeeping
             if out.total_num_scheduled_tokens > 0:
                 step = self._describe(out)
                 start = max(self._gpu_free_ns, scheduled_ns)
@@ -223,26 +244,32 @@ class EngineDriver:
         if step is None:
             mro = ModelRunnerOutput(req_ids=[], req_id_to_index={}, sampled_token_ids=[])
         else:
-            mro = ModelRunnerOutput(req_ids=step.req_ids,
-                                    req_id_to_index={r: i for i, r in enumerate(step.req_ids)},
-                                    sampled_token_ids=[[7] if f else [] for f in step.final])
+            mro = ModelRunnerOutput(
+                req_ids=step.req_ids,
+                req_id_to_index={r: i for i, r in enumerate(step.req_ids)},
+                sampled_token_ids=[[7] if f else [] for f in step.final],
+            )
             self.steps_run += 1
         self.scheduler.update_from_output(out, mro)
 
     def _describe(self, out: Any) -> ScheduledStep:
         reqs = self.scheduler.requests
         ids = [r.req_id for r in out.scheduled_new_reqs] + list(out.scheduled_cached_reqs.req_ids)
-        ctx = [r.num_computed_tokens for r in out.scheduled_new_reqs] + \
-            list(out.scheduled_cached_reqs.num_computed_tokens)
+        ctx = [r.num_computed_tokens for r in out.scheduled_new_reqs] + list(
+            out.scheduled_cached_reqs.num_computed_tokens
+        )
         new = [out.num_scheduled_tokens[r] for r in ids]
         prompt = [reqs[r].num_prompt_tokens for r in ids]
         known = [reqs[r].num_tokens for r in ids]
         return ScheduledStep(
-            req_ids=ids, new_tokens=np.array(new), context_tokens=np.array(ctx),
+            req_ids=ids,
+            new_tokens=np.array(new),
+            context_tokens=np.array(ctx),
             prompt_tokens=np.array(prompt),
             prefill=np.array([c < p or n > 1 for c, p, n in zip(ctx, prompt, new)], dtype=bool),
             tenants=[reqs[r].sampling_params.extra_args[self.tenant_key] for r in ids],
-            final=[c + n >= k for c, n, k in zip(ctx, new, known)])
+            final=[c + n >= k for c, n, k in zip(ctx, new, known)],
+        )
 
 
 class _ArrivalQueue:
@@ -256,8 +283,8 @@ class _ArrivalQueue:
 
     def __init__(self, make: Callable[[RequestLike], Any]) -> None:
         self._make = make
-        self._built: list = []       # (arrival_s, n, Request)
-        self._heads: list = []       # (arrival_s, n, spec, iterator): next of each stream
+        self._built: list = []  # (arrival_s, n, Request)
+        self._heads: list = []  # (arrival_s, n, spec, iterator): next of each stream
         self._n = 0
 
     def submit(self, requests: Iterable[RequestLike], offset_s: float = 0.0) -> None:

@@ -8,18 +8,19 @@ platform's memory and the model the way vLLM sizes it, and an
 ``T(batch)``.  Step records are kept so a run can be analysed without the
 daemon, e.g. by ``step_batch()``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from shadowd.paths import models_dir
 from shadowd.sim.driver import EngineDriver, ScheduledStep
 from shadowd.sim.vllm_scheduler import SchedulerSpec, build_scheduler
-from shadowd.stepbatch import StepBatch
+from shadowd.steps.batch import StepBatch
 from shadowd.twin.model_shape import ModelShape
 from shadowd.twin.request_spec import RequestSpec
 from shadowd.twin.step_latency import ReferenceEngine
@@ -33,8 +34,10 @@ def model_dir(model: str) -> Path:
         return p
     if (models_dir() / model / "config.json").exists():
         return models_dir() / model
-    raise FileNotFoundError(f"no config.json for model {model!r} (a directory, or one of "
-                            f"{sorted(d.name for d in models_dir().iterdir())})")
+    raise FileNotFoundError(
+        f"no config.json for model {model!r} (a directory, or one of "
+        f"{sorted(d.name for d in models_dir().iterdir())})"
+    )
 
 
 @dataclass
@@ -49,7 +52,7 @@ class RunSpec:
     max_num_seqs: int = 256
     max_num_batched_tokens: int = 2048
     max_model_len: int = 32768
-    kv_fraction: float = 1.0          # share of the vLLM-sized KV capacity the scheduler gets
+    kv_fraction: float = 1.0  # share of the vLLM-sized KV capacity the scheduler gets
     async_scheduling: bool = True
     record_steps: bool = True
     extra: dict = field(default_factory=dict)
@@ -60,18 +63,30 @@ class ReferenceRun:
 
     def __init__(self, spec: RunSpec) -> None:
         self.spec = spec
-        self.engine = ReferenceEngine(spec.platform, spec.model, spec.tp, seed=spec.seed,
-                                      max_tokens=max(16384, spec.max_num_batched_tokens),
-                                      max_batch=max(1024, spec.max_num_seqs))
+        self.engine = ReferenceEngine(
+            spec.platform,
+            spec.model,
+            spec.tp,
+            seed=spec.seed,
+            max_tokens=max(16384, spec.max_num_batched_tokens),
+            max_batch=max(1024, spec.max_num_seqs),
+        )
         shape: ModelShape = self.engine.model
         self.kv_capacity_tokens = shape.kv_capacity_tokens(self.engine.platform.memory_gib, spec.tp)
         self.num_blocks = max(64, int(self.kv_capacity_tokens * spec.kv_fraction) // 16)
-        self.scheduler = build_scheduler(SchedulerSpec(
-            model_dir=str(model_dir(spec.model)), async_scheduling=spec.async_scheduling,
-            max_num_seqs=spec.max_num_seqs, max_num_batched_tokens=spec.max_num_batched_tokens,
-            max_model_len=spec.max_model_len, num_blocks=self.num_blocks))
-        self.driver = EngineDriver(self.scheduler, self.step_time,
-                                   async_scheduling=spec.async_scheduling, vocab_size=shape.vocab)
+        self.scheduler = build_scheduler(
+            SchedulerSpec(
+                model_dir=str(model_dir(spec.model)),
+                async_scheduling=spec.async_scheduling,
+                max_num_seqs=spec.max_num_seqs,
+                max_num_batched_tokens=spec.max_num_batched_tokens,
+                max_model_len=spec.max_model_len,
+                num_blocks=self.num_blocks,
+            )
+        )
+        self.driver = EngineDriver(
+            self.scheduler, self.step_time, async_scheduling=spec.async_scheduling, vocab_size=shape.vocab
+        )
         self.driver.record_steps = spec.record_steps
         self.kv_usage: list[float] = []
 
@@ -81,13 +96,27 @@ class ReferenceRun:
             self.kv_usage.append(float(self.scheduler.kv_cache_manager.usage))
         return self.engine.latency_ms(step.new_tokens, step.context_tokens, step.prefill)
 
-    def workload(self, tenants: Iterable[str] | None = None, *, limit: int | None = None,
-                 duration_s: float | None = None) -> list[RequestSpec]:
-        return build_workload(tenants or self.spec.tenants, seed=self.spec.seed, limit=limit,
-                              duration_s=duration_s, max_context=self.spec.max_model_len - 1024)
+    def workload(
+        self,
+        tenants: Iterable[str] | None = None,
+        *,
+        limit: int | None = None,
+        duration_s: float | None = None,
+    ) -> list[RequestSpec]:
+        return build_workload(
+            tenants or self.spec.tenants,
+            seed=self.spec.seed,
+            limit=limit,
+            duration_s=duration_s,
+            max_context=self.spec.max_model_len - 1024,
+        )
 
-    def run(self, steps: int, requests: Iterable[RequestSpec] | None = None,
-            on_step: Callable[[int], None] | None = None) -> int:
+    def run(
+        self,
+        steps: int,
+        requests: Iterable[RequestSpec] | None = None,
+        on_step: Callable[[int], None] | None = None,
+    ) -> int:
         return self.driver.run(requests, max_steps=steps, on_step=on_step)
 
     def step_batch(self) -> StepBatch:
@@ -98,8 +127,11 @@ class ReferenceRun:
         return StepBatch(
             latency_ms=np.array([s.duration_ms for s in steps]),
             req_step=np.repeat(np.arange(len(steps)), sizes),
-            new_tokens=cat("new_tokens"), context_tokens=cat("context_tokens"),
-            prompt_tokens=cat("prompt_tokens"), prefill=cat("prefill"),
+            new_tokens=cat("new_tokens"),
+            context_tokens=cat("context_tokens"),
+            prompt_tokens=cat("prompt_tokens"),
+            prefill=cat("prefill"),
             tenant=np.array([t for s in steps for t in s.tenants], dtype=object),
             req_id=np.array([r for s in steps for r in s.req_ids], dtype=object),
-            step_seq=np.arange(1, len(steps) + 1))
+            step_seq=np.arange(1, len(steps) + 1),
+        )

@@ -30,6 +30,7 @@ True
 >>> len(spread_sample(10, 40, seed=0)), len(spread_sample(0, 5, seed=0))
 (10, 0)
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -38,7 +39,7 @@ import numpy as np
 
 from shadowd.attribution.shares import FIXED_TERM_POLICIES, Attribution
 from shadowd.attribution.token_baseline import tenant_index
-from shadowd.stepbatch import StepBatch
+from shadowd.steps.batch import StepBatch
 from shadowd.twin.ground_truth import shapley_values
 from shadowd.twin.step_latency import ReferenceEngine
 
@@ -53,8 +54,9 @@ def spread_sample(num_steps: int, sample_steps: int, seed: int = 0) -> np.ndarra
     return np.array([rng.integers(lo, hi) for lo, hi in zip(edges[:-1], edges[1:])], dtype=np.int64)
 
 
-def step_shapley(engine: ReferenceEngine, batch: StepBatch, steps: np.ndarray, *,
-                 permutations: int = 64, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def step_shapley(
+    engine: ReferenceEngine, batch: StepBatch, steps: np.ndarray, *, permutations: int = 64, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """(row indices of ``steps``' requests, their Shapley values rescaled to the measured latency)."""
     starts = np.searchsorted(batch.req_step, steps, side="left")
     ends = np.searchsorted(batch.req_step, steps, side="right")
@@ -62,8 +64,14 @@ def step_shapley(engine: ReferenceEngine, batch: StepBatch, steps: np.ndarray, *
     for j, (s, lo, hi) in enumerate(zip(steps, starts, ends)):
         if hi <= lo:
             continue
-        phi = shapley_values(engine, batch.new_tokens[lo:hi], batch.context_tokens[lo:hi],
-                             batch.prefill[lo:hi], permutations=permutations, seed=seed + j)
+        phi = shapley_values(
+            engine,
+            batch.new_tokens[lo:hi],
+            batch.context_tokens[lo:hi],
+            batch.prefill[lo:hi],
+            permutations=permutations,
+            seed=seed + j,
+        )
         total = phi.sum()
         rows.append(np.arange(lo, hi))
         values.append(phi * (batch.latency_ms[s] / total) if total > 0 else phi)
@@ -72,25 +80,41 @@ def step_shapley(engine: ReferenceEngine, batch: StepBatch, steps: np.ndarray, *
     return np.concatenate(rows), np.concatenate(values)
 
 
-def _compare(attributed: np.ndarray, shapley: np.ndarray, inv: np.ndarray,
-             names: np.ndarray) -> dict[str, Any]:
+def _compare(
+    attributed: np.ndarray, shapley: np.ndarray, inv: np.ndarray, names: np.ndarray
+) -> dict[str, Any]:
     k = len(names)
     a = np.bincount(inv, weights=attributed, minlength=k)
     s = np.bincount(inv, weights=shapley, minlength=k)
-    per = {str(names[j]): {"attributed_ms": float(a[j]), "shapley_ms": float(s[j]),
-                           "error": float(abs(a[j] - s[j]) / s[j]) if s[j] > 0 else None}
-           for j in range(k) if s[j] > 0 or a[j] > 0}
+    per = {
+        str(names[j]): {
+            "attributed_ms": float(a[j]),
+            "shapley_ms": float(s[j]),
+            "error": float(abs(a[j] - s[j]) / s[j]) if s[j] > 0 else None,
+        }
+        for j in range(k)
+        if s[j] > 0 or a[j] > 0
+    }
     errs = [v["error"] for v in per.values() if v["error"] is not None]
     rel = np.abs(attributed - shapley) / np.where(shapley > 0, shapley, np.nan)
     rel = rel[np.isfinite(rel)]
-    return {"tenant_error_max": float(max(errs)) if errs else None, "per_tenant": per,
-            "request_error_p50": float(np.percentile(rel, 50)) if rel.size else None,
-            "request_error_p90": float(np.percentile(rel, 90)) if rel.size else None}
+    return {
+        "tenant_error_max": float(max(errs)) if errs else None,
+        "per_tenant": per,
+        "request_error_p50": float(np.percentile(rel, 50)) if rel.size else None,
+        "request_error_p90": float(np.percentile(rel, 90)) if rel.size else None,
+    }
 
 
-def tenant_truth_errors(engine: ReferenceEngine, batch: StepBatch, attribution: Attribution,
-                        sample_steps: int = 150, seed: int = 0, *,
-                        permutations: int = 64) -> dict[str, Any]:
+def tenant_truth_errors(
+    engine: ReferenceEngine,
+    batch: StepBatch,
+    attribution: Attribution,
+    sample_steps: int = 150,
+    seed: int = 0,
+    *,
+    permutations: int = 64,
+) -> dict[str, Any]:
     """Per-tenant and per-request errors of both attributions against Shapley values.
 
     ``attribution`` must be ``version.attribute(batch, ...)`` for this very ``batch``.  Returns
@@ -109,7 +133,12 @@ def tenant_truth_errors(engine: ReferenceEngine, batch: StepBatch, attribution: 
     for pol in FIXED_TERM_POLICIES:
         att = attribution if pol == attribution.policy else attribution.with_policy(pol)
         policies[pol] = _compare(att.llmvisor_measured_ms[rows], shapley, inv, names)
-    return {"llmvisor": policies[attribution.policy],
-            "token_baseline": _compare(attribution.vtc_ms[rows], shapley, inv, names),
-            "llmvisor_policies": policies, "policy": attribution.policy,
-            "steps": int(len(steps)), "requests": int(len(rows)), "permutations": int(permutations)}
+    return {
+        "llmvisor": policies[attribution.policy],
+        "token_baseline": _compare(attribution.vtc_ms[rows], shapley, inv, names),
+        "llmvisor_policies": policies,
+        "policy": attribution.policy,
+        "steps": int(len(steps)),
+        "requests": int(len(rows)),
+        "permutations": int(permutations),
+    }

@@ -7,6 +7,7 @@
 ``SHADOWD_TENANT_PREFIX_SEP``  optional: take the tenant from the request id before this separator.
 ``SHADOWD_TAP_HWM``      frames queued for a slow daemon before dropping (default 4096).
 """
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,7 @@ class TapConfig:
     hwm: int = 4096
 
     @classmethod
-    def from_env(cls, dp_rank: int = 0, env: dict[str, str] | None = None) -> "TapConfig":
+    def from_env(cls, dp_rank: int = 0, env: dict[str, str] | None = None) -> TapConfig:
         env = os.environ if env is None else env
         try:
             hwm = max(1, int(env.get("SHADOWD_TAP_HWM", "4096")))

@@ -32,9 +32,11 @@ even msgpack is one error; its steps then show as a gap in the run):
 >>> len(frames), [str(e)[:15] for e in errors]
 (2, ['malformed frame'])
 """
+
 from __future__ import annotations
 
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import msgspec
 
@@ -43,32 +45,32 @@ FRAME_VERSION = 1
 # Range limits, checked by msgspec while decoding (in C, per element): a frame that decodes is
 # safe to put in the int64/int32/int16 columns the daemon stores, so one bad frame is counted
 # as malformed instead of failing (and losing) the whole batch it arrived in.
-Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]       # tokens: INTEGER columns
-Small = Annotated[int, msgspec.Meta(ge=0, le=2**15 - 1)]       # preemptions: SMALLINT
-Stamp = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]       # ns stamps, counters: BIGINT
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]  # tokens: INTEGER columns
+Small = Annotated[int, msgspec.Meta(ge=0, le=2**15 - 1)]  # preemptions: SMALLINT
+Stamp = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]  # ns stamps, counters: BIGINT
 
 
 class StepFrame(msgspec.Struct, array_like=True, frozen=True):
     """One engine step as the tap saw it (version ``FRAME_VERSION``)."""
 
-    version: int             # FRAME_VERSION; first on the wire
+    version: int  # FRAME_VERSION; first on the wire
     engine_id: str
     run_id: str
-    step_seq: Stamp          # per run, increments once per non-empty step
-    t_sched_start: Stamp     # monotonic ns, schedule() entry
-    t_sched_end: Stamp       # monotonic ns, schedule() return
-    t_done: Stamp            # monotonic ns, update_from_output() entry (output arrival)
-    t_prev_done: Stamp       # monotonic ns, previous step's t_done in this run (0 if none)
-    wall_ns: Stamp           # wall clock (time.time_ns) at output arrival
-    dropped_total: Stamp     # frames this tap has dropped so far in this run
+    step_seq: Stamp  # per run, increments once per non-empty step
+    t_sched_start: Stamp  # monotonic ns, schedule() entry
+    t_sched_end: Stamp  # monotonic ns, schedule() return
+    t_done: Stamp  # monotonic ns, update_from_output() entry (output arrival)
+    t_prev_done: Stamp  # monotonic ns, previous step's t_done in this run (0 if none)
+    wall_ns: Stamp  # wall clock (time.time_ns) at output arrival
+    dropped_total: Stamp  # frames this tap has dropped so far in this run
     req_ids: list[str]
     tenants: list[str]
-    new_tokens: list[Count]      # tokens processed this step, speculative drafts included
+    new_tokens: list[Count]  # tokens processed this step, speculative drafts included
     context_tokens: list[Count]  # tokens already in the KV cache before the step
     prompt_tokens: list[Count]
-    spec_tokens: list[Count]     # speculative draft tokens scheduled this step
-    prefill: list[bool]          # prefill-like work (prompt chunk or recompute after preemption)
-    preemptions: list[Small]     # times this request has been preempted so far
+    spec_tokens: list[Count]  # speculative draft tokens scheduled this step
+    prefill: list[bool]  # prefill-like work (prompt chunk or recompute after preemption)
+    preemptions: list[Small]  # times this request has been preempted so far
 
 
 class FrameError(ValueError):
@@ -79,9 +81,16 @@ _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(StepFrame)
 _batch_decoder = msgspec.msgpack.Decoder(list[StepFrame])
 _raw_list_decoder = msgspec.msgpack.Decoder(list[msgspec.Raw])
-_ARRAY_STARTS = frozenset(range(0x90, 0xa0)) | {0xdc, 0xdd}
-_COLUMNS = ("tenants", "new_tokens", "context_tokens", "prompt_tokens",
-            "spec_tokens", "prefill", "preemptions")
+_ARRAY_STARTS = frozenset(range(0x90, 0xA0)) | {0xDC, 0xDD}
+_COLUMNS = (
+    "tenants",
+    "new_tokens",
+    "context_tokens",
+    "prompt_tokens",
+    "spec_tokens",
+    "prefill",
+    "preemptions",
+)
 
 
 def encode_frame(frame: StepFrame) -> bytes:
@@ -95,8 +104,10 @@ def decode_frame(data: bytes) -> StepFrame:
     except msgspec.ValidationError as exc:
         version = _peek_version(data)
         if version is not None and version != FRAME_VERSION:
-            raise FrameError(f"unsupported frame version {version} (this daemon reads "
-                             f"{FRAME_VERSION}); upgrade shadowd to match the tap") from None
+            raise FrameError(
+                f"unsupported frame version {version} (this daemon reads "
+                f"{FRAME_VERSION}); upgrade shadowd to match the tap"
+            ) from None
         raise FrameError(f"malformed frame: {exc}") from None
     except msgspec.DecodeError as exc:
         raise FrameError(f"undecodable frame: {exc}") from None
@@ -105,8 +116,10 @@ def decode_frame(data: bytes) -> StepFrame:
 
 def _validated(frame: StepFrame) -> StepFrame:
     if frame.version != FRAME_VERSION:
-        raise FrameError(f"unsupported frame version {frame.version} (this daemon reads "
-                         f"{FRAME_VERSION}); upgrade shadowd to match the tap")
+        raise FrameError(
+            f"unsupported frame version {frame.version} (this daemon reads "
+            f"{FRAME_VERSION}); upgrade shadowd to match the tap"
+        )
     n = len(frame.req_ids)
     for name in _COLUMNS:
         if len(getattr(frame, name)) != n:
@@ -117,8 +130,11 @@ def _validated(frame: StepFrame) -> StepFrame:
 def encode_batch(encoded: list[bytes]) -> bytes:
     """Encoded frames as one message: a msgpack array header, then the frames as they are."""
     n = len(encoded)
-    head = bytes((0x90 | n,)) if n < 16 else (b"\xdc" + n.to_bytes(2, "big") if n < 65536
-                                              else b"\xdd" + n.to_bytes(4, "big"))
+    head = (
+        bytes((0x90 | n,))
+        if n < 16
+        else (b"\xdc" + n.to_bytes(2, "big") if n < 65536 else b"\xdd" + n.to_bytes(4, "big"))
+    )
     return head + b"".join(encoded)
 
 
@@ -126,7 +142,7 @@ def is_batch(data: bytes | memoryview) -> bool:
     """A batch is an array whose first element is an array (a frame); a frame's is its version."""
     if not data:
         return False
-    first = {0xdc: 3, 0xdd: 5}.get(data[0], 1 if 0x90 <= data[0] <= 0x9f else None)
+    first = {0xDC: 3, 0xDD: 5}.get(data[0], 1 if 0x90 <= data[0] <= 0x9F else None)
     return first is not None and len(data) > first and data[first] in _ARRAY_STARTS
 
 
@@ -143,7 +159,7 @@ def decode_message(data: bytes | memoryview) -> tuple[list[StepFrame], list[Fram
         frames = None
     if frames is not None:
         return _each(_validated, frames)
-    try:                                        # some frame is bad: find which, keep the rest
+    try:  # some frame is bad: find which, keep the rest
         parts = _raw_list_decoder.decode(data)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         return [], [FrameError(f"undecodable batch: {exc}")]

@@ -6,6 +6,7 @@ is wrapped so the class vLLM would have used (``AsyncScheduler``,
 ``Scheduler``, or an operator's own) comes back as its tapped subclass.
 Operators change an environment variable, not their ``vllm serve`` command line.
 """
+
 from __future__ import annotations
 
 import logging

@@ -28,14 +28,16 @@ sender cannot pass on is dropped and counted as a whole.
 Both hooks swallow every exception (counted as a dropped frame): the engine
 must never see an error from the tap.
 """
+
 from __future__ import annotations
 
 import logging
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from itertools import repeat
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 
@@ -45,10 +47,10 @@ from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.tap")
 PRUNE_EVERY_STEPS = 4096
-SEND_INTERVAL_NS = 16_000_000         # at most one send per 16 ms of engine clock, unless idle or full
+SEND_INTERVAL_NS = 16_000_000  # at most one send per 16 ms of engine clock, unless idle or full
 _encode = msgspec.msgpack.Encoder().encode
 _N_FIELDS = len(StepFrame.__struct_fields__)
-_FRAME_HEAD = _encode([None] * _N_FIELDS)[:-_N_FIELDS]      # msgpack array header of a frame
+_FRAME_HEAD = _encode([None] * _N_FIELDS)[:-_N_FIELDS]  # msgpack array header of a frame
 
 
 class _RequestFacts(dict):
@@ -71,14 +73,20 @@ class StepRecorder:
     (``FrameSender.send``).
     """
 
-    def __init__(self, send: Callable[..., bool], *, engine_id: str,
-                 requests: dict[str, Any], tenants: TenantResolver,
-                 clock: Callable[[], int] = time.monotonic_ns,
-                 wall_clock: Callable[[], int] = time.time_ns) -> None:
+    def __init__(
+        self,
+        send: Callable[..., bool],
+        *,
+        engine_id: str,
+        requests: dict[str, Any],
+        tenants: TenantResolver,
+        clock: Callable[[], int] = time.monotonic_ns,
+        wall_clock: Callable[[], int] = time.time_ns,
+    ) -> None:
         self.engine_id = engine_id
         self.run_id = uuid.uuid4().hex[:16]
         self.step_seq = 0
-        self.dropped = 0            # frames not produced because of a tap error
+        self.dropped = 0  # frames not produced because of a tap error
         self.clock = clock
         self.wall_clock = wall_clock
         self._send = send
@@ -91,10 +99,10 @@ class StepRecorder:
         self._pending: deque = deque(maxlen=16)
         self._prev_done = 0
         self._last_error_log = 0.0
-        self._outbox: list[bytes] = []        # encoded frames waiting for their batch
-        self._last_send = 0                   # t_done of the step whose frame went out last
-        self._steady: tuple | None = None     # last all-decode step's (ids, reusable columns)
-        self._encoded: tuple | None = None    # (tenants list, encoded ids..new_tokens, prompt..preemptions)
+        self._outbox: list[bytes] = []  # encoded frames waiting for their batch
+        self._last_send = 0  # t_done of the step whose frame went out last
+        self._steady: tuple | None = None  # last all-decode step's (ids, reusable columns)
+        self._encoded: tuple | None = None  # (tenants list, encoded ids..new_tokens, prompt..preemptions)
 
     def count_send_drops_with(self, fn: Callable[[], int]) -> None:
         self._send_dropped = fn
@@ -115,8 +123,10 @@ class StepRecorder:
     def on_preempt(self, request: Any) -> None:
         self._steady = None
         try:
-            self._preemptions[request.request_id] = int(getattr(request, "num_preemptions", 0)) or \
-                self._preemptions.get(request.request_id, 0) + 1
+            self._preemptions[request.request_id] = (
+                int(getattr(request, "num_preemptions", 0))
+                or self._preemptions.get(request.request_id, 0) + 1
+            )
         except Exception as exc:
             self._fault(exc)
 
@@ -133,16 +143,31 @@ class StepRecorder:
             if cols is None:
                 return
             self.step_seq += 1
-            head = _encode((FRAME_VERSION, self.engine_id, self.run_id, self.step_seq, cols[0], cols[1],
-                            t_done, self._prev_done, self.wall_clock(), self.dropped_total))
+            head = _encode(
+                (
+                    FRAME_VERSION,
+                    self.engine_id,
+                    self.run_id,
+                    self.step_seq,
+                    cols[0],
+                    cols[1],
+                    t_done,
+                    self._prev_done,
+                    self.wall_clock(),
+                    self.dropped_total,
+                )
+            )
             self._prev_done = t_done
             enc = self._encoded
-            if enc is None or enc[0] is not cols[3]:      # columns not reused from the last frame
+            if enc is None or enc[0] is not cols[3]:  # columns not reused from the last frame
                 enc = self._encoded = (cols[3], _encode(cols[2:5])[1:], _encode(cols[6:])[1:])
             outbox = self._outbox
             outbox.append(b"".join((_FRAME_HEAD, head[1:], enc[1], _encode(cols[5]), enc[2])))
-            if (t_done - self._last_send >= SEND_INTERVAL_NS or len(outbox) >= BATCH_FRAMES
-                    or not self._step_in_flight()):
+            if (
+                t_done - self._last_send >= SEND_INTERVAL_NS
+                or len(outbox) >= BATCH_FRAMES
+                or not self._step_in_flight()
+            ):
                 self._last_send = t_done
                 self.flush()
             if self.step_seq % PRUNE_EVERY_STEPS == 0:
@@ -160,7 +185,7 @@ class StepRecorder:
                 self._send(outbox[0])
             else:
                 self._send(encode_batch(outbox), len(outbox))
-        except Exception as exc:             # the sender counts its own drops; this is a bug guard
+        except Exception as exc:  # the sender counts its own drops; this is a bug guard
             self.dropped += len(outbox) - 1
             self._fault(exc)
 
@@ -192,8 +217,7 @@ class StepRecorder:
         n = len(ids)
         all_ones = out.total_num_scheduled_tokens == n and not drafts
         steady = self._steady
-        if (all_ones and steady is not None and not new and not cached.resumed_req_ids
-                and steady[0] == ids):
+        if all_ones and steady is not None and not new and not cached.resumed_req_ids and steady[0] == ids:
             # The same running requests as the last step, which was all decode, one token
             # each again: context only grew, so every column but ids/ctx is unchanged.
             return (t_start, t_end, ids, *steady[1:3], ctx, *steady[3:])
@@ -206,8 +230,7 @@ class StepRecorder:
             spec = [0] * n
             prefill = [c < p or k > 1 for c, p, k in zip(ctx, prompt, new_tokens)]
         pre = self._preemptions
-        preempt = list(map(pre.get, ids, repeat(0))) if pre and not pre.keys().isdisjoint(ids) \
-            else [0] * n
+        preempt = list(map(pre.get, ids, repeat(0))) if pre and not pre.keys().isdisjoint(ids) else [0] * n
         tenants = list(map(self._tenant_of.__getitem__, ids))
         self._steady = None
         if all_ones and not any(prefill):
@@ -219,7 +242,7 @@ class StepRecorder:
             o, cols = self._pending.popleft()
             if o is out:
                 return cols
-            self.dropped += cols is not None      # an output we never saw: count, move on
+            self.dropped += cols is not None  # an output we never saw: count, move on
         return None
 
     def _prune(self) -> None:
@@ -233,5 +256,6 @@ class StepRecorder:
         now = time.monotonic()
         if now - self._last_error_log > 60.0:
             self._last_error_log = now
-            log.warning("shadowd tap: %s: %s (frame dropped; the engine is unaffected)",
-                        type(exc).__name__, exc)
+            log.warning(
+                "shadowd tap: %s: %s (frame dropped; the engine is unaffected)", type(exc).__name__, exc
+            )

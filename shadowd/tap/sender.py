@@ -17,6 +17,7 @@ send interval (16 ms) go one frame per message, so ``hwm // 4`` frames queue
 ``BATCH_FRAMES`` frames, so at most ``4 * hwm`` (small, fast-step) frames
 queue before the tap drops.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,7 +26,7 @@ import time
 import zmq
 
 log = logging.getLogger("shadowd.tap")
-BATCH_FRAMES = 16          # the recorder's largest batch (shadowd.tap.recorder.BATCH_FRAMES)
+BATCH_FRAMES = 16  # the recorder's largest batch (shadowd.tap.recorder.BATCH_FRAMES)
 
 
 class FrameSender:

@@ -14,6 +14,7 @@ are truncated so a hostile client cannot bloat frames or metrics.
 >>> TenantResolver().resolve(NS(sampling_params=None, lora_request=None, request_id="42"))
 'unknown'
 """
+
 from __future__ import annotations
 
 MAX_TENANT_LEN = 64

@@ -14,6 +14,7 @@ Imports only the standard library, zmq, msgspec and vLLM: this code runs in
 the engine-core process, inside the scheduling loop.  Tested against vLLM
 0.33; internals are reached through ``getattr`` where they are not public.
 """
+
 from __future__ import annotations
 
 import logging
@@ -81,8 +82,12 @@ def _make_recorder(scheduler: Any) -> StepRecorder | None:
     if not cfg.endpoint:
         return None
     sender = FrameSender(cfg.endpoint, hwm=cfg.hwm)
-    recorder = StepRecorder(sender.send, engine_id=cfg.engine_id, requests=scheduler.requests,
-                            tenants=TenantResolver(cfg.tenant_key, cfg.tenant_prefix_sep))
+    recorder = StepRecorder(
+        sender.send,
+        engine_id=cfg.engine_id,
+        requests=scheduler.requests,
+        tenants=TenantResolver(cfg.tenant_key, cfg.tenant_prefix_sep),
+    )
     recorder.count_send_drops_with(lambda: sender.dropped)
     log.info("shadowd tap on: engine %s run %s -> %s", cfg.engine_id, recorder.run_id, cfg.endpoint)
     return recorder

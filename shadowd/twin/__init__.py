@@ -5,6 +5,7 @@ of a vLLM step, so the real scheduler can be driven with realistic step duration
 per-request ground truth (marginal costs, Shapley values) is defined.  See
 ``docs/reference-engine.md`` for how its figures compare with measured anchors.
 """
+
 from __future__ import annotations
 
 from .ground_truth import marginal_costs, shapley_exact, shapley_values
@@ -17,8 +18,23 @@ from .step_samples import sample_steps, token_count_fit
 from .workload import DEFAULT_TENANTS, TenantSpec, build_workload, load_stream, merge_streams
 
 __all__ = [
-    "BLOCK_TOKENS", "DEFAULT_TENANTS", "GpuShape", "KernelSource", "ModelShape", "Platform",
-    "ReferenceEngine", "RequestSpec", "TenantSpec", "build_workload", "load_platform", "load_stream",
-    "marginal_costs", "merge_streams", "sample_steps", "shapley_exact", "shapley_values",
-    "token_count_fit", "twin_step",
+    "BLOCK_TOKENS",
+    "DEFAULT_TENANTS",
+    "GpuShape",
+    "KernelSource",
+    "ModelShape",
+    "Platform",
+    "ReferenceEngine",
+    "RequestSpec",
+    "TenantSpec",
+    "build_workload",
+    "load_platform",
+    "load_stream",
+    "marginal_costs",
+    "merge_streams",
+    "sample_steps",
+    "shapley_exact",
+    "shapley_values",
+    "token_count_fit",
+    "twin_step",
 ]

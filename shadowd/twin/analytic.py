@@ -19,6 +19,7 @@ like hardware rather than a formula:
 * host time and jitter at the scale Vidur measured (constants from
   :mod:`shadowd.twin.vidur_profiles`, embedded so no file is read).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,10 +27,10 @@ import numpy as np
 from .gpu_specs import GpuSpec
 from .vidur_profiles import NoiseScale
 
-LAUNCH_MS = 0.004           # kernel floor under CUDA graphs (AIConfigurator tables: 4-12 us)
+LAUNCH_MS = 0.004  # kernel floor under CUDA graphs (AIConfigurator tables: 4-12 us)
 GEMM_EFF = 0.85
 HBM_EFF = 0.85
-HBM_HALF_BYTES = 2.0e6      # transfer size at which half the achievable bandwidth is reached
+HBM_HALF_BYTES = 2.0e6  # transfer size at which half the achievable bandwidth is reached
 ATTN_EFF = 0.60
 NVLINK_EFF = 0.70
 ALLREDUCE_LATENCY_MS = 0.005
@@ -71,13 +72,14 @@ class AnalyticKernels:
         tn = 128.0
         tiles = np.ceil(m / tm) * np.ceil(n / tn)
         waves = np.ceil(tiles / self.spec.sms)
-        flops = waves * self.spec.sms * tm * tn * k * 2.0     # idle tile slots still cost a wave
+        flops = waves * self.spec.sms * tm * tn * k * 2.0  # idle tile slots still cost a wave
         compute = self._flops_ms(flops, GEMM_EFF * k / (k + 128.0))
         memory = self._mem_ms((m * k + k * n + m * n) * 2.0)
         return LAUNCH_MS + np.maximum(compute, memory)
 
-    def _chunk_attention_ms(self, b: np.ndarray, c: np.ndarray, p: np.ndarray, heads: int, kv_heads: int,
-                            head_dim: int) -> np.ndarray:
+    def _chunk_attention_ms(
+        self, b: np.ndarray, c: np.ndarray, p: np.ndarray, heads: int, kv_heads: int, head_dim: int
+    ) -> np.ndarray:
         """``b`` chunks of ``c`` query tokens over ``p`` cached + ``c`` causal keys, 128-row tiles."""
         tiles = b * np.ceil(c / 128.0) * heads
         waves = np.ceil(tiles / self.spec.sms)
@@ -88,22 +90,24 @@ class AnalyticKernels:
         memory = self._mem_ms(b * (c * 2 * heads + keys * 2 * kv_heads) * head_dim * 2.0)
         return LAUNCH_MS + np.maximum(compute, memory)
 
-    def context_attention_ms(self, batch: np.ndarray, isl: np.ndarray, heads: int, kv_heads: int,
-                             head_dim: int) -> np.ndarray:
+    def context_attention_ms(
+        self, batch: np.ndarray, isl: np.ndarray, heads: int, kv_heads: int, head_dim: int
+    ) -> np.ndarray:
         """Causal FlashAttention prefill without a cached prefix, a (batch x isl) grid."""
         b = np.asarray(batch, dtype=np.float64)[:, None]
         L = np.maximum(np.asarray(isl, dtype=np.float64), 1.0)[None, :]
         return self._chunk_attention_ms(b, L, np.zeros_like(L), heads, kv_heads, head_dim)
 
-    def generation_attention_ms(self, batch: np.ndarray, kv_len: np.ndarray, heads: int, kv_heads: int,
-                                head_dim: int) -> np.ndarray:
+    def generation_attention_ms(
+        self, batch: np.ndarray, kv_len: np.ndarray, heads: int, kv_heads: int, head_dim: int
+    ) -> np.ndarray:
         """Decode attention reading every cached K and V once, a (batch x kv_len) grid."""
         b = np.asarray(batch, dtype=np.float64)[:, None]
         L = np.maximum(np.asarray(kv_len, dtype=np.float64), 1.0)[None, :]
         splits = np.clip(np.ceil(L / 512.0), 1.0, 16.0)
         occupancy = (b * kv_heads * splits / self.spec.sms) ** 0.7
         nbytes = b * L * kv_heads * head_dim * 2.0 * 2.0
-        per_seq = 0.00005 * b            # block-table walk and softmax merge per sequence
+        per_seq = 0.00005 * b  # block-table walk and softmax merge per sequence
         return LAUNCH_MS + self._mem_ms(nbytes, occupancy) + per_seq
 
     def allreduce_ms(self, elements: np.ndarray, gpus: int) -> np.ndarray:

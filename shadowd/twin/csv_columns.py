@@ -3,6 +3,7 @@
 The kernel tables are 0.4-2 MB; parsing them once with the csv module and
 caching the columns is fast enough and keeps the dependency list short.
 """
+
 from __future__ import annotations
 
 import csv

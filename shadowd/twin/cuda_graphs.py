@@ -13,6 +13,7 @@ batch).  Steps above ``max`` tokens run without graphs, unpadded.
 >>> padding_table(600)[[3, 9, 250, 257, 512, 600]].tolist()
 [4, 16, 256, 272, 512, 600]
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -7,6 +7,7 @@ datasheet (SXM4 80 GB: 312 TFLOP/s dense BF16, 2,039 GB/s HBM2e, NVLink 600 GB/s
 108 SMs); NVIDIA H200 datasheet (SXM: 989 TFLOP/s dense BF16, 4.8 TB/s HBM3e,
 141 GB, NVLink 900 GB/s, 132 SMs).  Dense figures, i.e. without 2:4 sparsity.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,11 +18,11 @@ class GpuSpec:
     """Peak figures of one GPU; non-idealities are the analytic platform's business."""
 
     name: str
-    bf16_tflops: float          # dense tensor-core peak
-    hbm_tbps: float             # HBM bandwidth, TB/s
-    memory_gib: float           # device memory, GiB as vLLM sees it
-    sms: int                    # streaming multiprocessors (wave quantisation)
-    nvlink_gbps: float          # per direction, GB/s
+    bf16_tflops: float  # dense tensor-core peak
+    hbm_tbps: float  # HBM bandwidth, TB/s
+    memory_gib: float  # device memory, GiB as vLLM sees it
+    sms: int  # streaming multiprocessors (wave quantisation)
+    nvlink_gbps: float  # per direction, GB/s
 
     @property
     def ridge_flops_per_byte(self) -> float:

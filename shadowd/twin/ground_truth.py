@@ -28,6 +28,7 @@ telescopes to ``T(B)``, so the estimate is efficient exactly, not just in expect
 >>> bool(abs(phi.sum() - e.expected_ms(new, ctx, pre)) < 1e-9), bool(phi[2] > phi[0])
 (True, True)
 """
+
 from __future__ import annotations
 
 from itertools import combinations
@@ -37,11 +38,12 @@ import numpy as np
 
 from .step_latency import ArrayLike, ReferenceEngine
 
-MAX_CELLS = 2_000_000       # subset x request cells evaluated per chunk (memory bound)
+MAX_CELLS = 2_000_000  # subset x request cells evaluated per chunk (memory bound)
 
 
-def marginal_costs(engine: ReferenceEngine, new_tokens: ArrayLike, context_tokens: ArrayLike,
-                   prefill: ArrayLike) -> np.ndarray:
+def marginal_costs(
+    engine: ReferenceEngine, new_tokens: ArrayLike, context_tokens: ArrayLike, prefill: ArrayLike
+) -> np.ndarray:
     """``T(B) - T(B without i)`` for every request i (noiseless), ms."""
     n = len(new_tokens)
     masks = np.ones((n + 1, n), dtype=bool)
@@ -50,9 +52,16 @@ def marginal_costs(engine: ReferenceEngine, new_tokens: ArrayLike, context_token
     return t[0] - t[1:]
 
 
-def shapley_values(engine: ReferenceEngine, new_tokens: ArrayLike, context_tokens: ArrayLike,
-                   prefill: ArrayLike, *, permutations: int = 64, seed: int = 0,
-                   antithetic: bool = True) -> np.ndarray:
+def shapley_values(
+    engine: ReferenceEngine,
+    new_tokens: ArrayLike,
+    context_tokens: ArrayLike,
+    prefill: ArrayLike,
+    *,
+    permutations: int = 64,
+    seed: int = 0,
+    antithetic: bool = True,
+) -> np.ndarray:
     """Monte Carlo Shapley values of the noiseless ``T`` (ms); they sum to ``T(B)``.
 
     ``permutations`` orderings are sampled (half of them the reverses of the other half
@@ -67,25 +76,27 @@ def shapley_values(engine: ReferenceEngine, new_tokens: ArrayLike, context_token
     if antithetic:
         orders = np.concatenate([orders, orders[:, ::-1]])
     singles = engine.subset_latency_ms(new_tokens, context_tokens, prefill, np.eye(n, dtype=bool))
-    fixed = float(singles.min())                      # control variate: the fixed step cost
+    fixed = float(singles.min())  # control variate: the fixed step cost
     phi = np.zeros(n)
     per_chunk = max(1, MAX_CELLS // (n * (n + 1)))
-    tri = np.tri(n + 1, n, k=-1, dtype=bool)          # row r: the first r positions
+    tri = np.tri(n + 1, n, k=-1, dtype=bool)  # row r: the first r positions
     for start in range(0, len(orders), per_chunk):
-        chunk = orders[start:start + per_chunk]
+        chunk = orders[start : start + per_chunk]
         masks = np.zeros((len(chunk), n + 1, n), dtype=bool)
         rows = np.arange(len(chunk))[:, None, None]
         masks[rows, np.arange(n + 1)[None, :, None], chunk[:, None, :]] = tri[None]
-        t = engine.subset_latency_ms(new_tokens, context_tokens, prefill,
-                                     masks.reshape(-1, n)).reshape(len(chunk), n + 1)
-        gains = np.diff(t, axis=1)                        # gain of the player at each position
+        t = engine.subset_latency_ms(new_tokens, context_tokens, prefill, masks.reshape(-1, n)).reshape(
+            len(chunk), n + 1
+        )
+        gains = np.diff(t, axis=1)  # gain of the player at each position
         gains[:, 0] -= fixed
         np.add.at(phi, chunk.ravel(), gains.ravel())
     return phi / len(orders) + fixed / n
 
 
-def shapley_exact(engine: ReferenceEngine, new_tokens: ArrayLike, context_tokens: ArrayLike,
-                  prefill: ArrayLike) -> np.ndarray:
+def shapley_exact(
+    engine: ReferenceEngine, new_tokens: ArrayLike, context_tokens: ArrayLike, prefill: ArrayLike
+) -> np.ndarray:
     """Exact Shapley values by enumerating all 2^n sub-batches (n <= 14); for tests."""
     n = len(new_tokens)
     if n > 14:

@@ -13,6 +13,7 @@ its smallest measured launch.
 >>> loglog_interp(np.array([0.5, 3.0, 8.0]), xp, fp, slope=1.0).round(3).tolist()
 [1.0, 1.5, 4.0]
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,9 @@ def loglog_interp(x: np.ndarray, xp: np.ndarray, fp: np.ndarray, *, slope: float
     return np.exp(out)
 
 
-def interp_rows(log_query: np.ndarray, log_axis: np.ndarray, log_rows: np.ndarray,
-                *, slope: float = 1.0) -> np.ndarray:
+def interp_rows(
+    log_query: np.ndarray, log_axis: np.ndarray, log_rows: np.ndarray, *, slope: float = 1.0
+) -> np.ndarray:
     """Interpolate whole rows of a log-valued grid along its first axis.
 
     ``log_rows[i]`` holds log latencies at ``exp(log_axis[i])``; returns one log row per
@@ -66,12 +68,13 @@ def fill_by_scaling(grid: np.ndarray, axis_values: np.ndarray, *, axis: int, pow
     return g
 
 
-def extend_axis(values: np.ndarray, grid: np.ndarray, new_max: float, *, power: float,
-                axis: int = 1) -> tuple[np.ndarray, np.ndarray]:
+def extend_axis(
+    values: np.ndarray, grid: np.ndarray, new_max: float, *, power: float, axis: int = 1
+) -> tuple[np.ndarray, np.ndarray]:
     """Append doubling nodes up to ``new_max`` along ``axis``, scaled by ``2**power`` per step."""
     vals, g = list(values), np.array(grid, dtype=np.float64)
     while vals[-1] < new_max:
         vals.append(vals[-1] * 2.0)
         last = np.take(g, [-1], axis=axis)
-        g = np.concatenate([g, last * 2.0 ** power], axis=axis)
+        g = np.concatenate([g, last * 2.0**power], axis=axis)
     return np.asarray(vals, dtype=np.float64), g

@@ -13,6 +13,7 @@ staircase does not melt into a straight line.
 Data: ``kernels/aiconfigurator-vllm-0.14.0/<gpu>/`` (Apache-2.0, NVIDIA
 AIConfigurator); see the shared ``MANIFEST.tsv`` for commit and checksums.
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -67,7 +68,7 @@ class KernelTables:
         starts = np.flatnonzero(np.r_[True, np.any(keys[1:] != keys[:-1], axis=1)])
         for s, e in zip(starts, np.r_[starts[1:], len(m)]):
             mm, ll = m[s:e], lat[s:e]
-            _, uniq = np.unique(mm, return_index=True)   # duplicate rows: keep the first
+            _, uniq = np.unique(mm, return_index=True)  # duplicate rows: keep the first
             curves[(int(n[s]), int(k[s]))] = (mm[uniq], despike(mm[uniq], ll[uniq]))
         return curves
 
@@ -84,8 +85,8 @@ class KernelTables:
         total_w, acc = 0.0, np.zeros_like(m_eff)
         # beyond the measured n/k range the work (and time) grows linearly
         scale = (max(n, ns[-1]) / ns[-1]) * (max(k, ks[-1]) / ks[-1])
-        for (nn, wn) in _bracket(ns, n):
-            for (kk, wk) in _bracket(ks, k):
+        for nn, wn in _bracket(ns, n):
+            for kk, wk in _bracket(ks, k):
                 curve = self._gemm.get((int(nn), int(kk)))
                 if curve is None or wn * wk == 0.0:
                     continue
@@ -106,21 +107,35 @@ class KernelTables:
         # generation rows: `step` = KV history, the kernel attends over step + 1 tokens
         return _attention_surfaces(self.directory / GENERATION_FILE, length_col="step", length_offset=1)
 
-    def context_attention_ms(self, batch: np.ndarray, isl: np.ndarray, heads: int, kv_heads: int,
-                             head_dim: int) -> np.ndarray:
+    def context_attention_ms(
+        self, batch: np.ndarray, isl: np.ndarray, heads: int, kv_heads: int, head_dim: int
+    ) -> np.ndarray:
         """Prefill attention (no cached prefix) of ``batch`` sequences of ``isl`` tokens; a grid.
 
         Saturated corners the collector skipped scale with the work: linearly in the
         batch, quadratically in the sequence length.
         """
-        return sum(w * _grid_query(surf, batch, isl, batch_power=1.0, length_power=2.0, length_max=2.0**18)
-                   for surf, w in _surfaces_for_heads(self._context, heads, kv_heads)) * head_dim / TABLE_HEAD_DIM
+        return (
+            sum(
+                w * _grid_query(surf, batch, isl, batch_power=1.0, length_power=2.0, length_max=2.0**18)
+                for surf, w in _surfaces_for_heads(self._context, heads, kv_heads)
+            )
+            * head_dim
+            / TABLE_HEAD_DIM
+        )
 
-    def generation_attention_ms(self, batch: np.ndarray, kv_len: np.ndarray, heads: int, kv_heads: int,
-                                head_dim: int) -> np.ndarray:
+    def generation_attention_ms(
+        self, batch: np.ndarray, kv_len: np.ndarray, heads: int, kv_heads: int, head_dim: int
+    ) -> np.ndarray:
         """Decode attention of ``batch`` sequences each attending over ``kv_len`` tokens; a grid."""
-        return sum(w * _grid_query(surf, batch, kv_len, batch_power=1.0, length_power=1.0, length_max=2.0**20)
-                   for surf, w in _surfaces_for_heads(self._generation, heads, kv_heads)) * head_dim / TABLE_HEAD_DIM
+        return (
+            sum(
+                w * _grid_query(surf, batch, kv_len, batch_power=1.0, length_power=1.0, length_max=2.0**20)
+                for surf, w in _surfaces_for_heads(self._generation, heads, kv_heads)
+            )
+            * head_dim
+            / TABLE_HEAD_DIM
+        )
 
     # --- all-reduce ---------------------------------------------------------------------
     @cached_property
@@ -147,7 +162,9 @@ class KernelTables:
         table = self._allreduce
         g = gpus if gpus in table else max(table)
         size, lat = table[g]
-        return loglog_interp(np.maximum(np.asarray(elements, dtype=np.float64), size[0]), size, lat, slope=1.0)
+        return loglog_interp(
+            np.maximum(np.asarray(elements, dtype=np.float64), size[0]), size, lat, slope=1.0
+        )
 
 
 SPIKE_FACTOR = 1.5
@@ -236,15 +253,20 @@ def _surfaces_for_heads(surfaces, heads: int, kv_heads: int) -> list[tuple[tuple
     return [(surfaces[best], kv_heads / best[1])]
 
 
-def _grid_query(surface, batch, length, *, batch_power: float, length_power: float,
-                length_max: float) -> np.ndarray:
+def _grid_query(
+    surface, batch, length, *, batch_power: float, length_power: float, length_max: float
+) -> np.ndarray:
     """Evaluate a filled, extended surface at every (batch, length) pair; a 2-D array."""
     bs, ls, grid = surface
-    grid = fill_by_scaling(grid, bs, axis=0, power=batch_power)     # missing large batches
-    grid = fill_by_scaling(grid, ls, axis=1, power=length_power)    # missing long rows
+    grid = fill_by_scaling(grid, bs, axis=0, power=batch_power)  # missing large batches
+    grid = fill_by_scaling(grid, ls, axis=1, power=length_power)  # missing long rows
     ls, grid = extend_axis(ls, grid, length_max, power=length_power, axis=1)
-    log_rows = interp_rows(np.log(np.maximum(np.asarray(batch, dtype=np.float64), 1.0)),
-                           np.log(bs), np.log(grid), slope=batch_power)
+    log_rows = interp_rows(
+        np.log(np.maximum(np.asarray(batch, dtype=np.float64), 1.0)),
+        np.log(bs),
+        np.log(grid),
+        slope=batch_power,
+    )
     lq = np.log(np.maximum(np.asarray(length, dtype=np.float64), ls[0]))
     lls = np.log(ls)
     out = np.empty((log_rows.shape[0], len(lq)))

@@ -10,6 +10,7 @@ so it needs the per-GPU GEMM widths and head counts, not parameter counts.
 >>> s.per_gpu(2).kv_heads, round(s.weight_bytes() / 2**30, 1)
 (4, 15.0)
 """
+
 from __future__ import annotations
 
 import json
@@ -29,11 +30,11 @@ class GpuShape:
     heads: int
     kv_heads: int
     head_dim: int
-    qkv_out: int        # QKV projection: hidden -> qkv_out
-    o_in: int           # O projection: o_in -> hidden
-    gate_up_out: int    # fused gate+up: hidden -> gate_up_out
-    down_in: int        # down projection: down_in -> hidden
-    vocab_out: int      # LM head: hidden -> vocab_out
+    qkv_out: int  # QKV projection: hidden -> qkv_out
+    o_in: int  # O projection: o_in -> hidden
+    gate_up_out: int  # fused gate+up: hidden -> gate_up_out
+    down_in: int  # down projection: down_in -> hidden
+    vocab_out: int  # LM head: hidden -> vocab_out
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class ModelShape:
     tie_embeddings: bool = False
 
     @classmethod
-    def from_config(cls, path: str | Path, name: str | None = None) -> "ModelShape":
+    def from_config(cls, path: str | Path, name: str | None = None) -> ModelShape:
         """Read ``config.json`` (or a directory holding one); honours ``head_dim`` and GQA."""
         p = Path(path)
         if p.is_dir():
@@ -75,7 +76,7 @@ class ModelShape:
         )
 
     @classmethod
-    def resolve(cls, model: str | Path) -> "ModelShape":
+    def resolve(cls, model: str | Path) -> ModelShape:
         """A directory/config path, or a known name under the shared ``models/`` folder."""
         p = Path(model)
         if p.exists():
@@ -93,7 +94,11 @@ class ModelShape:
         heads = self.heads // tp
         kv = max(1, self.kv_heads // tp)
         return GpuShape(
-            tp=tp, layers=self.layers, hidden=self.hidden, heads=heads, kv_heads=kv,
+            tp=tp,
+            layers=self.layers,
+            hidden=self.hidden,
+            heads=heads,
+            kv_heads=kv,
             head_dim=self.head_dim,
             qkv_out=(heads + 2 * kv) * self.head_dim,
             o_in=heads * self.head_dim,
@@ -104,8 +109,10 @@ class ModelShape:
 
     def weight_bytes(self, dtype_bytes: int = 2) -> int:
         """Bytes of weights (embeddings, attention, MLP, LM head) over all ranks."""
-        attn = self.hidden * (self.heads + 2 * self.kv_heads) * self.head_dim \
+        attn = (
+            self.hidden * (self.heads + 2 * self.kv_heads) * self.head_dim
             + self.heads * self.head_dim * self.hidden
+        )
         mlp = 3 * self.hidden * self.intermediate
         embed = self.vocab * self.hidden * (1 if self.tie_embeddings else 2)
         return dtype_bytes * (self.layers * (attn + mlp) + embed)
@@ -115,15 +122,19 @@ class ModelShape:
         g = self.per_gpu(tp)
         return 2 * g.kv_heads * g.head_dim * self.layers * dtype_bytes
 
-    def kv_capacity_tokens(self, memory_gib: float, tp: int = 1, *,
-                           gpu_memory_utilization: float = 0.9,
-                           activation_gib: float = 2.0) -> int:
+    def kv_capacity_tokens(
+        self,
+        memory_gib: float,
+        tp: int = 1,
+        *,
+        gpu_memory_utilization: float = 0.9,
+        activation_gib: float = 2.0,
+    ) -> int:
         """KV-cache tokens per engine, sized the way vLLM does it.
 
         vLLM gives the KV cache ``utilization * memory - weights - peak activation
         (profiled) - non-torch memory``; ``activation_gib`` lumps the last two (about
         1-3 GiB at the default 8k batched tokens on these models).
         """
-        free = gpu_memory_utilization * memory_gib * 2**30 - self.weight_bytes() / tp \
-            - activation_gib * 2**30
+        free = gpu_memory_utilization * memory_gib * 2**30 - self.weight_bytes() / tp - activation_gib * 2**30
         return max(0, int(free // self.kv_bytes_per_token(tp)))

@@ -9,6 +9,7 @@ so the engine never knows which one it has; the platform ``key`` says it.
 >>> p.key, p.source, p.gpu
 ('analytic:h100_sxm', 'analytic', 'h100_sxm')
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -35,10 +36,12 @@ class KernelSource(Protocol):
     noise: NoiseScale
 
     def gemm_ms(self, m: np.ndarray, n: int, k: int) -> np.ndarray: ...
-    def context_attention_ms(self, batch: np.ndarray, isl: np.ndarray, heads: int, kv_heads: int,
-                             head_dim: int) -> np.ndarray: ...
-    def generation_attention_ms(self, batch: np.ndarray, kv_len: np.ndarray, heads: int, kv_heads: int,
-                                head_dim: int) -> np.ndarray: ...
+    def context_attention_ms(
+        self, batch: np.ndarray, isl: np.ndarray, heads: int, kv_heads: int, head_dim: int
+    ) -> np.ndarray: ...
+    def generation_attention_ms(
+        self, batch: np.ndarray, kv_len: np.ndarray, heads: int, kv_heads: int, head_dim: int
+    ) -> np.ndarray: ...
     def allreduce_ms(self, elements: np.ndarray, gpus: int) -> np.ndarray: ...
     def prefix_ratio(self, chunk: np.ndarray, prefix: np.ndarray) -> np.ndarray: ...
     def elementwise_ms(self, m: np.ndarray, hidden: int, rope_width: int, ffn_width: int) -> np.ndarray: ...
@@ -114,8 +117,10 @@ def load_platform(spec: str | Path = "builtin") -> Platform:
         name = gpu_spec(text).name if text.lower() in {"h100", "a100", "h200"} | set(GPU_SPECS) else text
         directory = data_dir() / "kernels" / DEFAULT_TABLES / name
     if not directory.is_dir():
-        raise FileNotFoundError(f"platform {text!r}: no such directory, and not a GPU with tables "
-                                f"under {data_dir() / 'kernels' / DEFAULT_TABLES}")
+        raise FileNotFoundError(
+            f"platform {text!r}: no such directory, and not a GPU with tables "
+            f"under {data_dir() / 'kernels' / DEFAULT_TABLES}"
+        )
     gpu = _gpu_from_dir(directory)
     kernels = MeasuredKernels(KernelTables(directory), VidurProfiles(data_dir() / "kernels" / "vidur", gpu))
     return Platform(gpu=gpu, source=directory.parent.name, kernels=kernels, directory=directory.resolve())

@@ -7,6 +7,7 @@ much prompt, so a driver that derives token ids from block ids makes vLLM's pref
 cache hit exactly where the trace says it would.  Ids are 63-bit integers keyed on
 (source, tenant, trace id), so two sources never collide by accident.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,7 @@ class RequestSpec:
     output_tokens: int
     prefix_blocks: tuple[int, ...] | None = None
 
-    def capped(self, max_context: int | None) -> "RequestSpec":
+    def capped(self, max_context: int | None) -> RequestSpec:
         """The request shortened to fit ``max_context`` (prompt first keeps >= 1 output token).
 
         >>> RequestSpec(0.0, "t", 9000, 500, (1, 2, 3)).capped(4096).prompt_tokens
@@ -45,7 +46,7 @@ class RequestSpec:
 
 
 _MASK63 = (1 << 63) - 1
-_ODD = 0x9E3779B97F4A7C15 & _MASK63        # odd: multiplying by it permutes the 63-bit ints
+_ODD = 0x9E3779B97F4A7C15 & _MASK63  # odd: multiplying by it permutes the 63-bit ints
 
 
 @lru_cache(maxsize=1024)

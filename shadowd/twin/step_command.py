@@ -7,6 +7,7 @@ ones); decodes are ``COUNTxKV`` (COUNT requests each with KV tokens cached).
 >>> r["platform"], r["requests"], r["latency_ms"] == r["breakdown"]["total_ms"]
 ('analytic:h100_sxm', 5, True)
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -42,8 +43,13 @@ def parse_decode(text: str) -> tuple[int, int]:
     return n, k
 
 
-def twin_step(platform: str, model: str, tp: int = 1, prefills: list[str] | tuple[str, ...] = (),
-              decodes: list[str] | tuple[str, ...] = ()) -> dict:
+def twin_step(
+    platform: str,
+    model: str,
+    tp: int = 1,
+    prefills: list[str] | tuple[str, ...] = (),
+    decodes: list[str] | tuple[str, ...] = (),
+) -> dict:
     """Noiseless latency of one step: ``{"latency_ms", "breakdown", "platform", ...}``."""
     new, ctx, pre = [], [], []
     for text in prefills:

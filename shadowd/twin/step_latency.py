@@ -29,10 +29,11 @@ every kernel slower by ``1 + slowdown`` (drift injection); host time is unchange
 >>> bool(5 < one < 12 and many > 1.5 * one)
 True
 """
+
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -42,10 +43,10 @@ from .platform import Platform, load_platform
 
 ArrayLike = Sequence[int] | Sequence[bool] | np.ndarray
 
-_KV_NODES = np.arange(1.0, 21.0)          # log2 KV length: 2 .. 1M tokens
-_ISL_NODES = np.arange(0.0, 19.0)         # log2 chunk length: 1 .. 256k tokens
-_RATIO_C_STEPS = 4                        # prefix-ratio grid: quarter octaves in chunk length
-_RATIO_P_STEP = 128.0                     # ... and 128-token steps in prefix length
+_KV_NODES = np.arange(1.0, 21.0)  # log2 KV length: 2 .. 1M tokens
+_ISL_NODES = np.arange(0.0, 19.0)  # log2 chunk length: 1 .. 256k tokens
+_RATIO_C_STEPS = 4  # prefix-ratio grid: quarter octaves in chunk length
+_RATIO_P_STEP = 128.0  # ... and 128-token steps in prefix length
 _RATIO_P_MAX = 131072.0
 
 
@@ -63,9 +64,18 @@ def _interp_unit(row: list[float], x: float) -> float:
 class ReferenceEngine:
     """``T(batch)`` for one platform, model and TP degree; tables precomputed at construction."""
 
-    def __init__(self, platform: Platform | str = "builtin", model: ModelShape | str = "llama-3.1-8b",
-                 tp: int = 1, *, seed: int = 0, jitter: bool = True, slowdown: float = 0.0,
-                 max_tokens: int = 16384, max_batch: int = 1024):
+    def __init__(
+        self,
+        platform: Platform | str = "builtin",
+        model: ModelShape | str = "llama-3.1-8b",
+        tp: int = 1,
+        *,
+        seed: int = 0,
+        jitter: bool = True,
+        slowdown: float = 0.0,
+        max_tokens: int = 16384,
+        max_batch: int = 1024,
+    ):
         self.platform = platform if isinstance(platform, Platform) else load_platform(platform)
         self.model = model if isinstance(model, ModelShape) else ModelShape.resolve(model)
         self.tp = int(tp)
@@ -85,8 +95,12 @@ class ReferenceEngine:
         k, g = self.platform.kernels, self.shape
         m = np.arange(max_tokens + 1, dtype=np.float64)
         m[0] = 1.0
-        gemm = (k.gemm_ms(m, g.qkv_out, g.hidden) + k.gemm_ms(m, g.hidden, g.o_in)
-                + k.gemm_ms(m, g.gate_up_out, g.hidden) + k.gemm_ms(m, g.hidden, g.down_in))
+        gemm = (
+            k.gemm_ms(m, g.qkv_out, g.hidden)
+            + k.gemm_ms(m, g.hidden, g.o_in)
+            + k.gemm_ms(m, g.gate_up_out, g.hidden)
+            + k.gemm_ms(m, g.hidden, g.down_in)
+        )
         elementwise = k.elementwise_ms(m, g.hidden, (g.heads + g.kv_heads) * g.head_dim, g.down_in)
         allreduce = 2.0 * k.allreduce_ms(m * g.hidden, self.tp) if self.tp > 1 else np.zeros_like(m)
         parts = {"gemm": gemm, "elementwise": elementwise, "allreduce": allreduce}
@@ -103,7 +117,7 @@ class ReferenceEngine:
         k, g = self.platform.kernels, self.shape
         n = np.arange(max_batch + 1, dtype=np.float64)
         lm = k.gemm_ms(np.maximum(n, 1.0), g.vocab_out, g.hidden)
-        if self.tp > 1:                       # logits gathered to the driver rank
+        if self.tp > 1:  # logits gathered to the driver rank
             lm = lm + k.allreduce_ms(np.maximum(n, 1.0) * g.vocab_out, self.tp)
         lm[0] = 0.0
         self._lm_lut = lm
@@ -115,8 +129,8 @@ class ReferenceEngine:
         k, g = self.platform.kernels, self.shape
         b = np.arange(max_batch + 1, dtype=np.float64)
         b[0] = 1.0
-        dec = k.generation_attention_ms(b, 2.0 ** _KV_NODES, g.heads, g.kv_heads, g.head_dim)
-        pre = k.context_attention_ms(b, 2.0 ** _ISL_NODES, g.heads, g.kv_heads, g.head_dim)
+        dec = k.generation_attention_ms(b, 2.0**_KV_NODES, g.heads, g.kv_heads, g.head_dim)
+        pre = k.context_attention_ms(b, 2.0**_ISL_NODES, g.heads, g.kv_heads, g.head_dim)
         self._dec_log = np.log(dec)
         self._pre_log = np.log(pre)
         self._pre_rows = self._pre_log.tolist()
@@ -149,15 +163,16 @@ class ReferenceEngine:
         i, j = x.astype(np.int64), y.astype(np.int64)
         wx, wy = x - i, y - j
         r = self._ratio
-        return ((r[i, j] * (1 - wy) + r[i, j + 1] * wy) * (1 - wx)
-                + (r[i + 1, j] * (1 - wy) + r[i + 1, j + 1] * wy) * wx)
+        return (r[i, j] * (1 - wy) + r[i, j + 1] * wy) * (1 - wx) + (
+            r[i + 1, j] * (1 - wy) + r[i + 1, j + 1] * wy
+        ) * wx
 
     def _decode_attention(self, kv: np.ndarray, uniform: bool) -> float:
         nd = kv.shape[0]
         b_run = int(self._pad[nd]) if uniform and nd <= MAX_CAPTURE_SIZE else nd
         row = self._dec_log[b_run]
         total = float(np.exp(np.interp(np.log2(kv), _KV_NODES, row)).sum())
-        if b_run > nd:                                    # padding slots of a FULL graph
+        if b_run > nd:  # padding slots of a FULL graph
             total += (b_run - nd) * math.exp(row[0])
         alone = math.exp(np.interp(math.log2(int(kv.max())), _KV_NODES, self._dec_log[1]))
         return max(total / b_run, alone)
@@ -190,8 +205,7 @@ class ReferenceEngine:
                 i, j = int(x), int(y)
                 wx, wy = x - i, y - j
                 lo, hi = ratio[i], ratio[i + 1]
-                r = ((lo[j] * (1 - wy) + lo[j + 1] * wy) * (1 - wx)
-                     + (hi[j] * (1 - wy) + hi[j + 1] * wy) * wx)
+                r = (lo[j] * (1 - wy) + lo[j + 1] * wy) * (1 - wx) + (hi[j] * (1 - wy) + hi[j + 1] * wy) * wx
             num += w * r
             den += w
         return cold * num / den
@@ -216,12 +230,24 @@ class ReferenceEngine:
         else:
             attn_d = self._decode_attention(ctx + new, uniform=True)
         layers = self.shape.layers
-        return (self._compute_lut[m_run], self._comm_lut[m_run], self._lm_lut[n],
-                layers * attn_d, layers * attn_p, self._host_lut[n])
+        return (
+            self._compute_lut[m_run],
+            self._comm_lut[m_run],
+            self._lm_lut[n],
+            layers * attn_d,
+            layers * attn_p,
+            self._host_lut[n],
+        )
 
     # --- public -------------------------------------------------------------------------
-    def latency_ms(self, new_tokens: ArrayLike, context_tokens: ArrayLike, prefill: ArrayLike, *,
-                   jitter: bool | None = None) -> float:
+    def latency_ms(
+        self,
+        new_tokens: ArrayLike,
+        context_tokens: ArrayLike,
+        prefill: ArrayLike,
+        *,
+        jitter: bool | None = None,
+    ) -> float:
         """Step latency in ms; ``jitter=False`` gives the noiseless ground-truth value.
 
         ``new_tokens[i]``: tokens request i processes this step; ``context_tokens[i]``:
@@ -241,14 +267,20 @@ class ReferenceEngine:
         z = self._rng.standard_normal(2)
         sg, sc = self._noise.gpu_rel_std, self._noise.comm_rel_std
         tail = self._host_tail_lut[new.shape[0]]
-        return float(gpu * math.exp(sg * z[0] - 0.5 * sg * sg) + comm * math.exp(sc * z[1] - 0.5 * sc * sc)
-                     + host + (self._rng.exponential(tail) if tail > 0 else 0.0))
+        return float(
+            gpu * math.exp(sg * z[0] - 0.5 * sg * sg)
+            + comm * math.exp(sc * z[1] - 0.5 * sc * sc)
+            + host
+            + (self._rng.exponential(tail) if tail > 0 else 0.0)
+        )
 
     def expected_ms(self, new_tokens: ArrayLike, context_tokens: ArrayLike, prefill: ArrayLike) -> float:
         """The noiseless step latency (ground truth); never draws from the jitter stream."""
         return self.latency_ms(new_tokens, context_tokens, prefill, jitter=False)
 
-    def breakdown(self, new_tokens: ArrayLike, context_tokens: ArrayLike, prefill: ArrayLike) -> dict[str, float]:
+    def breakdown(
+        self, new_tokens: ArrayLike, context_tokens: ArrayLike, prefill: ArrayLike
+    ) -> dict[str, float]:
         """Noiseless latency by component (ms), with ``total_ms`` and the padded token count."""
         new = np.asarray(new_tokens, dtype=np.int64)
         if new.shape[0] == 0:
@@ -272,8 +304,9 @@ class ReferenceEngine:
         out["padded_tokens"] = m_run
         return out
 
-    def subset_latency_ms(self, new_tokens: ArrayLike, context_tokens: ArrayLike, prefill: ArrayLike,
-                          masks: np.ndarray) -> np.ndarray:
+    def subset_latency_ms(
+        self, new_tokens: ArrayLike, context_tokens: ArrayLike, prefill: ArrayLike, masks: np.ndarray
+    ) -> np.ndarray:
         """Noiseless ``T`` of many sub-batches at once: ``masks[s, i]`` puts request i in subset s.
 
         The same formulas as :meth:`latency_ms`, vectorised over subsets, for marginal
@@ -304,8 +337,9 @@ class ReferenceEngine:
             b_used, b_inv = np.unique(b_run, return_inverse=True)
             rows = self._dec_log[b_used]
             per_seq = np.exp(rows[:, j] * (1.0 - w) + rows[:, j + 1] * w)
-            total = np.einsum("sd,sd->s", per_seq[b_inv], mf[:, dec]) \
-                + (b_run - nd_s) * np.exp(rows[b_inv, 0])
+            total = np.einsum("sd,sd->s", per_seq[b_inv], mf[:, dec]) + (b_run - nd_s) * np.exp(
+                rows[b_inv, 0]
+            )
             kv_max = np.where(masks[:, dec], kv, 1.0).max(axis=1)
             alone = np.exp(np.interp(np.log2(kv_max), _KV_NODES, self._dec_log[1]))
             attn_d = np.where(nd_s > 0, np.maximum(total / np.maximum(b_run, 1), alone), 0.0)
@@ -326,6 +360,7 @@ class ReferenceEngine:
             attn_p = np.where(npre_s > 0, cold * num / np.maximum(den, 1e-30), 0.0)
         layers = self.shape.layers
         s = 1.0 + self.slowdown
-        gpu = (self._compute_lut[m_run] + self._comm_lut[m_run] + self._lm_lut[n_s]
-               + layers * (attn_d + attn_p)) * s
+        gpu = (
+            self._compute_lut[m_run] + self._comm_lut[m_run] + self._lm_lut[n_s] + layers * (attn_d + attn_p)
+        ) * s
         return np.where(n_s > 0, gpu + self._host_lut[n_s], 0.0)

@@ -11,22 +11,30 @@ are for quick, seeded checks.
 >>> b.num_steps, sorted(set(b.kind_names()))
 (20, ['decode', 'mixed', 'prefill'])
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from shadowd.stepbatch import KIND_NAMES, StepBatch
+from shadowd.steps.batch import KIND_NAMES, StepBatch
 
 from .step_latency import ReferenceEngine
 
 
-def sample_steps(engine: ReferenceEngine, steps: int, *, seed: int = 0, max_batch: int = 256,
-                 token_budget: int = 8192, jitter: bool = True) -> StepBatch:
+def sample_steps(
+    engine: ReferenceEngine,
+    steps: int,
+    *,
+    seed: int = 0,
+    max_batch: int = 256,
+    token_budget: int = 8192,
+    jitter: bool = True,
+) -> StepBatch:
     """``steps`` random steps with their engine latencies, as a :class:`StepBatch`."""
     rng = np.random.default_rng(seed)
     req_step, new, ctx, prompt, pre, lat = [], [], [], [], [], []
     for s in range(steps):
-        kind = rng.choice(3, p=[0.15, 0.55, 0.30])          # prefill-only, decode-only, mixed
+        kind = rng.choice(3, p=[0.15, 0.55, 0.30])  # prefill-only, decode-only, mixed
         nd = 0 if kind == 0 else int(np.exp(rng.uniform(0, np.log(max_batch))))
         kv = np.minimum(rng.lognormal(np.log(1500), 1.0, nd).astype(np.int64) + 1, 32000)
         n_new, n_ctx, n_pre = [1] * nd, list(kv), [False] * nd
@@ -46,8 +54,14 @@ def sample_steps(engine: ReferenceEngine, steps: int, *, seed: int = 0, max_batc
         ctx += n_ctx
         prompt += [c + n if p else max(c // 2, 1) for n, c, p in zip(n_new, n_ctx, n_pre)]
         pre += n_pre
-    return StepBatch(latency_ms=np.array(lat), req_step=np.array(req_step), new_tokens=np.array(new),
-                     context_tokens=np.array(ctx), prompt_tokens=np.array(prompt), prefill=np.array(pre))
+    return StepBatch(
+        latency_ms=np.array(lat),
+        req_step=np.array(req_step),
+        new_tokens=np.array(new),
+        context_tokens=np.array(ctx),
+        prompt_tokens=np.array(prompt),
+        prefill=np.array(pre),
+    )
 
 
 def token_count_fit(batch: StepBatch) -> dict[str, tuple[float, float]]:

@@ -17,6 +17,7 @@
 Every loader returns requests sorted by arrival with the first at 0 s, optionally
 stopping after ``limit`` requests or ``duration_s`` seconds.
 """
+
 from __future__ import annotations
 
 import ast
@@ -46,8 +47,9 @@ def _clock_seconds(stamp: str) -> float:
     return int(days) * 86400.0 + int(hh) * 3600.0 + int(mm) * 60.0 + float(ss)
 
 
-def load_azure(path: str | Path, tenant: str, *, limit: int | None = None,
-               duration_s: float | None = None) -> list[RequestSpec]:
+def load_azure(
+    path: str | Path, tenant: str, *, limit: int | None = None, duration_s: float | None = None
+) -> list[RequestSpec]:
     """Azure 2023 CSV rows as requests (no prefix information in this trace)."""
     out: list[RequestSpec] = []
     t0 = None
@@ -65,8 +67,9 @@ def load_azure(path: str | Path, tenant: str, *, limit: int | None = None,
     return sorted(out, key=lambda r: r.arrival_s)
 
 
-def load_mooncake(path: str | Path, tenant: str, *, limit: int | None = None,
-                  duration_s: float | None = None) -> list[RequestSpec]:
+def load_mooncake(
+    path: str | Path, tenant: str, *, limit: int | None = None, duration_s: float | None = None
+) -> list[RequestSpec]:
     """Mooncake JSONL rows as requests; ``hash_ids`` become namespaced ``prefix_blocks``."""
     source = Path(path).stem
     out: list[RequestSpec] = []
@@ -81,8 +84,15 @@ def load_mooncake(path: str | Path, tenant: str, *, limit: int | None = None,
             if _stop(len(out), t - t0, limit, duration_s):
                 break
             blocks = tuple(block_key(source, tenant, int(h)) for h in row.get("hash_ids", ()))
-            out.append(RequestSpec(t - t0, tenant, max(1, int(row["input_length"])),
-                                   max(1, int(row["output_length"])), blocks or None))
+            out.append(
+                RequestSpec(
+                    t - t0,
+                    tenant,
+                    max(1, int(row["input_length"])),
+                    max(1, int(row["output_length"])),
+                    blocks or None,
+                )
+            )
     return sorted(out, key=lambda r: r.arrival_s)
 
 
@@ -106,7 +116,7 @@ def _servegen_windows(trace: Path) -> list[tuple[float, float, float, str, float
     return rows
 
 
-Pmf = tuple[np.ndarray, np.ndarray]          # values, probabilities
+Pmf = tuple[np.ndarray, np.ndarray]  # values, probabilities
 
 
 def _servegen_lengths(dataset: Path) -> list[tuple[float, Pmf, Pmf]]:
@@ -134,9 +144,16 @@ def servegen_mean_rate(client: str | int | Path) -> float:
     return float(np.mean(rates)) if rates else 0.0
 
 
-def load_servegen(client: str | int | Path, tenant: str, *, seed: int = 0, limit: int | None = None,
-                  duration_s: float | None = 600.0, start_s: float | None = None,
-                  rate_scale: float = 1.0) -> list[RequestSpec]:
+def load_servegen(
+    client: str | int | Path,
+    tenant: str,
+    *,
+    seed: int = 0,
+    limit: int | None = None,
+    duration_s: float | None = 600.0,
+    start_s: float | None = None,
+    rate_scale: float = 1.0,
+) -> list[RequestSpec]:
     """Generate a ServeGen client's requests from its first active window (or ``start_s``)."""
     trace, dataset = servegen_paths(client)
     windows = [w for w in _servegen_windows(trace) if w[3] and w[1] > 0]

@@ -13,6 +13,7 @@ The reference engine takes from it only what the AIConfigurator tables lack:
 * run-to-run jitter: the relative std of the summed per-layer operators (``*_mlp.csv``)
   and of NCCL all-reduce (``h100/dgx_all_reduce.csv``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ class NoiseScale:
 
     gpu_rel_std: float
     comm_rel_std: float
-    host_tail_ms: float          # mean - median of host time at a typical batch
+    host_tail_ms: float  # mean - median of host time at a typical batch
 
 
 class VidurProfiles:
@@ -72,7 +73,7 @@ class VidurProfiles:
             ps, rs = ps[order], rs[order]
             upto = p_axis <= ps[-1]
             grid[i, upto] = np.interp(p_axis[upto], ps, rs)
-            if ps[-1] >= 1024:   # slope of the upper half: the linear, work-bound regime
+            if ps[-1] >= 1024:  # slope of the upper half: the linear, work-bound regime
                 half = ps >= ps[-1] / 2
                 slopes[i] = max(0.0, np.polyfit(ps[half], rs[half], 1)[0])
         # rows with too short a prefix range: the cost per cached token scales as 1/chunk
@@ -85,7 +86,7 @@ class VidurProfiles:
                 grid[i] = 1.0 + slopes[i] * p_axis
                 continue
             j = last[-1]
-            grid[i, j + 1:] = grid[i, j] + slopes[i] * (p_axis[j + 1:] - p_axis[j])
+            grid[i, j + 1 :] = grid[i, j] + slopes[i] * (p_axis[j + 1 :] - p_axis[j])
         return chunks, p_axis, grid, slopes
 
     @cached_property
@@ -152,8 +153,12 @@ class VidurProfiles:
         """
         t = self._mlp
         m = np.asarray(m, dtype=np.float64)
-        scale = {"input_layernorm": hidden / t["n_embd"], "post_attention_layernorm": hidden / t["n_embd"],
-                 "attn_rope": rope_width / t["rope_width"], "mlp_act": ffn_width / t["n_expanded_embd"]}
+        scale = {
+            "input_layernorm": hidden / t["n_embd"],
+            "post_attention_layernorm": hidden / t["n_embd"],
+            "attn_rope": rope_width / t["rope_width"],
+            "mlp_act": ffn_width / t["n_expanded_embd"],
+        }
         total = np.zeros_like(m)
         for op in ELEMENTWISE_OPS:
             total += loglog_interp(m * scale[op], t["tokens"], t[op], slope=1.0)
@@ -182,11 +187,17 @@ class VidurProfiles:
     @cached_property
     def noise(self) -> NoiseScale:
         c = read_columns(self.mlp_file)
-        ops = [k[len("time_stats."):-len(".mean")] for k in c if k.startswith("time_stats.") and k.endswith(".mean")]
+        ops = [
+            k[len("time_stats.") : -len(".mean")]
+            for k in c
+            if k.startswith("time_stats.") and k.endswith(".mean")
+        ]
         mean = sum(c[f"time_stats.{o}.mean"] for o in ops)
         std = sum(c[f"time_stats.{o}.std"] for o in ops)
         ar = read_columns(self.directory / ALLREDUCE_FILE)
         ar_rel = ar["time_stats.all_reduce.std"] / ar["time_stats.all_reduce.mean"]
-        return NoiseScale(gpu_rel_std=float(np.nanmedian(std / mean)),
-                          comm_rel_std=float(np.nanmedian(ar_rel)),
-                          host_tail_ms=float(self.host_tail_ms(np.array([32.0]))[0]))
+        return NoiseScale(
+            gpu_rel_std=float(np.nanmedian(std / mean)),
+            comm_rel_std=float(np.nanmedian(ar_rel)),
+            host_tail_ms=float(self.host_tail_ms(np.array([32.0]))[0]),
+        )

@@ -15,13 +15,14 @@ TenantSpec(name='docs', trace='synthetic:longdoc', rate=0.5)
 >>> len(w), sorted({r.tenant for r in w}), all(a.arrival_s <= b.arrival_s for a, b in zip(w, w[1:]))
 (200, ['chat', 'code', 'docs'], True)
 """
+
 from __future__ import annotations
 
 import heapq
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from shadowd.paths import data_dir
 
@@ -49,14 +50,14 @@ class TenantSpec:
     rate: float | None = None
 
     @classmethod
-    def parse(cls, text: str) -> "TenantSpec":
+    def parse(cls, text: str) -> TenantSpec:
         """Parse ``NAME=TRACE[:RATE]``; a trailing ``:number`` is the rate."""
         if "=" not in text:
             raise ValueError(f"tenant spec {text!r}: expected NAME=TRACE[:RATE]")
         name, trace = (s.strip() for s in text.split("=", 1))
         rate = None
         parts = trace.split(":")
-        if parts[0] in _SCHEMES:                       # servegen:<client>[:RATE], synthetic:<kind>[:RATE]
+        if parts[0] in _SCHEMES:  # servegen:<client>[:RATE], synthetic:<kind>[:RATE]
             trace, rest = ":".join(parts[:2]), parts[2:]
             if len(rest) > 1:
                 raise ValueError(f"tenant spec {text!r}: expected {parts[0]}:<name>[:RATE]")
@@ -84,37 +85,46 @@ def _rescaled(reqs: list[RequestSpec], rate: float | None) -> list[RequestSpec]:
     if rate is None or len(reqs) < 2 or reqs[-1].arrival_s <= 0:
         return reqs
     factor = ((len(reqs) - 1) / reqs[-1].arrival_s) / rate
-    return [RequestSpec(r.arrival_s * factor, r.tenant, r.prompt_tokens, r.output_tokens, r.prefix_blocks)
-            for r in reqs]
+    return [
+        RequestSpec(r.arrival_s * factor, r.tenant, r.prompt_tokens, r.output_tokens, r.prefix_blocks)
+        for r in reqs
+    ]
 
 
-def load_stream(spec: TenantSpec | str, *, seed: int = 0, limit: int | None = None,
-                duration_s: float | None = None, max_context: int | None = None) -> list[RequestSpec]:
+def load_stream(
+    spec: TenantSpec | str,
+    *,
+    seed: int = 0,
+    limit: int | None = None,
+    duration_s: float | None = None,
+    max_context: int | None = None,
+) -> list[RequestSpec]:
     """One tenant's requests, arrival-sorted from 0 s, capped to ``max_context`` tokens."""
     spec = TenantSpec.parse(spec) if isinstance(spec, str) else spec
     s = _stream_seed(seed, spec.name)
     trace = spec.trace
     if trace.startswith("synthetic:"):
-        reqs = synthetic_stream(trace.split(":", 1)[1], spec.name, seed=s, limit=limit,
-                                duration_s=duration_s, rate=spec.rate)
+        reqs = synthetic_stream(
+            trace.split(":", 1)[1], spec.name, seed=s, limit=limit, duration_s=duration_s, rate=spec.rate
+        )
     elif trace.startswith("servegen:") or Path(trace).name.startswith("chunk-"):
         client = trace.split(":", 1)[1] if trace.startswith("servegen:") else trace
         horizon = duration_s if duration_s is not None else (None if limit else 600.0)
         if spec.rate is None:
             reqs = load_servegen(client, spec.name, seed=s, limit=limit, duration_s=horizon)
-        else:                  # generate enough at the native rate, then stretch time to RATE
+        else:  # generate enough at the native rate, then stretch time to RATE
             need = int(spec.rate * horizon * 1.25) + 10 if horizon is not None else limit
             need = min(need, limit) if limit is not None else need
-            reqs = _rescaled(load_servegen(client, spec.name, seed=s, limit=need, duration_s=None),
-                             spec.rate)
+            reqs = _rescaled(load_servegen(client, spec.name, seed=s, limit=need, duration_s=None), spec.rate)
             if horizon is not None:
                 reqs = [r for r in reqs if r.arrival_s <= horizon]
     else:
         kind, path = _trace_file(trace)
         loader = load_azure if kind == "azure" else load_mooncake
         # rescaling stretches time, so cut by duration only afterwards
-        reqs = _rescaled(loader(path, spec.name, limit=limit,
-                                duration_s=None if spec.rate else duration_s), spec.rate)
+        reqs = _rescaled(
+            loader(path, spec.name, limit=limit, duration_s=None if spec.rate else duration_s), spec.rate
+        )
         if duration_s is not None:
             reqs = [r for r in reqs if r.arrival_s <= duration_s]
     return [r.capped(max_context) for r in reqs]
@@ -146,14 +156,20 @@ def merge_streams(streams: Iterable[list[RequestSpec]], limit: int | None = None
     return out
 
 
-def build_workload(tenants: Iterable[TenantSpec | str] = DEFAULT_TENANTS, *, seed: int = 0,
-                   limit: int | None = None, duration_s: float | None = None,
-                   max_context: int | None = None) -> list[RequestSpec]:
+def build_workload(
+    tenants: Iterable[TenantSpec | str] = DEFAULT_TENANTS,
+    *,
+    seed: int = 0,
+    limit: int | None = None,
+    duration_s: float | None = None,
+    max_context: int | None = None,
+) -> list[RequestSpec]:
     """All tenants' requests merged by arrival; at most ``limit`` requests in total."""
     specs = [TenantSpec.parse(t) if isinstance(t, str) else t for t in tenants]
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate tenant names in {names}")
-    streams = [load_stream(s, seed=seed, limit=limit, duration_s=duration_s, max_context=max_context)
-               for s in specs]
+    streams = [
+        load_stream(s, seed=seed, limit=limit, duration_s=duration_s, max_context=max_context) for s in specs
+    ]
     return merge_streams(streams, limit)

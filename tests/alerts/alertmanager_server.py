@@ -65,8 +65,7 @@ def ensure_installed() -> str:
         path = find_binary()
     if path is None:
         raise RuntimeError(
-            "Alertmanager binary not found; install it with: "
-            f"apt-get update && {' '.join(APT_INSTALL)}"
+            f"Alertmanager binary not found; install it with: apt-get update && {' '.join(APT_INSTALL)}"
         )
     return path
 

@@ -39,23 +39,38 @@ def ends_at(alert: dict) -> datetime:
 
 def test_alert_fires_resends_and_resolves_in_a_real_alertmanager(alertmanager: AlertmanagerServer):
     down_replica = f"http://127.0.0.1:{free_port()}"  # a second replica that is down must not matter
-    notifier = build_notifier({
-        "labels": {"instance": "host-1"},
-        "sinks": {"am": {"type": "alertmanager", "urls": [alertmanager.base_url, down_replica],
-                         "resend_interval_s": 1, "ends_at_horizon_s": 300, "max_attempts": 1}},
-    })
+    notifier = build_notifier(
+        {
+            "labels": {"instance": "host-1"},
+            "sinks": {
+                "am": {
+                    "type": "alertmanager",
+                    "urls": [alertmanager.base_url, down_replica],
+                    "resend_interval_s": 1,
+                    "ends_at_horizon_s": 300,
+                    "max_attempts": 1,
+                }
+            },
+        }
+    )
     try:
         notifier.fire(catalog.gate_left_go("NO_GO", platform=PLATFORM, failing_checks=["residual_p99"]))
         assert notifier.flush(timeout=10)
-        alerts = poll(lambda: gate_alerts(alertmanager),
-                      lambda v: len(v) == 1 and v[0]["status"]["state"] == "active")
+        alerts = poll(
+            lambda: gate_alerts(alertmanager), lambda v: len(v) == 1 and v[0]["status"]["state"] == "active"
+        )
         assert len(alerts) == 1, (alerts, alertmanager.log())
         (alert,) = alerts
         assert alert["status"]["state"] == "active"
-        assert alert["labels"] == {"alertname": "AttributionNotGo", "severity": "page",
-                                   "platform": PLATFORM, "instance": "host-1"}
+        assert alert["labels"] == {
+            "alertname": "AttributionNotGo",
+            "severity": "page",
+            "platform": PLATFORM,
+            "instance": "host-1",
+        }
         assert alert["annotations"]["summary"] == (
-            "attribution confidence dropped; the scheduler must fall back to its conservative quota")
+            "attribution confidence dropped; the scheduler must fall back to its conservative quota"
+        )
         assert alert["annotations"]["verdict"] == "NO_GO"
         assert alert["receivers"] == [{"name": "null"}]
         assert notifier.counters()["am"]["sent"] == 1

@@ -1,4 +1,5 @@
 """Shared synthetic workload for the attribution tests (built once per session: fitting costs ~0.3 s)."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,15 @@ from shadowd.attribution import fit
 from shadowd.attribution.accuracy import split_window
 from shadowd.attribution.synthetic import synthetic_batch
 
-PLATFORM = {"gpu": "H100-SXM", "model": "llama-3.1-8b", "dtype": "bf16", "tp": 1, "pp": 1,
-            "vllm": "0.33.0", "attention_backend": "FLASH_ATTN"}
+PLATFORM = {
+    "gpu": "H100-SXM",
+    "model": "llama-3.1-8b",
+    "dtype": "bf16",
+    "tp": 1,
+    "pp": 1,
+    "vllm": "0.33.0",
+    "attention_backend": "FLASH_ATTN",
+}
 
 
 @pytest.fixture(scope="session")

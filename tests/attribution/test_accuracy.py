@@ -18,8 +18,14 @@ def test_report_shape(report):
         assert set(cls["llmvisor"]) == set(cls["token_baseline"]) == {"r2", "p50", "p90", "p99"}
         assert set(cls["ratio"]) == {"p50", "p90", "p99"}
     for row in report["tenants"]:
-        assert set(row) == {"tenant", "llmvisor_ms", "llmvisor_measured_ms", "token_ms", "vtc_tokens",
-                            "requests"}
+        assert set(row) == {
+            "tenant",
+            "llmvisor_ms",
+            "llmvisor_measured_ms",
+            "token_ms",
+            "vtc_tokens",
+            "requests",
+        }
     steps = report["accuracy"]
     assert steps["all"]["steps"] == sum(steps[c]["steps"] for c in ("prefill", "decode", "mixed"))
 
@@ -42,7 +48,7 @@ def test_tenant_totals_add_up(report, workload):
     measured = later.latency_ms.sum()
     assert sum(r["llmvisor_measured_ms"] for r in rows) == pytest.approx(measured, rel=1e-9)
     assert sum(r["token_ms"] for r in rows) == pytest.approx(measured, rel=1e-9)
-    assert sum(r["requests"] for r in rows) == later.num_requests      # synthetic req_ids are unique per row
+    assert sum(r["requests"] for r in rows) == later.num_requests  # synthetic req_ids are unique per row
     both = report["fixed_term"]["tenants"]
     assert sum(both["equal"].values()) == pytest.approx(sum(both["pro_rata"].values()), rel=1e-9)
     # The long-context tenant costs more GPU time per VTC token than the chat tenant.

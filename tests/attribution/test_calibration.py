@@ -27,7 +27,7 @@ def test_version_changes_with_coefficients_and_platform(version, platform):
 
 def test_json_round_trip_gives_same_attribution(version, workload):
     text = version.to_json()
-    json.loads(text)                                   # plain JSON, no NaN/Infinity
+    json.loads(text)  # plain JSON, no NaN/Infinity
     back = ModelVersion.from_json(text)
     assert back.version == version.version and back.to_json() == text
     a, b = version.attribute(workload[1]), back.attribute(workload[1])
@@ -67,12 +67,19 @@ def test_attribution_columns(version, workload):
 
 
 def test_attribute_tolerates_step_without_rows(version):
-    from shadowd.stepbatch import StepBatch
+    from shadowd.steps.batch import StepBatch
+
     b = StepBatch.from_rows(
         [dict(latency_ms=12.0), dict(latency_ms=3.0), dict(latency_ms=9.0)],
-        [[dict(new_tokens=700, context_tokens=2048, prefill=True)], [],
-         [dict(new_tokens=1, context_tokens=900, prefill=False),
-          dict(new_tokens=1, context_tokens=90, prefill=False)]])
+        [
+            [dict(new_tokens=700, context_tokens=2048, prefill=True)],
+            [],
+            [
+                dict(new_tokens=1, context_tokens=900, prefill=False),
+                dict(new_tokens=1, context_tokens=90, prefill=False),
+            ],
+        ],
+    )
     for policy in ("equal", "pro_rata"):
         a = version.attribute(b, policy)
         assert np.isfinite(a.llmvisor_ms).all() and np.isfinite(a.llmvisor_measured_ms).all()

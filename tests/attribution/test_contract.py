@@ -1,4 +1,5 @@
 """Both latency models honour one contract: fit on steps, predict per step, survive a dict round trip."""
+
 import numpy as np
 import pytest
 

@@ -4,12 +4,13 @@ Ground truth per request is the Shapley value of the (noise-free) step-latency f
 batch, estimated with Monte Carlo permutations on a sample of steps: each permutation's prefix
 batches are evaluated in one vectorised call.  The reference engine repeats this on kernel tables.
 """
+
 import numpy as np
 import pytest
 
 from shadowd.attribution.synthetic import reference_latency
 from shadowd.attribution.token_baseline import tenant_index
-from shadowd.stepbatch import StepBatch
+from shadowd.steps.batch import StepBatch
 
 
 def shapley_values(batch: StepBatch, permutations: int, rng: np.random.Generator) -> np.ndarray:
@@ -20,9 +21,14 @@ def shapley_values(batch: StepBatch, permutations: int, rng: np.random.Generator
         for _ in range(permutations):
             perm = start + rng.permutation(n)
             rows = np.concatenate([perm[:k] for k in sizes])
-            prefixes = StepBatch(latency_ms=np.zeros(n), req_step=np.repeat(sizes - 1, sizes),
-                                 new_tokens=batch.new_tokens[rows], context_tokens=batch.context_tokens[rows],
-                                 prompt_tokens=batch.prompt_tokens[rows], prefill=batch.prefill[rows])
+            prefixes = StepBatch(
+                latency_ms=np.zeros(n),
+                req_step=np.repeat(sizes - 1, sizes),
+                new_tokens=batch.new_tokens[rows],
+                context_tokens=batch.context_tokens[rows],
+                prompt_tokens=batch.prompt_tokens[rows],
+                prefill=batch.prefill[rows],
+            )
             out[perm] += np.diff(np.r_[0.0, reference_latency(prefixes, noise=0)]) / permutations
     return out
 
@@ -43,7 +49,7 @@ def test_tenant_totals_track_shapley(version, truth):
     total = lambda x: np.bincount(inv, weights=x, minlength=len(names))  # noqa: E731
     att = version.attribute(sample, "equal")
     exact = total(shapley)
-    np.testing.assert_allclose(exact.sum(), sample.latency_ms.sum(), rtol=1e-9)   # efficiency
+    np.testing.assert_allclose(exact.sum(), sample.latency_ms.sum(), rtol=1e-9)  # efficiency
     llmvisor_err = np.abs(total(att.llmvisor_measured_ms) / exact - 1)
     token_err = np.abs(total(att.vtc_ms) / exact - 1)
     assert llmvisor_err.max() <= 0.03

@@ -7,7 +7,7 @@ from shadowd.attribution import LLMVisorModel
 from shadowd.attribution.llmvisor import COLUMNS
 from shadowd.attribution.shares import FIXED_TERM_POLICIES
 from shadowd.attribution.synthetic import synthetic_batch
-from shadowd.stepbatch import StepBatch
+from shadowd.steps.batch import StepBatch
 
 
 @pytest.mark.parametrize("policy", FIXED_TERM_POLICIES)
@@ -25,11 +25,23 @@ def test_coefficients_non_negative_and_fixed_term_positive(version):
 
 
 def _planted():
-    return LLMVisorModel.from_dict({"breakpoint_tokens": 640, "segments": [
-        {"beta_ms": 6.0, "prefill": {"p": 0.002, "p2": 7e-7, "pc": 1.3e-6, "request": 0.05},
-         "decode": {"c": 4.5e-5, "request": 0.01}},
-        {"beta_ms": 1.0, "prefill": {"p": 0.024, "p2": 7e-7, "pc": 1.3e-6, "request": 0.05},
-         "decode": {"c": 4.5e-5, "request": 0.03}}]})
+    return LLMVisorModel.from_dict(
+        {
+            "breakpoint_tokens": 640,
+            "segments": [
+                {
+                    "beta_ms": 6.0,
+                    "prefill": {"p": 0.002, "p2": 7e-7, "pc": 1.3e-6, "request": 0.05},
+                    "decode": {"c": 4.5e-5, "request": 0.01},
+                },
+                {
+                    "beta_ms": 1.0,
+                    "prefill": {"p": 0.024, "p2": 7e-7, "pc": 1.3e-6, "request": 0.05},
+                    "decode": {"c": 4.5e-5, "request": 0.03},
+                },
+            ],
+        }
+    )
 
 
 def test_breakpoint_search_finds_planted_breakpoint():
@@ -39,9 +51,9 @@ def test_breakpoint_search_finds_planted_breakpoint():
     batch.latency_ms = planted.predict(batch) * rng.lognormal(0, 0.005, batch.num_steps)
     fitted = LLMVisorModel.fit(batch)
     assert abs(fitted.breakpoint - 640) <= 32
-    assert (fitted.segment(batch) == planted.segment(batch)).all()    # no observed N between the two
+    assert (fitted.segment(batch) == planted.segment(batch)).all()  # no observed N between the two
     np.testing.assert_allclose(fitted.predict(batch), planted.predict(batch), rtol=0.02)
-    np.testing.assert_allclose(fitted.coef[:, 0], planted.coef[:, 0], rtol=0.05)        # β per segment
+    np.testing.assert_allclose(fitted.coef[:, 0], planted.coef[:, 0], rtol=0.05)  # β per segment
     assert len(fitted.search.candidates) == len(fitted.search.losses) > 10
 
 
@@ -70,11 +82,14 @@ def test_decode_share_depends_only_on_own_context(version):
     rng = np.random.default_rng(3)
     steps, requests = [], []
     for _ in range(40):
-        companions = [dict(new_tokens=1, context_tokens=int(c), prefill=False)
-                      for c in rng.integers(100, 30_000, rng.integers(0, 200))]
-        companions += [dict(new_tokens=int(p), context_tokens=int(c), prefill=True)
-                       for p, c in zip(rng.integers(16, 1500, rng.integers(0, 3)),
-                                       rng.integers(0, 20_000, 3))]
+        companions = [
+            dict(new_tokens=1, context_tokens=int(c), prefill=False)
+            for c in rng.integers(100, 30_000, rng.integers(0, 200))
+        ]
+        companions += [
+            dict(new_tokens=int(p), context_tokens=int(c), prefill=True)
+            for p, c in zip(rng.integers(16, 1500, rng.integers(0, 3)), rng.integers(0, 20_000, 3))
+        ]
         requests.append([dict(new_tokens=1, context_tokens=5000, prefill=False)] + companions)
         steps.append(dict(latency_ms=1.0))
     batch = StepBatch.from_rows(steps, requests)
@@ -83,12 +98,13 @@ def test_decode_share_depends_only_on_own_context(version):
     seg = model.segment(batch)
     d = model.coef[:, COLUMNS.index("decode_c")] * 5000 + model.coef[:, COLUMNS.index("decode_request")]
     np.testing.assert_allclose(target, d[seg], rtol=1e-12)
-    assert len(set(seg.tolist())) == 2          # both segments exercised
+    assert len(set(seg.tolist())) == 2  # both segments exercised
 
 
 def test_vectorised_matches_design_matrix(version, workload):
     """The hot path (per-row lookup table) agrees with the fit's design matrix."""
     from shadowd.attribution.llmvisor import design_matrix
+
     later = workload[1]
     model = version.llmvisor
     expected = np.einsum("sk,sk->s", design_matrix(later), model.coef[model.segment(later)])
@@ -98,7 +114,7 @@ def test_vectorised_matches_design_matrix(version, workload):
 def test_unusable_steps_are_skipped_and_rejected_when_alone():
     batch = synthetic_batch(steps=200, seed=4)
     batch.latency_ms[:5] = [0.0, -1.0, np.nan, np.inf, 0.0]
-    LLMVisorModel.fit(batch)                                   # skips them
+    LLMVisorModel.fit(batch)  # skips them
     batch.latency_ms[:] = 0.0
     with pytest.raises(ValueError):
         LLMVisorModel.fit(batch)

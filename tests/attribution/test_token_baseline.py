@@ -1,16 +1,23 @@
 import numpy as np
 
 from shadowd.attribution import TokenBaseline, vtc_counters
-from shadowd.stepbatch import StepBatch
+from shadowd.steps.batch import StepBatch
 
 
 def _batch():
     return StepBatch.from_rows(
         [dict(latency_ms=20.0), dict(latency_ms=8.0)],
-        [[dict(new_tokens=1000, context_tokens=0, prefill=True, tenant="a"),
-          dict(new_tokens=1, context_tokens=500, prefill=False, tenant="b")],
-         [dict(new_tokens=1, context_tokens=1001, prefill=False, tenant="a"),
-          dict(new_tokens=3, context_tokens=501, prefill=False, tenant="b")]])
+        [
+            [
+                dict(new_tokens=1000, context_tokens=0, prefill=True, tenant="a"),
+                dict(new_tokens=1, context_tokens=500, prefill=False, tenant="b"),
+            ],
+            [
+                dict(new_tokens=1, context_tokens=1001, prefill=False, tenant="a"),
+                dict(new_tokens=3, context_tokens=501, prefill=False, tenant="b"),
+            ],
+        ],
+    )
 
 
 def test_vtc_weights_and_counters():

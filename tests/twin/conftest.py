@@ -1,14 +1,15 @@
 """Engines shared by the reference-engine tests (construction interpolates tables once)."""
+
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
 from shadowd.twin import ReferenceEngine
 
 
-@lru_cache(maxsize=None)
+@cache
 def _engine(platform: str, model: str, tp: int) -> ReferenceEngine:
     return ReferenceEngine(platform, model, tp, seed=0, jitter=False)
 

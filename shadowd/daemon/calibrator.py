@@ -1,0 +1,271 @@
+"""Calibration: from a window of raw steps to a model version and drift thresholds.
+
+The daemon buffers its first ``warmup_steps`` steps (or reads a window from
+the database for ``shadowd calibrate``), fits LLMVisor and the token model on
+the earlier part, and scores the later part out of sample.  Those held-out
+residuals are what the drift detectors' thresholds are calibrated on, so the
+detectors see on live traffic the same kind of error they were tuned to
+tolerate; the whole window's residuals serve as a second, longer noise model and
+measure how far the residual mean wanders with batch composition, which sets
+the smallest shift the detectors raise (``checks.wander``).  Each class also gets
+the composition domain it was calibrated over (``checks.domain``).  The workload envelope (longest context, batch sizes, tokens per
+step, tenants) is taken from the whole window.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import checks
+from shadowd.attribution.accuracy import split_window
+from shadowd.attribution.model_version import ModelVersion, fit
+from shadowd.reports.sources import open_db
+from shadowd.steps.batch import KIND_NAMES, StepBatch
+from shadowd.steps.log_reader import Window, load_batch
+
+log = logging.getLogger("shadowd.calibration")
+
+
+def platform_key_string(key: dict[str, Any]) -> str:
+    """Stable text form of a platform key (what the gate compares)."""
+    return "/".join(f"{k}={key[k]}" for k in sorted(key) if key[k] is not None)
+
+
+@dataclass
+class Calibration:
+    """Everything a calibration produces; the daemon installs it as a unit."""
+
+    model: ModelVersion
+    drift: dict[str, checks.DriftCalibration]
+    envelope: checks.WorkloadEnvelope
+    holdout_residuals: dict[str, np.ndarray] = field(default_factory=dict)
+    unwatched: dict[str, str] = field(default_factory=dict)  # class -> why no drift detectors
+
+    @property
+    def platform_key(self) -> str:
+        return platform_key_string(self.model.platform_key)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "model_version": self.model.version,
+            "platform_key": self.platform_key,
+            "fit_window": self.model.fit_window,
+            "drift_classes": sorted(self.drift),
+            "unwatched_classes": self.unwatched,
+            "drift_allowance": {k: round(v.allowance, 5) for k, v in self.drift.items()},
+            "envelope": self.envelope.limits(),
+        }
+
+
+@dataclass(frozen=True)
+class CalibrationSettings:
+    holdout_fraction: float = 0.3
+    target_false_alarm_rate: float = 1e-5
+    drift_sim_steps: int = 400_000  # stationary steps simulated per class for thresholds
+    adwin_sim_steps: int = 400_000
+    min_class_steps: int = 300
+    envelope_margin: float = 0.5  # contexts/batches up to 1.5x what calibration saw are in range
+    min_shift: float = 0.02  # smallest relative latency shift worth an alarm
+    wander_block: int = 100  # steps per block when measuring the residual mean's wander
+    wander_k: float = 2.5  # allowance = max(min_shift / 2, wander_k x wander upper bound)
+    clip: float = 5.0  # standardised residuals are clipped to +-clip before the detectors
+    noise_from_window: bool = True  # thresholds from the whole window's residual dynamics
+    detrend_steps: int = 100  # detectors judge changes against a baseline of this time constant
+    settle_steps: int = 0  # steps ignored before the warm-up window starts
+
+
+def calibrate(
+    batch: StepBatch, platform_key: dict[str, Any], settings: CalibrationSettings = CalibrationSettings()
+) -> Calibration:
+    """Fit on the earlier part of ``batch``, calibrate drift on the held-out later part."""
+    if batch.num_steps < 50:
+        raise ValueError(
+            f"calibration needs at least 50 steps with a measured latency, got "
+            f"{batch.num_steps}; run the engine longer or widen the window"
+        )
+    fit_part, hold = split_window(batch, 1.0 - settings.holdout_fraction)
+    model = fit(fit_part, platform_key)
+    resid = checks.relative_residual(hold.latency_ms, model.attribute(hold).predicted_ms)
+    by_class = {name: resid[hold.kind == code] for code, name in enumerate(KIND_NAMES)}
+    usable = {
+        k: v[np.isfinite(v)] for k, v in by_class.items() if np.isfinite(v).sum() >= settings.min_class_steps
+    }
+    # The wander of the residual mean is measured over the whole window (fit part in sample):
+    # the held-out part alone holds too few blocks of steps to bound it.
+    whole = checks.relative_residual(batch.latency_ms, model.attribute(batch).predicted_ms)
+    features = batch.composition()
+    drift, unwatched = {}, {}
+    for i, (cls, r) in enumerate(sorted(usable.items())):
+        mine = batch.kind == KIND_NAMES.index(cls)
+        try:
+            wander = checks.block_spread(_detrended(whole[mine], r, settings), block=settings.wander_block)
+            domain = checks.feature_domain(
+                {k: v[mine] for k, v in features.items()}, margin=settings.envelope_margin
+            )
+            drift[cls] = checks.calibrate_class(
+                r,
+                cls,
+                seed=i,
+                target_rate=settings.target_false_alarm_rate,
+                allowance=checks.allowance(wander, settings.min_shift, settings.wander_k),
+                domain=domain,
+                clip=settings.clip,
+                detrend_steps=settings.detrend_steps,
+                noise=whole[mine] if settings.noise_from_window else None,
+                n_steps=settings.drift_sim_steps,
+                adwin_n_steps=settings.adwin_sim_steps,
+                min_rows=settings.min_class_steps,
+            )
+        except ValueError as exc:  # e.g. residuals too non-stationary for the target rate
+            unwatched[cls] = str(exc)
+            log.warning("drift detectors for %s steps not calibrated: %s", cls, exc)
+    for cls, r in by_class.items():
+        if cls not in usable:
+            unwatched[cls] = f"{int(np.isfinite(r).sum())} held-out steps < {settings.min_class_steps}"
+    sizes = batch.batch_size()
+    envelope = checks.WorkloadEnvelope.from_calibration(
+        context=batch.context_tokens + batch.new_tokens,
+        batch_size=sizes,
+        tokens_per_step=batch.per_step_sum(batch.new_tokens.astype(float)),
+        tenants=set(batch.tenant.tolist()) if batch.tenant is not None else (),
+        margin=settings.envelope_margin,
+    )
+    log.info(
+        "calibrated %s on %d steps; drift thresholds for %s", model.version, batch.num_steps, sorted(drift)
+    )
+    return Calibration(
+        model=model, drift=drift, envelope=envelope, holdout_residuals=usable, unwatched=unwatched
+    )
+
+
+def _detrended(resid: np.ndarray, holdout: np.ndarray, settings: CalibrationSettings) -> np.ndarray:
+    """``resid`` as the detectors will see it, in relative latency units (for the wander bound)."""
+    mean, std = float(np.mean(holdout)), float(np.std(holdout, ddof=1))
+    z = np.clip((resid[np.isfinite(resid)] - mean) / std, -settings.clip, settings.clip)
+    return std * checks.detrend(z, settings.detrend_steps)[0]
+
+
+class WarmupCalibrator:
+    """Buffers the first ``warmup_steps`` steps, then calibrates once (via ``run_job``)."""
+
+    def __init__(
+        self,
+        platform_key: dict[str, Any],
+        warmup_steps: int,
+        on_calibrated: Callable[[Calibration], None],
+        *,
+        settings: CalibrationSettings = CalibrationSettings(),
+        run_job: Callable[[Callable[[], None]], None] | None = None,
+    ) -> None:
+        self.platform_key = platform_key
+        self.warmup_steps = int(warmup_steps)
+        self.settings = settings
+        self.on_calibrated = on_calibrated
+        self.run_job = run_job or (lambda fn: fn())
+        self.buffered = 0
+        self.seen = 0
+        self.state = "warming_up"  # -> calibrating -> done | failed
+        self.last_error: str | None = None
+        self._parts: list[StepBatch] = []
+
+    def observe(self, cols: Any) -> None:
+        if self.state != "warming_up":
+            return
+        # Exactly the steps (settle_steps, settle_steps + warmup_steps]: however ingest happens
+        # to batch frames, the same traffic gives the same model.
+        first = self.seen
+        self.seen += cols.num_steps
+        index = first + np.arange(cols.num_steps)
+        keep = (index >= self.settings.settle_steps) & (
+            index < self.settings.settle_steps + self.warmup_steps
+        )
+        if not keep.any():
+            return
+        batch = cols.batch.select_steps(keep & np.isfinite(cols.batch.latency_ms))
+        self._parts.append(batch)
+        self.buffered += int(keep.sum())
+        if self.buffered >= self.warmup_steps:
+            self.state = "calibrating"
+            parts, self._parts = self._parts, []
+            self.run_job(lambda: self._calibrate(StepBatch.concat(parts)))
+
+    def _calibrate(self, batch: StepBatch) -> None:
+        try:
+            result = calibrate(batch, self.platform_key, self.settings)
+        except Exception as exc:
+            self.state, self.last_error = "failed", f"{type(exc).__name__}: {exc}"
+            log.exception("calibration failed")
+            return
+        self.on_calibrated(result)
+        self.state = "done"
+
+
+def model_body(cal: Calibration) -> str:
+    """What ``model_versions.body`` holds: the model plus its drift calibration and envelope."""
+    body = json.loads(cal.model.to_json())
+    body["drift"] = {k: v.to_dict() for k, v in cal.drift.items()}
+    body["envelope"] = cal.envelope.to_dict()
+    body["unwatched"] = cal.unwatched
+    return json.dumps(body)
+
+
+def calibration_from_body(text: str) -> Calibration:
+    body = json.loads(text)
+    drift = {k: checks.DriftCalibration.from_dict(v) for k, v in body.pop("drift", {}).items()}
+    env = checks.WorkloadEnvelope.from_dict(body.pop("envelope")) if "envelope" in body else None
+    unwatched = body.pop("unwatched", {})
+    model = ModelVersion.from_dict(body)
+    return Calibration(
+        model=model,
+        drift=drift,
+        unwatched=unwatched,
+        envelope=env or checks.WorkloadEnvelope.from_calibration([0], [0], [0]),
+    )
+
+
+def _platform(fields: tuple[str, ...]) -> dict[str, Any]:
+    key: dict[str, Any] = {}
+    for item in fields:
+        if "=" not in item:
+            raise ValueError(f"--platform {item!r}: expected KEY=VALUE")
+        k, v = item.split("=", 1)
+        key[k.strip()] = int(v) if v.strip().isdigit() else v.strip()
+    return key or {"source": "step log"}
+
+
+def calibrate_db(
+    path: str,
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    steps: int | None = None,
+    platform: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Fit from the raw columns of ``path`` and store the model version there."""
+    from storage.records import save_model_version
+    from storage.schema import migrate
+
+    con = open_db(path, read_only=False)
+    try:
+        migrate(con)
+        batch = load_batch(con, Window(since=since, until=until, last_steps=steps))
+        cal = calibrate(batch, _platform(platform))
+        w = cal.model.fit_window
+        save_model_version(
+            con,
+            cal.model.version,
+            cal.platform_key,
+            model_body(cal),
+            w.get("steps"),
+            w.get("first_ts"),
+            w.get("last_ts"),
+        )
+    finally:
+        con.close()
+    return {**cal.summary(), "fit_metrics": cal.model.fit_metrics}

@@ -1,0 +1,186 @@
+"""Online drift checks on every attributed step.
+
+Residuals ``(T - T_hat)/T_hat`` of LLMVisor per step class go through the
+calibrated river detectors (steps whose batch composition lies outside the
+class's calibrated domain are counted, not judged); every step is also checked
+against the workload envelope calibration saw (longer contexts, bigger batches,
+new tenants mean the model is extrapolating).  Each detection becomes a ``drift_events`` row
+and is passed to ``on_events`` (alerts, metrics).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import checks
+from shadowd.daemon.calibrator import Calibration
+from shadowd.steps.batch import StepBatch
+from shadowd.steps.columns import StepColumns
+
+RESIDUAL_DETECTORS = ("page_hinkley", "adwin")
+
+
+def is_relevant(
+    detector: str, kept_mean: float | None, cal: checks.DriftCalibration, min_shift: float
+) -> bool:
+    """Whether a detection is worth an event.
+
+    ADWIN flags any significant change of the mean, however small; a detection counts when the
+    mean of the window it kept sits at least the calibration's ``allowance`` (the wander of the
+    model's residual mean under changing batch composition, ``checks.wander``; at least
+    ``min_shift / 2``, relative latency) away from the calibration's mean.  Judging against the
+    calibration, not against the part ADWIN dropped, matters: right after a slowdown starts the
+    dropped part is itself partly slow.  Page-Hinkley has its allowance built in, so its
+    detections always count.
+    """
+    if detector != "adwin" or kept_mean is None:
+        return True
+    return abs(kept_mean) * cal.std >= max(cal.allowance, min_shift / 2)
+
+
+class DriftWatch:
+    """Owns the detectors of the installed calibration; fed by the ingest pipeline."""
+
+    def __init__(
+        self, on_events: Callable[[list[checks.DriftEvent]], None], *, min_shift: float = 0.02
+    ) -> None:
+        self.on_events = on_events
+        self.min_shift = min_shift
+        self.ignored_small_shifts = 0
+        self.monitor: checks.DriftMonitor | None = None
+        self.envelope: checks.EnvelopeMonitor | None = None
+        self.version: str | None = None
+        self.events_total: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def install(self, cal: Calibration) -> None:
+        with self._lock:
+            self.monitor = checks.DriftMonitor(cal.drift)
+            self.envelope = checks.EnvelopeMonitor(cal.envelope)
+            self.version = cal.model.version
+
+    def observe(self, cols: StepColumns) -> None:
+        with self._lock:
+            monitor, envelope, version = self.monitor, self.envelope, self.version
+        if monitor is None or envelope is None:
+            return
+        steps = cols.steps
+        mine = steps["model_version"] == version
+        if not mine.any():
+            return
+        ts = steps["ts"].astype("datetime64[us]").astype(np.int64) / 1e6
+        resid = checks.relative_residual(steps["latency_ms"], steps["predicted_ms"])
+        idx = np.flatnonzero(mine)
+        events = self._relevant(
+            monitor,
+            monitor.update_many(
+                steps["step_seq"][idx],
+                steps["kind"][idx],
+                resid[idx],
+                ts[idx],
+                {k: v[idx] for k, v in cols.batch.composition().items()},
+            ),
+        )
+        events += self._envelope_events(envelope, cols, idx, ts)
+        if events:
+            for e in events:
+                self.events_total[e.detector] = self.events_total.get(e.detector, 0) + 1
+            self.on_events(events)
+
+    def _relevant(
+        self, monitor: checks.DriftMonitor, events: list[checks.DriftEvent]
+    ) -> list[checks.DriftEvent]:
+        keep = []
+        for e in events:
+            cal = monitor.calibrations.get(e.step_class)
+            if cal is not None and not is_relevant(
+                e.detector, (e.details or {}).get("kept_mean"), cal, self.min_shift
+            ):
+                self.ignored_small_shifts += 1
+                continue
+            keep.append(e)
+        return keep
+
+    @staticmethod
+    def _envelope_events(
+        envelope: checks.EnvelopeMonitor, cols: StepColumns, idx: np.ndarray, ts: np.ndarray
+    ) -> list[checks.DriftEvent]:
+        b = cols.batch
+        sizes = b.batch_size()
+        return envelope.update_many(
+            cols.steps["step_seq"][idx],
+            ts[idx],
+            max_context=_max_reach(b, sizes)[idx],
+            batch_size=sizes[idx].astype(np.float64),
+            tokens=b.per_step_sum(b.new_tokens.astype(np.float64))[idx],
+            step_class=cols.steps["kind"][idx],
+            tenants=_first_unseen_tenants(envelope, cols, idx),
+        )
+
+    def blind_classes(self, min_judged: float = 0.5) -> dict[str, str]:
+        """Watched classes whose recent steps mostly lie outside their calibrated domain.
+
+        The residual detectors cannot speak for those steps, so the gate treats the class as
+        unwatched (drift evidence missing) until traffic returns to what calibration saw or the
+        model is recalibrated on current traffic.
+        """
+        with self._lock:
+            monitor = self.monitor
+        if monitor is None:
+            return {}
+        return {
+            cls: (
+                f"{1 - f:.0%} of its recent steps are outside the batch compositions calibration "
+                "saw; recalibrate on current traffic (shadowd calibrate)"
+            )
+            for cls, f in monitor.judged_fraction().items()
+            if f < min_judged
+        }
+
+    def state(self) -> dict[str, Any]:
+        with self._lock:
+            monitor, envelope = self.monitor, self.envelope
+        return {
+            "version": self.version,
+            "residual": monitor.state() if monitor else None,
+            "envelope": envelope.summary() if envelope else None,
+            "events_total": dict(self.events_total),
+        }
+
+
+def _max_reach(b: StepBatch, sizes: np.ndarray) -> np.ndarray:
+    """Per step, the longest context any of its requests reaches (context + new tokens)."""
+    reach = (b.context_tokens + b.new_tokens).astype(np.float64)
+    if not len(reach):
+        return np.zeros(b.num_steps)
+    if sizes.all():  # rows are contiguous per step: one reduceat
+        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+        return np.maximum.reduceat(reach, starts)
+    out = np.zeros(b.num_steps)
+    np.maximum.at(out, b.req_step, reach)
+    return out
+
+
+def _first_unseen_tenants(
+    envelope: checks.EnvelopeMonitor, cols: StepColumns, idx: np.ndarray
+) -> dict[int, list[str]]:
+    """Tenants neither calibration nor this monitor has seen, by the position (in ``idx``) of the
+    first of the ``idx`` steps they appear in."""
+    names, codes = cols.tenant_index
+    known = set(envelope.envelope.tenants) | set(envelope.new_tenants)
+    fresh = [c for c, name in enumerate(names.tolist()) if name not in known]
+    if not fresh:
+        return {}
+    position = np.full(cols.num_steps, -1)
+    position[idx] = np.arange(len(idx))
+    row_position = position[cols.batch.req_step]
+    out: dict[int, list[str]] = {}
+    for c in fresh:
+        rows = np.flatnonzero((codes == c) & (row_position >= 0))
+        if rows.size:
+            out.setdefault(int(row_position[rows[0]]), []).append(names[c])
+    return out

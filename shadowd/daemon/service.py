@@ -1,0 +1,349 @@
+"""The shadowd daemon: wires ingest, attribution, drift, the gate, alerts and jobs.
+
+Data path (threads): receiver (zmq PULL, decode) -> pipeline (columns,
+attribution) -> writer (one DuckDB connection).  Observers on the pipeline
+buffer the warm-up window for calibration, feed the drift detectors and keep
+the counters /metrics reads.  Scheduled jobs (APScheduler, UTC): gate
+evaluation, share stability, health and alert resends, retention, export.
+
+Lifecycle: ``start()`` opens the database (migrating it), resumes the newest
+calibration for the running platform, binds the tap socket and starts the
+threads; ``stop()`` stops receiving, drains every frame already queued,
+flushes and closes.  ``serve()`` runs until SIGTERM/SIGINT (SIGHUP reloads
+the config) and returns the exit code.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from alerts.config import build_notifier
+from alerts.notifier import Notifier
+from shadowd.daemon.alert_rules import AlertRules, HealthFacts
+from shadowd.daemon.attributor import ModelAttributor
+from shadowd.daemon.calibrator import (
+    Calibration,
+    CalibrationSettings,
+    WarmupCalibrator,
+    calibration_from_body,
+    model_body,
+    platform_key_string,
+)
+from shadowd.daemon.config import Config
+from shadowd.daemon.drift_watch import DriftWatch
+from shadowd.daemon.gate_evidence import DaemonFacts
+from shadowd.daemon.gatekeeper import GateKeeper
+from shadowd.daemon.metrics import IngestStats
+from shadowd.daemon.pipeline import IngestPipeline
+from shadowd.daemon.receiver import FrameReceiver
+from shadowd.daemon.stability import stability_from_db
+from storage.queries import known_runs
+from storage.records import latest_model_version, resolve_drift_events, save_drift_events, save_model_version
+from storage.row_groups import Alignment
+from storage.schema import migrate
+from storage.writer import Writer
+
+log = logging.getLogger("shadowd.daemon.service")
+
+
+def running_platform(config: Config) -> dict[str, Any] | None:
+    p = config.calibration.platform
+    return p.as_key() if p is not None else None
+
+
+class Daemon:
+    """One shadowd instance: one database, one tap socket."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        run_job: Callable[[Callable[[], None]], None] | None = None,
+        flush_interval_s: float = 0.5,
+    ) -> None:
+        self.config = config
+        self.started_at = time.time()
+        self.writer = Writer(
+            config.db,
+            setup=migrate,
+            flush_interval_s=flush_interval_s,
+            memory_limit=config.storage.memory_limit,
+            threads=config.storage.threads,
+            alignment=Alignment(),
+        )
+        self.pipeline = IngestPipeline(self.writer)
+        self.stats = IngestStats()
+        self.drift = DriftWatch(self._on_drift)
+        self.platform_key = running_platform(config)
+        self.calibration: Calibration | None = None
+        self.calibrated_at: float | None = None
+        self.stability: dict[str, Any] | None = None
+        self.receiver: FrameReceiver | None = None
+        self.notifier: Notifier = build_notifier(config.alerts)
+        self.rules = AlertRules(
+            self.notifier,
+            platform=lambda: self.running_platform_key or "unknown",
+            calibration_max_age_s=config.calibration.max_age_s,
+        )
+        self.gatekeeper = GateKeeper(
+            config.gate.policy, self.writer, self.facts, state_file=config.state_file
+        )
+        self.gatekeeper.listeners.append(self.rules.on_decision)
+        self.calibrator = self._new_calibrator(run_job)
+        self.pipeline.observers += [self._observe_calibration, self.drift.observe, self.stats.observe]
+        self.jobs: Any = None
+        self.http: Any = None
+        self.job_errors = 0
+        self.stall_s = 10.0  # ingest loop silent this long = wedged (watchdog stops pinging)
+        self._stopped = threading.Event()
+        self._on_stop: list[Callable[[], None]] = []
+
+    # -- wiring ---------------------------------------------------------------
+    def _new_calibrator(self, run_job: Callable | None) -> WarmupCalibrator | None:
+        if self.platform_key is None:
+            log.warning(
+                "no [calibration.platform] configured: attribution stays uncalibrated "
+                "and the gate fails closed (unknown platform)"
+            )
+            return None
+        c, d = self.config.calibration, self.config.drift
+        settings = CalibrationSettings(
+            holdout_fraction=c.holdout_fraction,
+            target_false_alarm_rate=d.target_false_alarm_rate,
+            drift_sim_steps=d.sim_steps,
+            adwin_sim_steps=d.adwin_sim_steps,
+            min_class_steps=d.min_class_steps,
+        )
+        runner = run_job or (
+            lambda fn: threading.Thread(target=fn, name="shadowd-calibrate", daemon=True).start()
+        )
+        return WarmupCalibrator(
+            self.platform_key, c.warmup_steps, self.install_calibration, settings=settings, run_job=runner
+        )
+
+    def _observe_calibration(self, cols: Any) -> None:
+        if self.calibrator is not None:
+            self.calibrator.observe(cols)
+
+    @property
+    def running_platform_key(self) -> str | None:
+        return platform_key_string(self.platform_key) if self.platform_key else None
+
+    def set_running_platform(self, key: dict[str, Any] | None) -> None:
+        """The engine now runs on another platform (e.g. after a restart on new hardware)."""
+        self.platform_key = key
+
+    def install_calibration(self, cal: Calibration, *, save: bool = True, at_s: float | None = None) -> None:
+        """Make ``cal`` the model in force: store it, resolve old drift, attribute with it."""
+        at_s = time.time() if at_s is None else at_s
+        if save:
+            w = cal.model.fit_window
+            self.writer.submit(
+                lambda con: save_model_version(
+                    con,
+                    cal.model.version,
+                    cal.platform_key,
+                    model_body(cal),
+                    w.get("steps"),
+                    w.get("first_ts"),
+                    w.get("last_ts"),
+                )
+            )
+        self.writer.submit(lambda con: resolve_drift_events(con, at_s))
+        self.drift.install(cal)
+        self.pipeline.set_attributor(ModelAttributor(cal.model, self.config.calibration.policy))
+        self.calibration, self.calibrated_at = cal, at_s
+        if self.calibrator is not None and self.calibrator.state == "warming_up":
+            self.calibrator.state = "done"  # a model is in force; no warm-up fit over it
+        self.rules.on_calibrated()
+        log.info("model %s in force for %s", cal.model.version, cal.platform_key)
+
+    def facts(self) -> DaemonFacts:
+        cal = self.calibration
+        stab = None
+        if self.stability and "llmvisor" in self.stability:
+            stab = {
+                k: {
+                    "effect": v.get("effect"),
+                    "ci_low": v.get("ci_low"),
+                    "ci_high": v.get("ci_high"),
+                    "computed_at": self.stability.get("computed_at"),
+                }
+                for k, v in self.stability.items()
+                if isinstance(v, dict) and "effect" in v
+            }
+        envelope = self.drift.state().get("envelope")
+        blind = self.drift.blind_classes()
+        return DaemonFacts(
+            model_version=cal.model.version if cal else None,
+            calibrated_platform_key=cal.platform_key if cal else None,
+            running_platform_key=self.running_platform_key,
+            stability=stab,
+            envelope=envelope,
+            calibrated_at_s=self.calibrated_at,
+            watched_classes=tuple(c for c in cal.drift if c not in blind) if cal else (),
+            unwatched_why={**(cal.unwatched if cal else {}), **blind},
+        )
+
+    def _on_drift(self, events: list[Any]) -> None:
+        engine = None
+        rows = [e.to_dict() for e in events]
+        self.writer.submit(lambda con: save_drift_events(con, engine, rows))
+        self.rules.on_drift(events)
+
+    # -- jobs -----------------------------------------------------------------
+    def evaluate_gate(self, now: float | None = None) -> dict[str, Any]:
+        return self.gatekeeper.evaluate(now)
+
+    def run_stability(self) -> dict[str, Any] | None:
+        cal = self.calibration
+        if cal is None:
+            return None
+        self.stability = stability_from_db(
+            self.writer.cursor(),
+            cal.model,
+            policy=self.config.calibration.policy,
+            n_boot=self.config.stability.n_boot,
+        )
+        return self.stability
+
+    def health_facts(self) -> HealthFacts:
+        rx = self.receiver
+        last = rx.last_frame_monotonic if rx else 0.0
+        return HealthFacts(
+            seconds_since_last_frame=(time.monotonic() - last)
+            if last
+            else (time.time() - self.started_at if rx else None),
+            dropped_frames_total=sum(d for _, d in rx.tracker.runs().values()) if rx else 0,
+            storage_errors_total=self.writer.stats.errors,
+            last_storage_error=self.writer.stats.last_error,
+            calibrated=self.calibration is not None,
+            model_age_s=(time.time() - self.calibrated_at) if self.calibrated_at else None,
+            uptime_s=time.time() - self.started_at,
+        )
+
+    def health_tick(self) -> None:
+        self.rules.tick(self.health_facts())
+
+    def healthy(self) -> bool:
+        """For the systemd watchdog: ingest and the job scheduler are really making progress."""
+        rx = self.receiver
+        now = time.monotonic()
+        ingest_ok = rx is not None and rx.alive and now - rx.last_loop_monotonic < self.stall_s
+        w = self.writer.stats
+        writer_ok = self.writer.queue_depth == 0 or now - w.last_progress_monotonic < 30.0
+        jobs_ok = self.jobs is None or self.jobs.running
+        return ingest_ok and writer_ok and jobs_ok
+
+    # -- lifecycle -------------------------------------------------------------
+    def start(self, *, http: bool = True, jobs: bool = True) -> None:
+        self.writer.start()
+        self._resume_calibration()
+        known = self.writer.submit(known_runs).result()
+        self.receiver = FrameReceiver(
+            self.config.listen,
+            self.pipeline,
+            known_runs=known,
+            max_frame_bytes=self.config.tap.max_frame_bytes,
+        )
+        self.receiver.start()
+        if http:
+            self._start_http()
+        if jobs:
+            from shadowd.daemon.jobs import start_jobs
+
+            self.jobs = start_jobs(self)
+        log.info("shadowd listening on %s, storing to %s", self.config.listen, self.config.db)
+
+    def _resume_calibration(self) -> None:
+        key = self.running_platform_key
+        if key is None:
+            return
+        row = self.writer.submit(lambda con: latest_model_version(con, key)).result()
+        if row is not None:
+            cal = calibration_from_body(row[1])
+            self.install_calibration(cal, save=False)
+            log.info("resumed model %s", cal.model.version)
+
+    def _start_http(self) -> None:
+        from shadowd.daemon.http_server import ApiServer
+        from shadowd.daemon.metrics import registry_for
+        from shadowd.daemon.routes import daemon_routes
+
+        self.http = ApiServer(self.config.http, daemon_routes(self), registry_for(self))
+        self.http.start()
+
+    def on_stop(self, fn: Callable[[], None]) -> None:
+        self._on_stop.append(fn)
+
+    def stop(self) -> None:
+        """Drain queued frames, flush, close. Idempotent."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        for fn in reversed(self._on_stop):
+            try:
+                fn()
+            except Exception:
+                log.exception("shutdown hook failed")
+        if self.jobs is not None:
+            self.jobs.shutdown(wait=False)
+        if self.receiver is not None:
+            self.receiver.stop(drain=True)
+        if self.http is not None:
+            self.http.stop()
+        self.writer.close()
+        self.notifier.close(drain_s=2.0)
+        log.info(
+            "shadowd stopped: %d steps, %d request rows ingested",
+            self.pipeline.steps_ingested,
+            self.pipeline.rows_ingested,
+        )
+
+    def serve(self, reload: Callable[[], Config | None] | None = None) -> int:
+        """Run until SIGTERM or SIGINT; SIGHUP calls ``reload``. Returns the exit code."""
+        from shadowd.daemon import systemd_notify as notify
+
+        wake, hup = threading.Event(), threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: wake.set())
+        signal.signal(signal.SIGHUP, lambda *_: (hup.set(), wake.set()))
+        self.start()
+        watchdog = notify.Watchdog(self.healthy).start()
+        notify.ready(f"listening on {self.config.listen}")
+        while True:
+            wake.wait(1.0)
+            if hup.is_set() and reload is not None:
+                hup.clear()
+                wake.clear()
+                notify.reloading()
+                new = reload()
+                if new is not None:
+                    self.apply_config(new)
+                notify.ready("config reloaded" if new is not None else "config kept (reload failed)")
+                continue
+            if wake.is_set():
+                break
+        notify.stopping()
+        watchdog.stop()
+        self.stop()
+        return 0
+
+    def apply_config(self, new: Config) -> None:
+        """Apply what can change while running (gate policy, platform, alerts routes, intervals)."""
+        if (new.listen, new.db) != (self.config.listen, self.config.db):
+            log.warning(
+                "listen/db changes need a restart; keeping %s and %s", self.config.listen, self.config.db
+            )
+        self.gatekeeper.set_policy(new.gate.policy)
+        self.platform_key = running_platform(new)
+        self.config = new
+        if self.jobs is not None:
+            from shadowd.daemon.jobs import reschedule
+
+            reschedule(self)

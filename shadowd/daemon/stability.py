@@ -1,0 +1,89 @@
+"""Share stability: does a request's share depend on who else is in its batch?
+
+Scored on the most recent steps, re-attributed with the model in force, for
+three splits over the same rows:
+
+* ``llmvisor``: the request's own-work share ``θ·φ_i`` (what the gate judges);
+* ``llmvisor_total``: the full share normalised to the measured step, which also
+  carries the fixed per-step cost split equally (or pro rata);
+* ``token_baseline``: the VTC token split of the measured step.
+
+Why the gate judges the own-work part: a cost every non-empty batch pays
+(weights read once per step, launch overheads) has Shapley value ``β/|B|`` per
+member, so *any* fair split of it depends on batch size by design; what must
+not depend on batch-mates is the charge for a request's own work.  All three
+are reported, so the fixed-term policy's effect stays visible.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import duckdb
+import numpy as np
+
+import checks
+from shadowd.attribution.model_version import ModelVersion
+from shadowd.attribution.shares import Attribution
+from shadowd.steps.batch import StepBatch
+from shadowd.steps.log_reader import Window, load_batch
+
+
+def stability_from_db(
+    con: duckdb.DuckDBPyConnection,
+    model: ModelVersion,
+    *,
+    policy: str = "equal",
+    max_steps: int = 20_000,
+    n_boot: int = 200,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The stability report over the last ``max_steps`` stored steps."""
+    batch = load_batch(con, Window(last_steps=max_steps))
+    if batch.num_steps < 50:
+        return {"computed_at": time.time(), "rows": 0, "error": "fewer than 50 steps stored"}
+    return stability_of(batch, model.attribute(batch, policy), n_boot=n_boot, seed=seed)
+
+
+def stability_of(
+    batch: StepBatch,
+    att: Attribution,
+    *,
+    n_boot: int = 200,
+    seed: int = 0,
+    extra: dict[str, np.ndarray] | None = None,
+) -> dict[str, Any]:
+    """``checks.stability_report`` of the three splits (plus ``extra`` ones) over ``batch``'s rows."""
+    step = batch.req_step
+    sizes = batch.batch_size()[step]
+    pre_tok = batch.new_tokens * batch.prefill
+    others_prefill = batch.per_step_sum(pre_tok.astype(float))[step] - pre_tok
+    others_context = batch.per_step_sum(batch.context_tokens.astype(float))[step] - batch.context_tokens
+    shares = {
+        "llmvisor": att.variable_ms,
+        "llmvisor_total": att.llmvisor_measured_ms,
+        "token_baseline": att.vtc_ms,
+        **(extra or {}),
+    }
+    finite = np.all(
+        [np.isfinite(np.asarray(s, dtype=float)) & (np.asarray(s) > 0) for s in shares.values()], axis=0
+    )
+    pick = lambda a: np.asarray(a)[finite]  # noqa: E731
+    phase = np.where(batch.prefill, "prefill", "decode")
+    report = checks.stability_report(
+        {k: pick(v).astype(float) for k, v in shares.items()},
+        checks.shape_buckets(pick(phase), pick(batch.new_tokens), pick(batch.context_tokens)),
+        {
+            "batch_size": pick(sizes),
+            "others_prefill": pick(others_prefill),
+            "others_context": pick(others_context),
+        },
+        own={"new_tokens": pick(batch.new_tokens), "context": pick(batch.context_tokens)},
+        groups=pick(step),
+        n_boot=n_boot,
+        seed=seed,
+    )
+    report["computed_at"] = time.time()
+    report["rows"] = int(finite.sum())
+    return report

@@ -1,0 +1,304 @@
+"""One demo run: reference engine + real scheduler + tap -> daemon, driven in chunks.
+
+Between chunks of engine steps the run lets the daemon catch up (no frame is
+dropped for want of patience), applies due injections, and evaluates the
+gate on simulated time, as the daemon's scheduled job would in production.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shadowd.daemon.config import Config, Platform
+from shadowd.daemon.gate_evidence import class_accuracy
+from shadowd.daemon.service import Daemon
+from shadowd.demo.spec import DemoSpec, Injection, demo_policy
+from shadowd.sim.reference_run import ReferenceRun, RunSpec
+from shadowd.twin.step_latency import ReferenceEngine
+from shadowd.twin.workload import TenantSpec, load_stream
+
+CATCH_UP_TIMEOUT_S = 120.0
+# The built-in three-tenant mix at the rates of a busy engine (tens of requests per batch).
+DEMO_TENANTS = ("chat=synthetic:chat:18", "code=synthetic:code:8", "docs=synthetic:longdoc:1.2")
+
+
+class DemoRun:
+    def __init__(self, spec: DemoSpec, workdir: Path, *, progress: bool = False) -> None:
+        self.spec = spec
+        self.workdir = workdir
+        self.progress = progress
+        self.endpoint = f"ipc://{workdir}/tap.sock"
+        self.db = spec.db_path or str(workdir / "demo.duckdb")
+        self.injected: list[dict[str, Any]] = []
+        self.decisions: list[dict[str, Any]] = []
+        self.policy_note = ""
+
+    # -- set-up ----------------------------------------------------------------
+    def _reference(self) -> ReferenceRun:
+        """The engine, its scheduler tapped through the same environment variables an operator sets."""
+        s = self.spec
+        env = {"SHADOWD_TAP": self.endpoint, "SHADOWD_ENGINE_ID": "demo-engine", "SHADOWD_TAP_HWM": "200000"}
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            return ReferenceRun(
+                RunSpec(
+                    platform=s.platform,
+                    model=s.model,
+                    tp=s.tp,
+                    tenants=s.tenants or DEMO_TENANTS,
+                    seed=s.seed,
+                    record_steps=True,
+                    **s.extra,
+                )
+            )
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    def _platform(self, engine: ReferenceEngine) -> Platform:
+        import vllm
+
+        return Platform(
+            gpu=engine.platform.key,
+            model=engine.model.name,
+            dtype="bf16",
+            tp=self.spec.tp,
+            vllm=vllm.__version__,
+            attention_backend="reference-engine",
+        )
+
+    def _config(self, engine: ReferenceEngine, sim_s_per_step: float) -> Config:
+        base = Config.default()
+        policy, self.policy_note = demo_policy(self.spec, sim_s_per_step)
+        return dataclasses.replace(
+            base,
+            listen=self.endpoint,
+            db=self.db,
+            http="127.0.0.1:0",
+            state_file=str(self.workdir / "gate.json"),
+            alerts=self.spec.alerts or {"sinks": {"log": {"type": "log"}}},
+            calibration=dataclasses.replace(
+                base.calibration, warmup_steps=self.spec.warmup_steps, platform=self._platform(engine)
+            ),
+            gate=dataclasses.replace(base.gate, policy=policy),
+            drift=dataclasses.replace(base.drift, min_class_steps=150),
+        )
+
+    # -- the run -----------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        ref = self._reference()
+        # A short probe of the engine's step time sizes the demo's duration minimum.
+        probe = ref.engine.expected_ms(np.ones(64, dtype=np.int64), np.full(64, 1500), np.zeros(64, bool))
+        daemon = Daemon(self._config(ref.engine, probe / 1e3), run_job=lambda fn: fn())
+        # The engine starts empty; calibrate on traffic at its working point, not on the ramp-up.
+        daemon.calibrator.settings = dataclasses.replace(
+            daemon.calibrator.settings, settle_steps=self.spec.settle_steps
+        )
+        daemon.start(http=False, jobs=False)
+        try:
+            time.sleep(0.2)  # PUSH connects to the bound PULL
+            ref.driver.submit(ref.workload(limit=self.spec.steps * 2))
+            self._drive(ref, daemon)
+            result = self._result(ref, daemon)
+        finally:
+            daemon.stop()
+        result["wall_seconds"] = time.perf_counter() - t0
+        result.update(self._after_stop())
+        return result
+
+    def _drive(self, ref: ReferenceRun, daemon: Daemon) -> None:
+        spec = self.spec
+        pending = list(spec.injects)
+        done = 0
+        while done < spec.steps:
+            target = min(spec.steps, done + spec.gate_every, *(i.step for i in pending if i.step > done))
+            done = ref.run(target)
+            for inj in [i for i in pending if i.step <= done]:
+                self._inject(inj, ref, daemon)
+                pending.remove(inj)
+            self._catch_up(ref, daemon)
+            if daemon.calibration is not None:
+                if not self.decisions or len(self.decisions) % 5 == 0:
+                    daemon.run_stability()
+                self.decisions.append(daemon.evaluate_gate(now=self._sim_now(ref)))
+            self._show(done, daemon)
+            if done < target:  # the workload ran dry
+                break
+        if self.progress:
+            sys.stderr.write("\n")
+
+    def _sim_now(self, ref: ReferenceRun) -> float:
+        tap = ref.scheduler.shadowd_tap
+        return tap.wall_clock() / 1e9
+
+    def _catch_up(self, ref: ReferenceRun, daemon: Daemon) -> None:
+        tap = ref.scheduler.shadowd_tap
+        deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
+        while daemon.pipeline.steps_ingested + tap.dropped_total < tap.step_seq:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the daemon did not keep up with the demo engine")
+            time.sleep(0.01)
+        while daemon.calibrator is not None and daemon.calibrator.state == "calibrating":
+            time.sleep(0.05)
+        daemon.writer.flush()
+
+    def _inject(self, inj: Injection, ref: ReferenceRun, daemon: Daemon) -> None:
+        if inj.kind == "slowdown":
+            ref.engine.slowdown = float(inj.value)
+        elif inj.kind == "platform":
+            old = ref.engine
+            ref.engine = ReferenceEngine(
+                inj.value,
+                old.model,
+                old.tp,
+                seed=self.spec.seed + 1,
+                max_tokens=max(16384, ref.spec.max_num_batched_tokens),
+                max_batch=max(1024, ref.spec.max_num_seqs),
+            )
+            daemon.set_running_platform(self._platform(ref.engine).as_key())
+        elif inj.kind == "tenant":
+            t = TenantSpec.parse(inj.value)
+            ref.driver.submit(
+                load_stream(
+                    t, seed=self.spec.seed, limit=self.spec.steps, max_context=ref.spec.max_model_len - 1024
+                )
+            )
+        self.injected.append(
+            {"kind": inj.kind, "value": inj.value, "step": inj.step, "sim_time_s": ref.driver.elapsed_s}
+        )
+
+    def _show(self, done: int, daemon: Daemon) -> None:
+        if not self.progress:
+            return
+        verdict = self.decisions[-1]["verdict"] if self.decisions else "-"
+        state = daemon.calibrator.state if daemon.calibrator else "-"
+        sys.stderr.write(f"\r  step {done:>6}/{self.spec.steps}  calibration {state:<11} gate {verdict:<12}")
+        sys.stderr.flush()
+
+    # -- results ---------------------------------------------------------------------
+    def _result(self, ref: ReferenceRun, daemon: Daemon) -> dict[str, Any]:
+        tap = ref.scheduler.shadowd_tap
+        con = daemon.writer.cursor()
+        steps, requests = con.execute(
+            "SELECT count(*), (SELECT count(DISTINCT req_id) FROM step_requests) FROM steps"
+        ).fetchone()
+        tenants = [
+            r[0] for r in con.execute("SELECT DISTINCT tenant FROM step_requests ORDER BY 1").fetchall()
+        ]
+        last = (
+            self.decisions[-1]
+            if self.decisions
+            else {"verdict": "INCONCLUSIVE", "reason": "never calibrated", "checks": []}
+        )
+        out: dict[str, Any] = {
+            "steps": int(steps),
+            "requests": int(requests),
+            "tenants": tenants,
+            "platform": ref.engine.platform.key,
+            "model": ref.engine.model.name,
+            "tp": self.spec.tp,
+            "seed": self.spec.seed,
+            "warmup_steps": self.spec.warmup_steps,
+            "settle_steps": self.spec.settle_steps,
+            "simulated_seconds": ref.driver.elapsed_s,
+            "frames_stored": int(steps),
+            "frames_dropped": int(tap.dropped_total),
+            "policy_note": self.policy_note
+            + (
+                f"; accuracy evidence required for the step classes carrying >= "
+                f"{daemon.gatekeeper.min_class_share:.0%} of attributed steps: "
+                f"{', '.join(daemon.gatekeeper.required_classes)}"
+            ),
+            "injections": self.injected,
+            "verdict": last["verdict"],
+            "reason": last.get("reason"),
+            "checks": last.get("checks", []),
+            "gate_history": [
+                {"evaluated_at": d["evaluated_at"], "verdict": d["verdict"]} for d in self.decisions
+            ],
+            "db": self.spec.db_path,
+        }
+        if daemon.calibration is not None:
+            version = daemon.calibration.model.version
+            out["model_version"] = version
+            out["accuracy"] = _accuracy_json(class_accuracy(con, version, window_s=1e12))
+            truth = self._truth(ref, daemon)
+            if truth is not None:
+                out["attribution_truth"] = truth
+            if daemon.stability:
+                out["stability"] = {
+                    k: v
+                    for k, v in daemon.stability.items()
+                    if k in ("llmvisor", "llmvisor_total", "token_baseline", "rows")
+                }
+        out["drift_events"] = [
+            {"step_seq": r[0], "detector": r[1], "step_class": r[2], "statistic": r[3]}
+            for r in con.execute(
+                "SELECT step_seq, detector, step_class, statistic FROM drift_events ORDER BY step_seq"
+            ).fetchall()
+        ]
+        return out
+
+    def _truth(self, ref: ReferenceRun, daemon: Daemon) -> dict[str, Any] | None:
+        try:
+            from shadowd.sim.truth import tenant_truth_errors
+        except ImportError:
+            return None
+        batch = ref.step_batch()
+        scored = batch.select_steps(
+            np.arange(batch.num_steps) >= self.spec.warmup_steps + self.spec.settle_steps
+        )
+        attribution = daemon.calibration.model.attribute(scored, daemon.config.calibration.policy)
+        return tenant_truth_errors(
+            ref.engine, scored, attribution, sample_steps=self.spec.truth_steps, seed=self.spec.seed
+        )
+
+    def _after_stop(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.spec.html_path:
+            import duckdb
+
+            from shadowd.reports.html import render_report
+
+            con = duckdb.connect(self.db, read_only=True)
+            try:
+                Path(self.spec.html_path).write_text(render_report(con))
+            finally:
+                con.close()
+            out["html"] = self.spec.html_path
+        return out
+
+
+def _accuracy_json(acc: dict[str, dict]) -> dict[str, Any]:
+    """Per-class figures in the report's JSON shape."""
+    out = {}
+    for cls in ("prefill", "decode", "mixed", "all"):
+        a = acc.get(cls)
+        if a is None:
+            out[cls] = {"steps": 0, "llmvisor": None, "token_baseline": None}
+            continue
+        out[cls] = {
+            "steps": a["steps"],
+            "llmvisor": {"r2": a["r2"], "p50": a["p50"], "p90": a["p90"], "p99": a["p99"]},
+            "token_baseline": {"p90": a["baseline_p90"], "p99": a["baseline_p99"]},
+        }
+    return out
+
+
+def run_demo(spec: DemoSpec, *, progress: bool = False) -> dict[str, Any]:
+    """Run the scenario; returns the JSON-able result (``shadowd demo --json``)."""
+    with tempfile.TemporaryDirectory(prefix="shadowd-demo-") as tmp:
+        return DemoRun(spec, Path(tmp), progress=progress).run()

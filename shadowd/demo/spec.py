@@ -1,0 +1,106 @@
+"""``shadowd demo``: the whole product on the reference engine, in minutes, anywhere.
+
+The real vLLM scheduler (CPU) forms the batches; the reference engine
+(kernel tables, or the built-in analytic profile) gives each step's GPU time
+on simulated time; the tap records every step and sends frames over a real
+zmq socket to a real daemon (in this process, its own threads), which stores
+them in DuckDB, calibrates after a warm-up, attributes, watches for drift and
+runs the gate.  Scenarios (``--inject``) change the world mid-run.
+
+The gate's evidence minimums are scaled to the demo's length and the summary
+says by how much: a few thousand steps are not a week of production traffic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import checks
+
+DEFAULT_STEPS = 4000
+
+
+@dataclass(frozen=True)
+class Injection:
+    """A change to the world at engine step ``step``: ``slowdown``, ``platform`` or ``tenant``."""
+
+    kind: str
+    value: str
+    step: int
+
+    @classmethod
+    def parse(cls, text: str) -> Injection:
+        kind, sep, rest = text.partition(":")
+        value, _, step = rest.rpartition("@")
+        if not sep or not value or not step.isdigit():
+            raise ValueError(
+                f"--inject {text!r}: expected slowdown:FRACTION@STEP, "
+                "platform:DIR@STEP or tenant:NAME=TRACE@STEP"
+            )
+        if kind == "slowdown":
+            try:
+                f = float(value)
+            except ValueError:
+                raise ValueError(f"--inject {text!r}: FRACTION must be a number such as 0.08") from None
+            if not -0.5 < f < 5:
+                raise ValueError(f"--inject {text!r}: slowdown {f} out of range (-0.5, 5)")
+        elif kind == "tenant":
+            if "=" not in value:
+                raise ValueError(f"--inject {text!r}: expected tenant:NAME=TRACE@STEP")
+        elif kind != "platform":
+            raise ValueError(f"--inject {text!r}: unknown scenario {kind!r} (slowdown, platform, tenant)")
+        return cls(kind, value, int(step))
+
+
+@dataclass
+class DemoSpec:
+    platform: str = "builtin"
+    model: str = "llama-3.1-8b"
+    tp: int = 1
+    tenants: tuple[str, ...] = ()
+    steps: int = DEFAULT_STEPS
+    seed: int = 0
+    injects: tuple[Injection, ...] = ()
+    db_path: str | None = None
+    html_path: str | None = None
+    warmup_fraction: float = 0.3
+    gate_every: int = 200
+    truth_steps: int = 120
+    alerts: dict[str, Any] | None = None  # an [alerts] table; default: the log only
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, *, injects: tuple[str, ...] = (), tenants: tuple[str, ...] = (), **kw: Any) -> DemoSpec:
+        parsed = tuple(sorted((Injection.parse(i) for i in injects), key=lambda i: i.step))
+        steps = int(kw.get("steps", DEFAULT_STEPS))
+        if steps < 800:
+            raise ValueError(f"--steps {steps}: the demo needs at least 800 steps (warm-up, then evidence)")
+        for inj in parsed:
+            if not 0 < inj.step < steps:
+                raise ValueError(f"--inject at step {inj.step} is outside the run (1..{steps - 1})")
+        return cls(injects=parsed, tenants=tuple(tenants), **kw)
+
+    @property
+    def warmup_steps(self) -> int:
+        return max(400, int(self.steps * self.warmup_fraction))
+
+    @property
+    def settle_steps(self) -> int:
+        return int(self.steps * 0.2)
+
+
+def demo_policy(spec: DemoSpec, sim_seconds_per_step: float) -> tuple[checks.GatePolicy, str]:
+    """The production policy with evidence minimums scaled to this run, and a line saying so."""
+    base = checks.GatePolicy()
+    scored = spec.steps - spec.warmup_steps - spec.settle_steps
+    f_steps = 0.25 * scored / base.min_steps["decode"]
+    f_time = min(1.0, 0.25 * scored * sim_seconds_per_step / base.min_duration_s)
+    policy = dataclasses.replace(base.scaled(f_steps), min_duration_s=base.min_duration_s * f_time)
+    steps = ", ".join(f"{k} {v}" for k, v in policy.min_steps.items())
+    note = (
+        f"gate evidence minimums scaled to this {spec.steps}-step demo: steps per class x{f_steps:.3g} "
+        f"({steps}), shadow duration x{f_time:.3g} ({policy.min_duration_s:.0f} s simulated)"
+    )
+    return policy, note

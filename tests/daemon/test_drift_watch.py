@@ -1,0 +1,59 @@
+"""The daemon's drift watch on ingest batches: workload-envelope events at the right steps."""
+
+from __future__ import annotations
+
+import msgspec
+import numpy as np
+
+from shadowd.attribution.synthetic import synthetic_batch
+from shadowd.daemon.calibrator import calibrate
+from shadowd.daemon.drift_watch import DriftWatch
+from shadowd.steps.columns import frames_to_columns
+from tests.helpers import frames_from_batch
+
+KEY = {
+    "gpu": "H100-SXM",
+    "model": "llama-3.1-8b",
+    "dtype": "bf16",
+    "tp": 1,
+    "vllm": "0.33.0",
+    "attention_backend": "FLASH_ATTN",
+}
+
+
+def _observed(watch: DriftWatch, frames: list, version: str) -> None:
+    for lo in range(0, len(frames), 150):  # batches, as the receiver hands them over
+        cols = frames_to_columns(frames[lo : lo + 150])
+        cols.steps["predicted_ms"] = cols.steps["latency_ms"]  # on-model: no residual drift
+        cols.steps["model_version"] = np.full(cols.num_steps, version, dtype=object)
+        watch.observe(cols)
+
+
+def test_envelope_events_name_the_step_a_new_tenant_or_a_long_context_first_appears():
+    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), KEY)
+    known = sorted(cal.envelope.tenants)
+    events: list = []
+    watch = DriftWatch(events.extend)
+    watch.install(cal)
+    frames = frames_from_batch(synthetic_batch(steps=400, seed=5, max_seqs=32), start_seq=1)
+    long_ctx = cal.envelope.max_context * 2
+    for i, f in enumerate(frames):
+        tenants = list(f.tenants)
+        if i >= 220 and len(tenants) > 1:
+            tenants[-1] = "initech"  # a tenant calibration never saw, from step 221 on
+        ctx = list(f.context_tokens)
+        if i == 330:
+            ctx[0] = long_ctx  # one request far beyond the longest context
+        frames[i] = msgspec.structs.replace(f, tenants=tenants, context_tokens=ctx)
+    first_initech = next(f.step_seq for f in frames if "initech" in f.tenants)
+    _observed(watch, frames, cal.model.version)
+    got = [(e.detector, e.step_seq) for e in events]
+    assert ("envelope.new_tenant", first_initech) in got
+    assert (
+        got.count(("envelope.new_tenant", first_initech)) == 1
+        and len([g for g in got if g[0] == "envelope.new_tenant"]) == 1
+    )
+    assert ("envelope.context", 331) in got
+    summary = watch.state()["envelope"]
+    assert summary["steps"] == 400 and summary["new_tenants"] == ["initech"]
+    assert summary["max_seen"]["context"] >= long_ctx and known and "initech" not in known

@@ -1,0 +1,66 @@
+"""Bad frames never stop ingest; each kind is counted; good frames around them are stored."""
+
+from __future__ import annotations
+
+import duckdb
+import msgspec
+
+from shadowd.tap.frame import encode_frame
+from tests.helpers import Pusher, make_daemon, make_frame, wait_until
+
+
+def test_bad_frames_are_counted_and_skipped(ipc_endpoint, db_path):
+    daemon = make_daemon(ipc_endpoint, db_path)
+    daemon.start()
+    push = Pusher(ipc_endpoint)
+    good = encode_frame(make_frame(1))
+    push.send(good)
+    push.send(good[: len(good) // 2])  # truncated
+    push.send(b"\x00\xff garbage \x13\x37")  # garbage
+    push.send(msgspec.msgpack.encode([99] + list(msgspec.msgpack.decode(good))[1:]))  # version 99
+    push.send(msgspec.msgpack.encode([1, "e0", "run1", 2]))  # too few fields
+    daemon.receiver.max_frame_bytes = 4096
+    push.send(b"\x90" * 10_000)  # oversized
+    push.send(make_frame(2))
+    push.close()
+    rx = daemon.receiver
+    assert wait_until(lambda: rx.frames_received == 2 and sum(rx.faults.values()) == 5)
+    daemon.stop()
+    assert rx.faults == {"malformed": 3, "version": 1, "oversized": 1}
+    con = duckdb.connect(db_path, read_only=True)
+    assert con.execute("SELECT list(step_seq ORDER BY step_seq) FROM steps").fetchone()[0] == [1, 2]
+    assert con.execute("SELECT count(*) FROM step_requests").fetchone()[0] == 8
+
+
+def test_version_error_names_the_fix():
+    import pytest
+
+    from shadowd.tap.frame import FrameError, decode_frame
+
+    raw = msgspec.msgpack.encode([2] + list(msgspec.msgpack.decode(encode_frame(make_frame(1))))[1:])
+    with pytest.raises(FrameError, match="unsupported frame version 2.*upgrade shadowd"):
+        decode_frame(raw)
+
+
+def test_ragged_columns_rejected():
+    import pytest
+
+    from shadowd.tap.frame import FrameError, decode_frame
+
+    f = make_frame(1, n=3)
+    bad = msgspec.structs.replace(f, new_tokens=[1, 1])
+    with pytest.raises(FrameError, match="new_tokens has 2 rows"):
+        decode_frame(encode_frame(bad))
+
+
+def test_unexplained_gaps_are_counted(ipc_endpoint, db_path):
+    daemon = make_daemon(ipc_endpoint, db_path)
+    daemon.start()
+    push = Pusher(ipc_endpoint)
+    push.send(make_frame(1))
+    push.send(make_frame(3, dropped=1))  # step 2 dropped by the tap and counted: no gap
+    push.send(make_frame(6, dropped=1))  # steps 4, 5 lost in transit: gap of 2
+    push.close()
+    assert wait_until(lambda: daemon.receiver.frames_received == 3)
+    daemon.stop()
+    assert daemon.receiver.faults["gap"] == 2

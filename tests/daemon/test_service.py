@@ -1,0 +1,178 @@
+"""The daemon as a service: loopback HTTP (/metrics, /gate, /healthz), the CLI against it,
+systemd notify + watchdog, config errors and SIGHUP reload."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from shadowd.daemon import systemd_notify as notify
+from tests.helpers import Pusher, datagrams, make_daemon, make_frame, wait_until
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_metrics_scrape_parses_and_carries_the_verdict(ipc_endpoint, db_path):
+    daemon = make_daemon(ipc_endpoint, db_path)
+    daemon.start(jobs=False)
+    try:
+        push = Pusher(ipc_endpoint)
+        for i in range(1, 151):
+            push.send(make_frame(i, n=8))
+        push.close()
+        assert wait_until(lambda: daemon.pipeline.steps_ingested == 150)
+        daemon.writer.flush()
+        decision = daemon.evaluate_gate()
+        assert decision["verdict"] == "INCONCLUSIVE"  # no platform configured: fail closed
+        status, body = _get(daemon.http.url + "/metrics")
+        assert status == 200
+        fams = {f.name: f for f in text_string_to_metric_families(body.decode())}
+        verdict = {s.labels["verdict"]: s.value for s in fams["shadowd_gate_verdict"].samples}
+        assert verdict == {"GO": 0.0, "NO_GO": 0.0, "INCONCLUSIVE": 1.0}
+        rows = [s for s in fams["shadowd_request_rows_ingested"].samples if s.name.endswith("_total")]
+        assert rows[0].value == 150 * 8
+        status, body = _get(daemon.http.url + "/gate")
+        assert status == 200 and json.loads(body)["verdict"] == "INCONCLUSIVE"
+        cli = subprocess.run(
+            [sys.executable, "-m", "shadowd.cli", "gate", "--daemon", daemon.http.url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert cli.returncode == 2, cli.stderr
+        rep = subprocess.run(
+            [sys.executable, "-m", "shadowd.cli", "report", "--daemon", daemon.http.url, "--json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert rep.returncode == 0, rep.stderr
+        assert json.loads(rep.stdout)["steps"] == 150
+        status, body = _get(daemon.http.url + "/healthz")
+        assert json.loads(body)["rows_ingested"] == 1200
+    finally:
+        daemon.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _notify_socket() -> tuple[socket.socket, str]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    path = os.path.join(tempfile.mkdtemp(prefix="shd-n-"), "notify")
+    sock.bind(path)
+    sock.settimeout(0.05)
+    return sock, path
+
+
+def test_service_sends_ready_and_watchdog(tmp_path):
+    sock, path = _notify_socket()
+    d = tempfile.mkdtemp(prefix="shd-")
+    env = {**os.environ, "NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "shadowd.cli",
+            "run",
+            "--listen",
+            f"ipc://{d}/t.sock",
+            "--db",
+            str(tmp_path / "s.duckdb"),
+            "--http",
+            "127.0.0.1:0",
+        ],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        got = datagrams(sock, 20.0)
+        assert "READY=1" in "\n".join(got)
+        assert any("WATCHDOG=1" in m for m in got)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    assert proc.returncode == 0
+
+
+def test_no_watchdog_ping_while_ingest_is_wedged(ipc_endpoint, db_path, monkeypatch):
+    sock, path = _notify_socket()
+    monkeypatch.setenv("NOTIFY_SOCKET", path)
+    daemon = make_daemon(ipc_endpoint, db_path)
+    daemon.stall_s = 0.5
+    daemon.start(http=False, jobs=False)
+    dog = notify.Watchdog(daemon.healthy, interval_s=0.1).start()
+    release = threading.Event()
+    try:
+        assert any("WATCHDOG=1" in m for m in datagrams(sock, 1.0))
+        daemon.receiver.consume = lambda frames: release.wait(30)  # the ingest thread hangs
+        push = Pusher(ipc_endpoint)
+        push.send(make_frame(1))
+        push.close()
+        time.sleep(1.0)  # past the stall threshold
+        datagrams(sock, 0.2)
+        assert not any("WATCHDOG=1" in m for m in datagrams(sock, 1.5))
+        release.set()  # unwedged: pings resume
+        assert wait_until(lambda: any("WATCHDOG=1" in m for m in datagrams(sock, 0.3)), timeout=10)
+    finally:
+        release.set()
+        dog.stop()
+        daemon.stop()
+
+
+def test_invalid_config_exits_2_naming_the_key(tmp_path):
+    cfg = tmp_path / "shadowd.toml"
+    cfg.write_text(f'db = "{tmp_path}/x.duckdb"\nstate_file = "{tmp_path}/g.json"\n[gate]\nintervall_s = 5\n')
+    out = subprocess.run(
+        [sys.executable, "-m", "shadowd.cli", "run", "--config", str(cfg)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert "gate.intervall_s" in out.stderr and "interval_s" in out.stderr
+    assert not (tmp_path / "x.duckdb").exists()  # nothing started
+
+
+def test_sighup_with_a_broken_file_keeps_the_running_config(tmp_path):
+    d = tempfile.mkdtemp(prefix="shd-")
+    cfg = tmp_path / "shadowd.toml"
+    good = (
+        f'listen = "ipc://{d}/t.sock"\ndb = "{tmp_path}/x.duckdb"\nstate_file = "{tmp_path}/g.json"\n'
+        f'http = "127.0.0.1:{_free_port()}"\n[gate]\ninterval_s = 30\n'
+    )
+    cfg.write_text(good)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shadowd.cli", "run", "--config", str(cfg)], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert wait_until(lambda: os.path.exists(f"{d}/t.sock"), timeout=60)
+        cfg.write_text(good + "[gate.policy]\nconsecutive_passes = 'three'\n")
+        proc.send_signal(signal.SIGHUP)
+        time.sleep(2.0)
+        assert proc.poll() is None  # still running
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    assert "keeping the running config" in err and "consecutive_passes" in err
