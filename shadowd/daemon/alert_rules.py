@@ -10,26 +10,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from alerts import catalog
 from alerts.notifier import Notifier
+from shadowd.daemon.status import DaemonStatus
 
 RESIDUAL_DETECTORS = ("page_hinkley", "adwin", "coefficient")
-
-
-@dataclass
-class HealthFacts:
-    """What the health tick looks at (filled by the daemon)."""
-
-    seconds_since_last_frame: float | None
-    dropped_frames_total: int
-    storage_errors_total: int
-    last_storage_error: str | None
-    calibrated: bool
-    model_age_s: float | None
-    uptime_s: float
 
 
 class AlertRules:
@@ -89,29 +76,29 @@ class AlertRules:
         self.notifier.resolve(catalog.CALIBRATION_MISSING, {"platform": platform})
 
     # -- health ---------------------------------------------------------------
-    def tick(self, f: HealthFacts, now: float | None = None) -> None:
+    def tick(self, f: DaemonStatus, now: float | None = None) -> None:
         now = time.time() if now is None else now
         silent = f.seconds_since_last_frame
         if silent is not None and silent > self.silent_after_s:
             self.notifier.fire(catalog.tap_silent(seconds_since_last_frame=round(silent, 1)))
         elif silent is not None:
             self.notifier.resolve(catalog.TAP_SILENT)
-        if self._dropped_seen is not None and f.dropped_frames_total > self._dropped_seen:
+        if self._dropped_seen is not None and f.tap_dropped_frames > self._dropped_seen:
             self.notifier.fire(
-                catalog.tap_dropping_frames(dropped=f.dropped_frames_total - self._dropped_seen, window_s=0)
+                catalog.tap_dropping_frames(dropped=f.tap_dropped_frames - self._dropped_seen, window_s=0)
             )
         elif self._dropped_seen is not None:
             self.notifier.resolve(catalog.TAP_DROPPING)
-        self._dropped_seen = f.dropped_frames_total
-        if f.storage_errors_total > self._errors_seen:
+        self._dropped_seen = f.tap_dropped_frames
+        if f.storage_errors > self._errors_seen:
             self.notifier.fire(
                 catalog.storage_error(
-                    operation="write", error=f.last_storage_error or "", count=f.storage_errors_total
+                    operation="write", error=f.last_storage_error or "", count=f.storage_errors
                 )
             )
         else:
             self.notifier.resolve(catalog.STORAGE_ERRORS, {"operation": "write"})
-        self._errors_seen = f.storage_errors_total
+        self._errors_seen = f.storage_errors
         platform = self.platform()
         if not f.calibrated and f.uptime_s > self.calibration_due_s:
             self.notifier.fire(catalog.calibration_missing(platform=platform))

@@ -1,46 +1,53 @@
 """The daemon's scheduled jobs (APScheduler 3, background thread, UTC).
 
 Every job coalesces missed runs into one and never overlaps itself; an
-exception in a job is logged and counted, never fatal.  Retention and export
-run on the writer thread (they write); the others read through cursors.
+exception in a job is counted and handed to ``on_error``, never fatal.  Retention
+and export run on the writer thread (they write); the others read through cursors.
+The service builds the job table (``daemon_jobs``); this module knows nothing of
+the service itself.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from apscheduler.events import EVENT_JOB_ERROR
 from apscheduler.schedulers.background import BackgroundScheduler
 
-if TYPE_CHECKING:
-    from shadowd.daemon.service import Daemon
+from shadowd.daemon.config import Config
+from storage.writer import Writer
 
-log = logging.getLogger("shadowd.daemon.jobs")
 HEALTH_INTERVAL_S = 10.0
+JobTable = dict[str, tuple[float, Callable[[], Any]]]
 
 
-def _jobs(d: Daemon) -> dict[str, tuple[float, Callable[[], Any]]]:
-    c = d.config
-    jobs: dict[str, tuple[float, Callable[[], Any]]] = {
-        "gate": (c.gate.interval_s, d.evaluate_gate),
-        "stability": (c.stability.interval_s, d.run_stability),
-        "health": (HEALTH_INTERVAL_S, d.health_tick),
-        "retention": (c.retention.interval_s, lambda: run_retention(d)),
+def daemon_jobs(
+    config: Config,
+    writer: Writer,
+    evaluate_gate: Callable[[], Any],
+    run_stability: Callable[[], Any],
+    health_tick: Callable[[], Any],
+) -> JobTable:
+    """name -> (interval in seconds, callable) for everything the daemon runs on a schedule."""
+    jobs: JobTable = {
+        "gate": (config.gate.interval_s, evaluate_gate),
+        "stability": (config.stability.interval_s, run_stability),
+        "health": (HEALTH_INTERVAL_S, health_tick),
+        "retention": (config.retention.interval_s, lambda: run_retention(config, writer)),
     }
-    if c.export.dir:
-        jobs["export"] = (c.export.interval_s, lambda: run_export(d))
+    if config.export.dir:
+        jobs["export"] = (config.export.interval_s, lambda: run_export(config, writer))
     return jobs
 
 
-def run_retention(d: Daemon) -> Any:
+def run_retention(config: Config, writer: Writer) -> Any:
     """Roll up, then prune raw rows (never rows the Parquet export has not taken yet)."""
     from storage.export import first_unexported
     from storage.retention import apply_retention
 
-    r, export_dir = d.config.retention, d.config.export.dir
-    return d.writer.submit(
+    r, export_dir = config.retention, config.export.dir
+    return writer.submit(
         lambda con: apply_retention(
             con,
             raw_days=r.raw_days,
@@ -50,32 +57,28 @@ def run_retention(d: Daemon) -> Any:
     ).result()
 
 
-def run_export(d: Daemon) -> Any:
+def run_export(config: Config, writer: Writer) -> Any:
     """Export complete days to Parquet; reads through a cursor, so ingest is not held up."""
     from storage.export import export_parquet
 
-    return export_parquet(d.writer.cursor(), d.config.export.dir)
+    return export_parquet(writer.cursor(), config.export.dir)
 
 
-def start_jobs(d: Daemon) -> BackgroundScheduler:
+def start_jobs(jobs: JobTable, on_error: Callable[[str, BaseException], None]) -> BackgroundScheduler:
     sched = BackgroundScheduler(
         timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 60}
     )
-
-    def on_error(event: Any) -> None:
-        d.job_errors += 1
-        log.error("job %s failed: %s", event.job_id, event.exception)
-
-    sched.add_listener(on_error, EVENT_JOB_ERROR)
-    for name, (interval, fn) in _jobs(d).items():
+    sched.add_listener(lambda event: on_error(event.job_id, event.exception), EVENT_JOB_ERROR)
+    for name, (interval, fn) in jobs.items():
         sched.add_job(fn, "interval", seconds=interval, id=name, name=name)
     sched.start()
     return sched
 
 
-def reschedule(d: Daemon) -> None:
-    for name, (interval, fn) in _jobs(d).items():
-        if d.jobs.get_job(name) is None:
-            d.jobs.add_job(fn, "interval", seconds=interval, id=name, name=name)
+def reschedule(sched: BackgroundScheduler, jobs: JobTable) -> None:
+    """Apply new intervals (and add jobs a reload enabled, e.g. export)."""
+    for name, (interval, fn) in jobs.items():
+        if sched.get_job(name) is None:
+            sched.add_job(fn, "interval", seconds=interval, id=name, name=name)
         else:
-            d.jobs.reschedule_job(name, trigger="interval", seconds=interval)
+            sched.reschedule_job(name, trigger="interval", seconds=interval)

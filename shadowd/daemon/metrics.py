@@ -11,17 +11,18 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from alerts.notifier import Notifier
+from shadowd.daemon.drift_watch import DriftWatch
+from shadowd.daemon.status import DaemonStatus
 from shadowd.steps.columns import StepColumns
-
-if TYPE_CHECKING:
-    from shadowd.daemon.service import Daemon
 
 VERDICTS = ("GO", "NO_GO", "INCONCLUSIVE")
 STATUSES = ("pass", "fail", "inconclusive")
@@ -76,79 +77,105 @@ class IngestStats:
             }
 
 
+@dataclass(frozen=True)
+class MetricSources:
+    """What a scrape reads: the status snapshot and the owners of the counters behind it."""
+
+    status: Callable[[], DaemonStatus]
+    decision: Callable[[], dict[str, Any] | None]
+    stats: IngestStats
+    drift: DriftWatch
+    notifier: Notifier | None = None
+
+
 class DaemonCollector(Collector):
-    def __init__(self, daemon: Daemon) -> None:
-        self.daemon = daemon
+    def __init__(self, sources: MetricSources) -> None:
+        self.sources = sources
 
     def collect(self) -> Iterator[Any]:
-        d = self.daemon
-        decision = d.gatekeeper.last if d.gatekeeper else None
-        g = GaugeMetricFamily("shadowd_gate_verdict", "1 for the current gate verdict", labels=["verdict"])
-        for v in VERDICTS:
-            g.add_metric([v], 1.0 if decision and decision["verdict"] == v else 0.0)
-        yield g
-        c = GaugeMetricFamily(
-            "shadowd_gate_check_status", "1 for each check's current status", labels=["check", "status"]
-        )
-        for check in (decision or {}).get("checks", []):
-            for s in STATUSES:
-                c.add_metric([check["name"], s], 1.0 if check["status"] == s else 0.0)
-        yield c
-        yield _counter("shadowd_steps_ingested", "Engine steps ingested", d.pipeline.steps_ingested)
-        yield _counter("shadowd_request_rows_ingested", "Request rows ingested", d.pipeline.rows_ingested)
-        rx = d.receiver
+        src = self.sources
+        status = src.status()
+        yield from _gate_metrics(src.decision())
+        yield _counter("shadowd_steps_ingested", "Engine steps ingested", status.steps_ingested)
+        yield _counter("shadowd_request_rows_ingested", "Request rows ingested", status.rows_ingested)
         yield _counter(
             "shadowd_tap_dropped_frames",
             "Frames the taps report dropped (latest per run)",
-            sum(dr for _, dr in rx.tracker.runs().values()) if rx else 0,
+            status.tap_dropped_frames,
         )
         faults = CounterMetricFamily(
             "shadowd_ingest_faults", "Frames rejected or lost, by kind", labels=["kind"]
         )
         for kind in ("malformed", "version", "oversized", "gap", "consumer"):
-            faults.add_metric([kind], float(rx.faults.get(kind, 0) if rx else 0))
+            faults.add_metric([kind], float(status.faults.get(kind, 0)))
         yield faults
         yield GaugeMetricFamily(
-            "shadowd_ingest_lag_seconds", "Wall time from step end to ingest", value=d.stats.lag_s
+            "shadowd_ingest_lag_seconds", "Wall time from step end to ingest", value=src.stats.lag_s
         )
-        yield _counter("shadowd_storage_errors", "Failed DuckDB writes", d.writer.stats.errors)
+        yield GaugeMetricFamily(
+            "shadowd_healthy",
+            "1 while ingest, storage and jobs make progress",
+            value=1.0 if status.healthy else 0.0,
+        )
+        yield _counter("shadowd_storage_errors", "Failed DuckDB writes", status.storage_errors)
         yield _counter(
             "shadowd_storage_rows_dropped",
             "Rows dropped by the writer (queue or retry bound)",
-            d.writer.stats.rows_dropped,
+            status.storage_rows_dropped,
         )
-        q = GaugeMetricFamily(
-            "shadowd_residual_relative_error",
-            "Recent |T - T_hat|/T of LLMVisor",
-            labels=["step_class", "quantile"],
-        )
-        for kind, values in d.stats.residual_quantiles().items():
-            for qq, v in zip(QUANTILES, values):
-                q.add_metric([kind, str(qq)], v)
-        yield q
+        yield _counter("shadowd_job_errors", "Scheduled jobs that raised", status.job_errors)
+        yield from _residual_metrics(src.stats)
         t = CounterMetricFamily(
             "shadowd_tenant_attributed_seconds",
             "GPU time attributed to each tenant by LLMVisor (measured-normalised)",
             labels=["tenant"],
         )
-        for tenant, sec in d.stats.tenants_capped().items():
+        for tenant, sec in src.stats.tenants_capped().items():
             t.add_metric([tenant], sec)
         yield t
         de = CounterMetricFamily("shadowd_drift_events", "Drift detections", labels=["detector"])
-        for det, n in d.drift.events_total.items():
+        for det, n in src.drift.events_total.items():
             de.add_metric([det], float(n))
         yield de
-        yield from _drift_watch_metrics(d.drift.state().get("residual"))
-        if d.notifier is not None:
-            an = CounterMetricFamily(
-                "shadowd_alert_notifications",
-                "Alert notifications by sink and outcome",
-                labels=["sink", "outcome"],
-            )
-            for sink, counts in d.notifier.counters().items():
-                for outcome in ("sent", "failed", "retried", "dropped"):
-                    an.add_metric([sink, outcome], float(counts.get(outcome, 0)))
-            yield an
+        yield from _drift_watch_metrics(src.drift.state().get("residual"))
+        if src.notifier is not None:
+            yield _notification_metrics(src.notifier)
+
+
+def _gate_metrics(decision: dict[str, Any] | None) -> Iterator[Any]:
+    g = GaugeMetricFamily("shadowd_gate_verdict", "1 for the current gate verdict", labels=["verdict"])
+    for v in VERDICTS:
+        g.add_metric([v], 1.0 if decision and decision["verdict"] == v else 0.0)
+    yield g
+    c = GaugeMetricFamily(
+        "shadowd_gate_check_status", "1 for each check's current status", labels=["check", "status"]
+    )
+    for check in (decision or {}).get("checks", []):
+        for s in STATUSES:
+            c.add_metric([check["name"], s], 1.0 if check["status"] == s else 0.0)
+    yield c
+
+
+def _residual_metrics(stats: IngestStats) -> Iterator[Any]:
+    q = GaugeMetricFamily(
+        "shadowd_residual_relative_error",
+        "Recent |T - T_hat|/T of LLMVisor",
+        labels=["step_class", "quantile"],
+    )
+    for kind, values in stats.residual_quantiles().items():
+        for qq, v in zip(QUANTILES, values):
+            q.add_metric([kind, str(qq)], v)
+    yield q
+
+
+def _notification_metrics(notifier: Notifier) -> CounterMetricFamily:
+    an = CounterMetricFamily(
+        "shadowd_alert_notifications", "Alert notifications by sink and outcome", labels=["sink", "outcome"]
+    )
+    for sink, counts in notifier.counters().items():
+        for outcome in ("sent", "failed", "retried", "dropped"):
+            an.add_metric([sink, outcome], float(counts.get(outcome, 0)))
+    return an
 
 
 def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
@@ -172,7 +199,7 @@ def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(name, doc, value=float(value))
 
 
-def registry_for(daemon: Daemon) -> CollectorRegistry:
+def registry_for(sources: MetricSources) -> CollectorRegistry:
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(DaemonCollector(daemon))
+    reg.register(DaemonCollector(sources))
     return reg

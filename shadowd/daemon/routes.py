@@ -1,50 +1,48 @@
-"""HTTP routes of a running daemon (what ``shadowd report``/``gate --daemon`` read)."""
+"""HTTP routes of a running daemon (what ``shadowd report``/``gate --daemon`` read).
+
+Routes see the daemon only through three callables: the status snapshot, the gate's
+latest decision and a read cursor, so they cannot reach into its parts.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any
+
+import duckdb
 
 from shadowd.daemon.http_server import Route, json_body
-
-if TYPE_CHECKING:
-    from shadowd.daemon.service import Daemon
+from shadowd.daemon.status import DaemonStatus
 
 
-def daemon_routes(d: Daemon) -> dict[str, Route]:
+def daemon_routes(
+    status: Callable[[], DaemonStatus],
+    decision: Callable[[], dict[str, Any] | None],
+    cursor: Callable[[], duckdb.DuckDBPyConnection],
+) -> dict[str, Route]:
     def healthz(q: dict) -> tuple[int, str, bytes]:
-        ok = d.healthy()
-        return json_body(
-            {
-                "healthy": ok,
-                "steps_ingested": d.pipeline.steps_ingested,
-                "rows_ingested": d.pipeline.rows_ingested,
-                "frames_received": d.receiver.frames_received if d.receiver else 0,
-                "faults": dict(d.receiver.faults) if d.receiver else {},
-                "calibration": d.calibrator.state if d.calibrator else "no platform",
-                "model_version": d.calibration.model.version if d.calibration else None,
-            },
-            200 if ok else 503,
-        )
+        s = status()
+        return json_body(s.to_dict(), 200 if s.healthy else 503)
 
     def gate(q: dict) -> tuple[int, str, bytes]:
-        decision = d.gatekeeper.last
-        if decision is None:
-            decision = {
+        d = decision()
+        if d is None:
+            d = {
                 "verdict": "INCONCLUSIVE",
                 "exit_code": 2,
                 "reason": "not evaluated yet",
                 "evaluated_at": time.time(),
                 "checks": [],
             }
-        return json_body(decision)
+        return json_body(d)
 
     def report(q: dict) -> tuple[int, str, bytes]:
         from shadowd.reports.refit import build_report
 
         return json_body(
             build_report(
-                d.writer.cursor(),
+                cursor(),
                 since=q.get("since"),
                 until=q.get("until"),
                 last_steps=int(q["steps"]) if "steps" in q else None,
@@ -54,12 +52,12 @@ def daemon_routes(d: Daemon) -> dict[str, Route]:
     def report_html(q: dict) -> tuple[int, str, bytes]:
         from shadowd.reports.html import render_report
 
-        return 200, "text/html; charset=utf-8", render_report(d.writer.cursor()).encode()
+        return 200, "text/html; charset=utf-8", render_report(cursor()).encode()
 
     def report_text(q: dict) -> tuple[int, str, bytes]:
         from shadowd.reports.refit import build_report, render_text
 
-        rep = build_report(d.writer.cursor(), since=q.get("since"), until=q.get("until"))
+        rep = build_report(cursor(), since=q.get("since"), until=q.get("until"))
         return 200, "text/plain; charset=utf-8", render_text(rep).encode()
 
     return {

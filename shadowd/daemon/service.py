@@ -24,7 +24,8 @@ from typing import Any
 
 from alerts.config import build_notifier
 from alerts.notifier import Notifier
-from shadowd.daemon.alert_rules import AlertRules, HealthFacts
+from shadowd.daemon import systemd_notify as notify
+from shadowd.daemon.alert_rules import AlertRules
 from shadowd.daemon.attributor import ModelAttributor
 from shadowd.daemon.calibrator import (
     Calibration,
@@ -38,10 +39,14 @@ from shadowd.daemon.config import Config
 from shadowd.daemon.drift_watch import DriftWatch
 from shadowd.daemon.gate_evidence import DaemonFacts
 from shadowd.daemon.gatekeeper import GateKeeper
-from shadowd.daemon.metrics import IngestStats
+from shadowd.daemon.http_server import ApiServer
+from shadowd.daemon.jobs import daemon_jobs, reschedule, start_jobs
+from shadowd.daemon.metrics import IngestStats, MetricSources, registry_for
 from shadowd.daemon.pipeline import IngestPipeline
 from shadowd.daemon.receiver import FrameReceiver
+from shadowd.daemon.routes import daemon_routes
 from shadowd.daemon.stability import stability_from_db
+from shadowd.daemon.status import DaemonStatus
 from storage.queries import known_runs
 from storage.records import latest_model_version, resolve_drift_events, save_drift_events, save_model_version
 from storage.row_groups import Alignment
@@ -212,33 +217,64 @@ class Daemon:
         )
         return self.stability
 
-    def health_facts(self) -> HealthFacts:
-        rx = self.receiver
-        last = rx.last_frame_monotonic if rx else 0.0
-        return HealthFacts(
-            seconds_since_last_frame=(time.monotonic() - last)
-            if last
-            else (time.time() - self.started_at if rx else None),
-            dropped_frames_total=sum(d for _, d in rx.tracker.runs().values()) if rx else 0,
-            storage_errors_total=self.writer.stats.errors,
-            last_storage_error=self.writer.stats.last_error,
-            calibrated=self.calibration is not None,
-            model_age_s=(time.time() - self.calibrated_at) if self.calibrated_at else None,
-            uptime_s=time.time() - self.started_at,
+    def status(self) -> DaemonStatus:
+        """The one snapshot ``/healthz``, ``/metrics``, the watchdog and the health job read."""
+        rx, w = self.receiver, self.writer.stats
+        now, mono = time.time(), time.monotonic()
+        last_frame = rx.last_frame_monotonic if rx else 0.0
+        cal = self.calibration
+        return DaemonStatus(
+            at_s=now,
+            ingest_alive=rx is not None and rx.alive,
+            seconds_since_ingest_loop=(mono - rx.last_loop_monotonic) if rx else None,
+            stall_s=self.stall_s,
+            writer_queue_depth=self.writer.queue_depth,
+            seconds_since_writer_progress=(mono - w.last_progress_monotonic)
+            if w.last_progress_monotonic
+            else None,
+            jobs_running=self.jobs is None or self.jobs.running,
+            steps_ingested=self.pipeline.steps_ingested,
+            rows_ingested=self.pipeline.rows_ingested,
+            frames_received=rx.frames_received if rx else 0,
+            faults=dict(rx.faults) if rx else {},
+            tap_dropped_frames=sum(d for _, d in rx.tracker.runs().values()) if rx else 0,
+            seconds_since_last_frame=(mono - last_frame)
+            if last_frame
+            else ((now - self.started_at) if rx else None),
+            storage_errors=w.errors,
+            last_storage_error=w.last_error,
+            storage_rows_dropped=w.rows_dropped,
+            job_errors=self.job_errors,
+            calibration_state=self.calibrator.state if self.calibrator else "no platform",
+            model_version=cal.model.version if cal else None,
+            model_age_s=(now - self.calibrated_at) if self.calibrated_at else None,
+            uptime_s=now - self.started_at,
+        )
+
+    def metric_sources(self) -> MetricSources:
+        """What ``/metrics`` reads at scrape time: the status snapshot and the counters' owners."""
+        return MetricSources(
+            status=self.status,
+            decision=lambda: self.gatekeeper.last,
+            stats=self.stats,
+            drift=self.drift,
+            notifier=self.notifier,
         )
 
     def health_tick(self) -> None:
-        self.rules.tick(self.health_facts())
+        self.rules.tick(self.status())
 
     def healthy(self) -> bool:
-        """For the systemd watchdog: ingest and the job scheduler are really making progress."""
-        rx = self.receiver
-        now = time.monotonic()
-        ingest_ok = rx is not None and rx.alive and now - rx.last_loop_monotonic < self.stall_s
-        w = self.writer.stats
-        writer_ok = self.writer.queue_depth == 0 or now - w.last_progress_monotonic < 30.0
-        jobs_ok = self.jobs is None or self.jobs.running
-        return ingest_ok and writer_ok and jobs_ok
+        """For the systemd watchdog: ingest, storage and the job scheduler are making progress."""
+        return self.status().healthy
+
+    def count_job_error(self, job: str, exc: BaseException) -> None:
+        self.job_errors += 1
+        log.error("job %s failed: %s", job, exc)
+
+    def job_table(self) -> dict[str, tuple[float, Callable[[], Any]]]:
+        """Every scheduled job: name -> (interval in seconds, what to run)."""
+        return daemon_jobs(self.config, self.writer, self.evaluate_gate, self.run_stability, self.health_tick)
 
     # -- lifecycle -------------------------------------------------------------
     def start(self, *, http: bool = True, jobs: bool = True) -> None:
@@ -255,9 +291,7 @@ class Daemon:
         if http:
             self._start_http()
         if jobs:
-            from shadowd.daemon.jobs import start_jobs
-
-            self.jobs = start_jobs(self)
+            self.jobs = start_jobs(self.job_table(), self.count_job_error)
         log.info("shadowd listening on %s, storing to %s", self.config.listen, self.config.db)
 
     def _resume_calibration(self) -> None:
@@ -271,11 +305,8 @@ class Daemon:
             log.info("resumed model %s", cal.model.version)
 
     def _start_http(self) -> None:
-        from shadowd.daemon.http_server import ApiServer
-        from shadowd.daemon.metrics import registry_for
-        from shadowd.daemon.routes import daemon_routes
-
-        self.http = ApiServer(self.config.http, daemon_routes(self), registry_for(self))
+        routes = daemon_routes(self.status, lambda: self.gatekeeper.last, self.writer.cursor)
+        self.http = ApiServer(self.config.http, routes, registry_for(self.metric_sources()))
         self.http.start()
 
     def on_stop(self, fn: Callable[[], None]) -> None:
@@ -307,14 +338,14 @@ class Daemon:
 
     def serve(self, reload: Callable[[], Config | None] | None = None) -> int:
         """Run until SIGTERM or SIGINT; SIGHUP calls ``reload``. Returns the exit code."""
-        from shadowd.daemon import systemd_notify as notify
-
         wake, hup = threading.Event(), threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: wake.set())
         signal.signal(signal.SIGHUP, lambda *_: (hup.set(), wake.set()))
         self.start()
-        watchdog = notify.Watchdog(self.healthy).start()
+        watchdog = notify.Watchdog(
+            self.healthy, describe=lambda: self.status().unhealthy_reason() or ""
+        ).start()
         notify.ready(f"listening on {self.config.listen}")
         while True:
             wake.wait(1.0)
@@ -344,6 +375,4 @@ class Daemon:
         self.platform_key = running_platform(new)
         self.config = new
         if self.jobs is not None:
-            from shadowd.daemon.jobs import reschedule
-
-            reschedule(self)
+            reschedule(self.jobs, self.job_table())

@@ -82,7 +82,7 @@ def _scrape(daemon, family: str) -> dict[str, float]:
 
     from shadowd.daemon.metrics import registry_for
 
-    text = generate_latest(registry_for(daemon)).decode()
+    text = generate_latest(registry_for(daemon.metric_sources())).decode()
     fam = next(f for f in text_string_to_metric_families(text) if f.name == family)
     return {s.labels["step_class"]: s.value for s in fam.samples if s.name.endswith("_total")}
 
