@@ -17,7 +17,9 @@ EXIT_USAGE = 2
 
 def _is_user_error(exc: BaseException) -> bool:
     """Errors that mean "the input is wrong" (a path, a name, a locked file), not a bug."""
-    if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, ValueError)):
+    if isinstance(
+        exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, ValueError)
+    ):
         return True
     from urllib.error import URLError
 
@@ -261,7 +263,7 @@ def demo(
     """The whole pipeline on the reference engine: real vLLM scheduler, tap, daemon, gate."""
     if not click.get_current_context().find_root().obj.get("verbose"):
         _quiet_engine_imports()
-    from shadowd.demo.run import run_demo
+    from shadowd.demo.scenario import run_demo
     from shadowd.demo.spec import DemoSpec
 
     try:

@@ -26,7 +26,7 @@ one segment (too little data to split).
 ≥ 0.  Rows are weighted by ``1/T`` (minimising relative error, the metric reported) and columns are
 scaled to unit norm before solving, as the features span ten orders of magnitude.
 
-**Measured** on :mod:`shadowd.attribution.synthetic` (fit on 3000 steps, score the next 3000, 2%
+**Measured** on :mod:`shadowd.attribution.synthetic_steps` (fit on 3000 steps, score the next 3000, 2%
 noise), out-of-sample p90/p99 relative error over all steps: this model 3.6%/5.9%; without ``p·c``
 8.8%/18% (prefill 12%/23%); one segment 6.1%/20%; absolute instead of relative weighting
 3.6%/5.8% (no difference here); without ``p²`` 3.7%/6.2%.
@@ -44,7 +44,7 @@ per-tenant totals within 1.7% in the eight benchmark runs and the CI-sized ones,
 example the step is compute-bound (``T̂ = β₁ + 24 + 0.42 = 25.42``): the floor ``4`` is split
 equally, the other ``21.42`` in proportion to ``24 : 0.4`` (the decode at segment-0 prices).
 
-**On the reference engine** (``docs/accuracy.md``, ``benchmarks/accuracy.py``: the real vLLM
+**On the reference engine** (``docs/accuracy.md``, ``benchmarks/accuracy_study.py``: the real vLLM
 scheduler, H100/A100 kernel tables, llama-3.1-8b and qwen2.5-14b, real traces, KV usage up to its
 capacity) the latency model itself is unchanged: out of sample it reaches R² ≥ 0.997 over all steps
 and p99 relative errors of 3.0–5.5% in the decode and mixed classes of the saturated runs (near the

@@ -49,7 +49,7 @@ floor and prices (1 + 2)      ≤ 1.7%                  1.2%, 0.7%             6
 (the plain split overcharged short decodes beside a chunk in saturated steps and
 undercharged decodes beside a chunk in light ones, by up to ~20% each; the floor
 alone fixed the second and made the first worse).  On the synthetic function of
-:mod:`shadowd.attribution.synthetic` (3 seeds, 60 steps each): ``equal`` within
+:mod:`shadowd.attribution.synthetic_steps` (3 seeds, 60 steps each): ``equal`` within
 0.1–2.8% of Shapley, ``pro_rata`` up to 12.6%, the token split up to 30%.
 
 >>> import numpy as np

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from shadowd.demo.run import run_demo
+from shadowd.demo.scenario import run_demo
 from shadowd.demo.spec import DemoSpec
 from shadowd.paths import data_dir
 
