@@ -291,7 +291,7 @@ def _accuracy_json(acc: dict[str, dict]) -> dict[str, Any]:
         out[cls] = {
             "steps": a["steps"],
             "llmvisor": {"r2": a["r2"], "p50": a["p50"], "p90": a["p90"], "p99": a["p99"]},
-            "token_baseline": {"p90": a["baseline_p90"], "p99": a["baseline_p99"]},
+            "token_baseline": {"p50": a["baseline_p50"], "p90": a["baseline_p90"], "p99": a["baseline_p99"]},
         }
     return out
 

@@ -72,6 +72,8 @@ def test_summary_is_readable(stationary):
 
     text = render_summary(stationary[0])
     assert "verdict: GO" in text and "LLMVisor p50/p90/p99" in text and "scaled" in text
+    all_row = next(ln for ln in text.splitlines() if ln.strip().startswith("all "))
+    assert "n/a" not in all_row, all_row  # both models' p50/p90/p99 are computed
 
 
 def test_demo_json_has_the_documented_keys(stationary):
