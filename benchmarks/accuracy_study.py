@@ -43,7 +43,7 @@ os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 CLASSES = ("prefill", "decode", "mixed", "all")
 MIN_CLASS_STEPS = 100  # fewer scored steps in a class: its p99 is not held to the target
 TARGETS = {"r2_all": 0.99, "p99_class": 0.10, "ratio_all_mixed": 2.0, "truth_tenant": 0.03}
-PAPER = {  # LLMVisor paper, as quoted in DESIGN.md ("Attribution"): token / LLMVisor error ratios
+PAPER = {  # the LLMVisor paper's headline figures (paper not in this repo): token / LLMVisor error ratios
     "prefill": {"p90": 2.5, "p99": 3.3},
     "decode": {"p90": 3.5, "p99": 4.4},
     "token_decode_r2_low": 0.78,

@@ -1,9 +1,10 @@
 """Which tenant a request belongs to, decided once per request.
 
-Order (DESIGN.md): ``SamplingParams.extra_args[<key>]`` (the OpenAI server's
+Order: ``SamplingParams.extra_args[<key>]`` (the OpenAI server's
 ``vllm_xargs``, set by a trusted gateway), else the LoRA adapter name, else a
-request-id prefix before a configured separator, else ``"unknown"``.  Labels
-are truncated so a hostile client cannot bloat frames or metrics.
+request-id prefix before a configured separator, else ``"unknown"``.  The
+OpenAI ``user`` field is not used: vLLM ignores it.  Labels are truncated so a
+hostile client cannot bloat frames or metrics.
 
 >>> from types import SimpleNamespace as NS
 >>> r = NS(sampling_params=NS(extra_args={"tenant": "acme"}), lora_request=None, request_id="x")
