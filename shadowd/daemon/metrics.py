@@ -85,7 +85,7 @@ class MetricSources:
     decision: Callable[[], dict[str, Any] | None]
     stats: IngestStats
     drift: DriftWatch
-    notifier: Notifier | None = None
+    notifier: Callable[[], Notifier] | None = None  # read per scrape: a reload replaces it
 
 
 class DaemonCollector(Collector):
@@ -139,7 +139,7 @@ class DaemonCollector(Collector):
         yield de
         yield from _drift_watch_metrics(src.drift.state().get("residual"))
         if src.notifier is not None:
-            yield _notification_metrics(src.notifier)
+            yield _notification_metrics(src.notifier())
 
 
 def _gate_metrics(decision: dict[str, Any] | None) -> Iterator[Any]:

@@ -258,7 +258,7 @@ class Daemon:
             decision=lambda: self.gatekeeper.last,
             stats=self.stats,
             drift=self.drift,
-            notifier=self.notifier,
+            notifier=lambda: self.notifier,
         )
 
     def health_tick(self) -> None:
@@ -336,6 +336,24 @@ class Daemon:
             self.pipeline.rows_ingested,
         )
 
+    def _replace_notifier(self, alerts: Any) -> None:
+        """New sinks from now on (a revoked webhook or routing key stops being used); the new
+        notifier takes over what is firing, the old one drains briefly off this thread."""
+        try:
+            new = build_notifier(alerts)
+        except Exception as exc:  # validated at load; never lose alerting on a reload
+            log.error("alerts config not applied, keeping the running sinks: %s", exc)
+            return
+        old, self.notifier = self.notifier, new
+        self.rules.notifier = new
+        carried = new.adopt(old)
+        threading.Thread(
+            target=old.close, kwargs={"drain_s": 2.0}, name="shadowd-old-notifier", daemon=True
+        ).start()
+        log.info(
+            "alerts config reloaded: %d sinks, %d firing alerts carried over", len(new.counters()), carried
+        )
+
     def serve(self, reload: Callable[[], Config | None] | None = None) -> int:
         """Run until SIGTERM or SIGINT; SIGHUP calls ``reload``. Returns the exit code."""
         wake, hup = threading.Event(), threading.Event()
@@ -373,6 +391,8 @@ class Daemon:
             )
         self.gatekeeper.set_policy(new.gate.policy)
         self.platform_key = running_platform(new)
+        if new.alerts != self.config.alerts:
+            self._replace_notifier(new.alerts)
         self.config = new
         if self.jobs is not None:
             reschedule(self.jobs, self.job_table())
