@@ -124,6 +124,14 @@ class DaemonCollector(Collector):
             status.storage_rows_dropped,
         )
         yield _counter("shadowd_job_errors", "Scheduled jobs that raised", status.job_errors)
+        yield _counter(
+            "shadowd_storage_reopens", "Database reopened after a fatal DuckDB error", status.storage_reopens
+        )
+        yield GaugeMetricFamily(
+            "shadowd_storage_rows_waiting",
+            "Rows handed to the writer, not stored yet",
+            value=status.writer_rows_waiting,
+        )
         yield from _residual_metrics(src.stats)
         t = CounterMetricFamily(
             "shadowd_tenant_attributed_seconds",

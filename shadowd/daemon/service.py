@@ -46,7 +46,7 @@ from shadowd.daemon.pipeline import IngestPipeline
 from shadowd.daemon.receiver import FrameReceiver
 from shadowd.daemon.routes import daemon_routes
 from shadowd.daemon.stability import stability_from_db
-from shadowd.daemon.status import DaemonStatus
+from shadowd.daemon.status import WRITER_STALL_S, DaemonStatus
 from storage.queries import known_runs
 from storage.records import latest_model_version, resolve_drift_events, save_drift_events, save_model_version
 from storage.row_groups import Alignment
@@ -105,6 +105,7 @@ class Daemon:
         self.http: Any = None
         self.job_errors = 0
         self.stall_s = 10.0  # ingest loop silent this long = wedged (watchdog stops pinging)
+        self.writer_stall_s = WRITER_STALL_S  # rows waiting with no flush this long = wedged storage
         self._stopped = threading.Event()
         self._on_stop: list[Callable[[], None]] = []
 
@@ -229,10 +230,13 @@ class Daemon:
             seconds_since_ingest_loop=(mono - rx.last_loop_monotonic) if rx else None,
             stall_s=self.stall_s,
             writer_queue_depth=self.writer.queue_depth,
-            seconds_since_writer_progress=(mono - w.last_progress_monotonic)
-            if w.last_progress_monotonic
-            else None,
+            seconds_since_writer_flush=(mono - w.last_flush_monotonic) if w.last_flush_monotonic else None,
             jobs_running=self.jobs is None or self.jobs.running,
+            writer_rows_waiting=self.writer.rows_waiting,
+            writer_stall_s=self.writer_stall_s,
+            writer_job=w.job,
+            seconds_since_job_progress=(mono - w.job_progress_monotonic) if w.job is not None else None,
+            storage_reopens=w.reopens,
             steps_ingested=self.pipeline.steps_ingested,
             rows_ingested=self.pipeline.rows_ingested,
             frames_received=rx.frames_received if rx else 0,
