@@ -142,6 +142,9 @@ class RetentionConfig:
     raw_days: int = key(14, between(1, 3650), "raw steps/step_requests kept this many days")
     rollup_days: int = key(400, between(1, 36500), "per-tenant per-minute roll-ups kept this long")
     interval_s: float = key(3600.0, positive, "seconds between retention runs")
+    chunk_rows: int = key(
+        1_000_000, between(10_000, 100_000_000), "request rows per retention transaction (bounds each one)"
+    )
 
 
 @dataclass(frozen=True)

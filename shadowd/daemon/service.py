@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from alerts import catalog
 from alerts.config import build_notifier
 from alerts.notifier import Notifier
 from shadowd.daemon import systemd_notify as notify
@@ -40,7 +41,7 @@ from shadowd.daemon.drift_watch import DriftWatch
 from shadowd.daemon.gate_evidence import DaemonFacts
 from shadowd.daemon.gatekeeper import GateKeeper
 from shadowd.daemon.http_server import ApiServer
-from shadowd.daemon.jobs import daemon_jobs, reschedule, start_jobs
+from shadowd.daemon.jobs import daemon_jobs, reporting, reschedule, start_jobs
 from shadowd.daemon.metrics import IngestStats, MetricSources, registry_for
 from shadowd.daemon.pipeline import IngestPipeline
 from shadowd.daemon.receiver import FrameReceiver
@@ -54,6 +55,7 @@ from storage.schema import migrate
 from storage.writer import Writer
 
 log = logging.getLogger("shadowd.daemon.service")
+JOB_FAILING_AFTER = 3  # consecutive failures of one job before the JobFailing alert
 
 
 def running_platform(config: Config) -> dict[str, Any] | None:
@@ -104,6 +106,7 @@ class Daemon:
         self.jobs: Any = None
         self.http: Any = None
         self.job_errors = 0
+        self._job_failures: dict[str, int] = {}  # job -> consecutive failures
         self.stall_s = 10.0  # ingest loop silent this long = wedged (watchdog stops pinging)
         self.writer_stall_s = WRITER_STALL_S  # rows waiting with no flush this long = wedged storage
         self._stopped = threading.Event()
@@ -274,7 +277,21 @@ class Daemon:
 
     def count_job_error(self, job: str, exc: BaseException) -> None:
         self.job_errors += 1
-        log.error("job %s failed: %s", job, exc)
+        failures = self._job_failures[job] = self._job_failures.get(job, 0) + 1
+        log.error("job %s failed (%d in a row): %s", job, failures, exc)
+        if failures >= JOB_FAILING_AFTER:
+            self.notifier.fire(
+                catalog.job_failing(job=job, failures=failures, error=f"{type(exc).__name__}: {exc}")
+            )
+
+    def count_job_success(self, job: str) -> None:
+        if self._job_failures.pop(job, 0):
+            self.notifier.resolve(catalog.JOB_FAILING, {"job": job})
+
+    def run_job_now(self, name: str) -> Any:
+        """Run one scheduled job on the calling thread, reported as the scheduler reports it."""
+        _, fn = self.job_table()[name]
+        return reporting(name, fn, self.count_job_error, self.count_job_success)()
 
     def job_table(self) -> dict[str, tuple[float, Callable[[], Any]]]:
         """Every scheduled job: name -> (interval in seconds, what to run)."""
@@ -295,7 +312,7 @@ class Daemon:
         if http:
             self._start_http()
         if jobs:
-            self.jobs = start_jobs(self.job_table(), self.count_job_error)
+            self.jobs = start_jobs(self.job_table(), self.count_job_error, self.count_job_success)
         log.info("shadowd listening on %s, storing to %s", self.config.listen, self.config.db)
 
     def _resume_calibration(self) -> None:
@@ -399,4 +416,4 @@ class Daemon:
             self._replace_notifier(new.alerts)
         self.config = new
         if self.jobs is not None:
-            reschedule(self.jobs, self.job_table())
+            reschedule(self.jobs, self.job_table(), self.count_job_error, self.count_job_success)
