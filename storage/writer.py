@@ -47,6 +47,7 @@ True
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -63,9 +64,25 @@ from storage.row_groups import Alignment, RowGroupCursor
 log = logging.getLogger(__name__)
 _STOP = object()
 _MANY = object()  # queue item tag: {table: columns} appended as one unit
+FILE_MODE = 0o640  # the database holds every tenant's usage: owner writes, group (operators) reads
+# No extension is installed or loaded behind the daemon's back (DuckDB would fetch one over the
+# network on first use of e.g. read_json): what runs is what was installed.
+DUCKDB_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 # DuckDB's message when a commit is durable and the checkpoint after it failed (the instance is
 # invalidated all the same): those rows are stored and must not be written again.
 _COMMITTED_BEFORE_FATAL = "COMMIT succeeded"
+
+
+def restrict_mode(path: str, mode: int = FILE_MODE) -> None:
+    """Take away any permission beyond ``mode`` from ``path`` and its WAL (a file made by hand
+    or under a loose umask); DuckDB creates files from the umask, which the daemon tightens."""
+    for p in (path, path + ".wal"):
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            continue
+        if st.st_mode & 0o777 & ~mode:
+            os.chmod(p, st.st_mode & 0o777 & mode)
 
 
 def _rows(columns: dict[str, np.ndarray]) -> int:
@@ -229,7 +246,8 @@ class Writer:
 
     # -- writer thread -----------------------------------------------------
     def _connect(self, keep: tuple | None = None) -> duckdb.DuckDBPyConnection:
-        con = duckdb.connect(self.path)
+        con = duckdb.connect(self.path, config=DUCKDB_CONFIG)
+        restrict_mode(self.path)
         try:
             if self.memory_limit is not None:  # DuckDB's default is 80% of the host's RAM
                 con.execute("SET memory_limit = ?", [self.memory_limit])

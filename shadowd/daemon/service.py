@@ -16,6 +16,7 @@ the config) and returns the exit code.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -55,6 +56,7 @@ from storage.schema import migrate
 from storage.writer import Writer
 
 log = logging.getLogger("shadowd.daemon.service")
+UMASK = 0o027
 JOB_FAILING_AFTER = 3  # consecutive failures of one job before the JobFailing alert
 
 
@@ -299,6 +301,7 @@ class Daemon:
 
     # -- lifecycle -------------------------------------------------------------
     def start(self, *, http: bool = True, jobs: bool = True) -> None:
+        os.umask(os.umask(UMASK) | UMASK)  # files it creates (database, WAL, exports): 0640 at most
         self.writer.start()
         self._resume_calibration()
         known = self.writer.submit(known_runs).result()

@@ -206,3 +206,30 @@ def test_reload_with_new_alert_sinks_uses_the_new_sink(ipc_endpoint, db_path):
     names = sorted(r.json["name"] for r in got if r.json["status"] == "firing")
     assert names == sorted([catalog.TAP_SILENT, catalog.CALIBRATION_MISSING]), got
     assert len(old_hook.received) == 1
+
+
+def test_database_files_are_0640_and_extensions_never_autoload(ipc_endpoint, tmp_path):
+    """Under a loose umask (022) the daemon still creates its database 0640, tightens one made
+    0644 by hand, and DuckDB never installs or loads an extension on its own."""
+    old = os.umask(0o022)
+    try:
+        made_by_hand = tmp_path / "by-hand.duckdb"
+        import duckdb
+
+        duckdb.connect(str(made_by_hand)).close()
+        os.chmod(made_by_hand, 0o644)
+        for db, endpoint in ((tmp_path / "new.duckdb", ipc_endpoint), (made_by_hand, ipc_endpoint + "2")):
+            daemon = make_daemon(endpoint, str(db))
+            daemon.start(http=False, jobs=False)
+            try:
+                cur = daemon.writer.cursor()
+                settings = cur.execute(
+                    "SELECT current_setting('autoload_known_extensions'), "
+                    "current_setting('autoinstall_known_extensions')"
+                ).fetchone()
+            finally:
+                daemon.stop()
+            assert os.stat(db).st_mode & 0o777 == 0o640, oct(os.stat(db).st_mode)
+            assert settings == (False, False)
+    finally:
+        os.umask(old)
