@@ -113,7 +113,7 @@ class WriterStats:
     last_progress_monotonic: float = 0.0  # any successful flush or job
     reopens: int = 0  # the database reopened after a fatal error
     job: str | None = None  # the job running on the writer thread now
-    job_progress_monotonic: float = 0.0  # when it started or last called Writer.heartbeat
+    job_progress_monotonic: float = 0.0  # when it started (a long job runs as many short ones)
 
 
 class Writer:
@@ -207,10 +207,6 @@ class Writer:
         fut: Future = Future()
         self._queue.put((None, (fn, fut, name)))
         return fut
-
-    def heartbeat(self) -> None:
-        """Called by a long job on the writer thread between its steps: still progressing."""
-        self.stats.job_progress_monotonic = time.monotonic()
 
     def flush(self, timeout: float | None = 30.0) -> None:
         """Block until everything queued so far is written (or failed)."""
