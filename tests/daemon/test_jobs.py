@@ -128,3 +128,38 @@ def test_job_failing_alert_resolves_after_a_success(ipc_endpoint, db_path):
     assert daemon.notifier.active() == []
     daemon.notifier.close()
     assert dataclasses.is_dataclass(daemon.config)
+
+
+def test_ingest_stays_live_while_a_long_job_holds_the_writer(ipc_endpoint, db_path):
+    """While a writer job runs, each hand-over waits (bounded) for room and then drops, counted;
+    a burst of such hand-overs is the receive loop working, not a wedge: the watchdog must not
+    see the ingest loop as silent."""
+    daemon = make_daemon(ipc_endpoint, db_path)
+    daemon.stall_s = 2.0  # each hand-over waits at most 1 s (pipeline.APPEND_WAIT_S)
+    daemon.start(http=False, jobs=False)
+    push = Pusher(ipc_endpoint)
+    silent: list[str] = []
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            reason = daemon.status().unhealthy_reason() or ""
+            if reason.startswith("ingest"):
+                silent.append(reason)
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch)
+    try:
+        held = daemon.writer.submit(lambda con: time.sleep(8.0), "hold")
+        watcher.start()
+        for seq in range(1, 6001):  # ~3x the writer's queue bound in request rows
+            push.send(make_frame(seq, n=64))
+        assert wait_until(lambda: daemon.receiver.frames_received == 6000, timeout=60)
+        held.result(30)
+    finally:
+        done.set()
+        watcher.join()
+        push.close()
+        daemon.stop()
+    assert daemon.writer.stats.rows_dropped > 0  # the writer really was full
+    assert silent == [], silent[:3]
