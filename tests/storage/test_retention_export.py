@@ -344,3 +344,19 @@ def test_export_files_are_fsynced_before_rename(con, tmp_path, monkeypatch):
         i = synced.index(f"rename {src}")
         assert f"{src}/data_0.parquet" in synced[:i] and src in synced[:i]
         assert str(Path(dest).parent) in synced[i:]
+
+
+def test_an_engine_id_too_long_for_a_file_name_is_exported_once(con, tmp_path):
+    long_id = "gpu-host-" + "é/" * 150  # percent-encoded, far past 255 bytes
+    con.execute(
+        "INSERT INTO steps (engine_id, run_id, step_seq, ts, kind, num_requests, prefill_tokens, "
+        "decode_tokens, dropped_frames_total) VALUES (?, 'r', 1, ?, 'decode', 0, 0, 0, 0)",
+        [long_id, DAY0],
+    )
+    root = tmp_path / "export"
+    res = export_parquet(con, root, now=DAY0 + dt.timedelta(days=2))
+    assert res.partitions == [(long_id, DAY0.date())] and res.failed == []
+    (name,) = [p.name for p in (root / "steps").iterdir()]
+    assert len(name.encode()) <= 255 and "~" in name
+    assert export_parquet(con, root, now=DAY0 + dt.timedelta(days=2)).partitions == []  # not again
+    assert unexported_partitions(con, root) == []

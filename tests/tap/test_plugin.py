@@ -29,11 +29,21 @@ from vllm.v1.core.sched.async_scheduler import AsyncScheduler
 from vllm.v1.core.sched.scheduler import Scheduler
 if sys.argv[1] == "no-method":
     del SchedulerConfig.get_scheduler_cls   # a vLLM whose engine core has no such hook
+if sys.argv[1] == "tapping-fails":
+    import shadowd.tap.vllm
+    def broken(cls):
+        raise TypeError("cannot subclass this scheduler")
+    shadowd.tap.vllm.tapped = broken
 from vllm.plugins import load_general_plugins
 load_general_plugins()
 out = {"plugin_loaded": "shadowd.tap.plugin" in sys.modules}
 if sys.argv[1] == "no-method":
     out["has_method"] = hasattr(SchedulerConfig, "get_scheduler_cls")
+    print(json.dumps(out)); sys.exit(0)
+if sys.argv[1] == "tapping-fails":
+    cfg = SchedulerConfig(max_num_seqs=64, max_num_batched_tokens=1024, max_model_len=16384,
+                          enable_chunked_prefill=True, async_scheduling=True, is_encoder_decoder=False)
+    out["cls_is_default"] = cfg.get_scheduler_cls() is AsyncScheduler
     print(json.dumps(out)); sys.exit(0)
 from shadowd.sim.driver import EngineDriver
 from shadowd.sim.vllm_scheduler import SchedulerSpec, build_scheduler
@@ -107,3 +117,9 @@ def test_vllm_without_get_scheduler_cls_starts_untapped(ipc_endpoint, llama_dir)
     out, stderr = _run("no-method", llama_dir, ipc_endpoint)
     assert out == {"plugin_loaded": True, "has_method": False}
     assert "shadowd tap plugin not installed (engine runs untapped)" in stderr
+
+
+def test_a_tap_that_cannot_wrap_the_class_leaves_vllm_its_own(ipc_endpoint, llama_dir):
+    out, stderr = _run("tapping-fails", llama_dir, ipc_endpoint)
+    assert out == {"plugin_loaded": True, "cls_is_default": True}
+    assert "shadowd tap not applied" in stderr and "cannot subclass this scheduler" in stderr
