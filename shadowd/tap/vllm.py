@@ -60,6 +60,12 @@ class TapMixin:
             self.shadowd_tap.on_preempt(request)
         return result
 
+    def _free_request(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        result = super()._free_request(request, *args, **kwargs)
+        if self.shadowd_tap is not None:
+            self.shadowd_tap.on_finish(request)
+        return result
+
     def schedule(self, *args: Any, **kwargs: Any) -> Any:
         tap = self.shadowd_tap
         if tap is None:
@@ -87,6 +93,9 @@ def _make_recorder(scheduler: Any) -> StepRecorder | None:
         engine_id=cfg.engine_id,
         requests=scheduler.requests,
         tenants=TenantResolver(cfg.tenant_key, cfg.tenant_prefix_sep),
+        # A KV connector can roll computed tokens back behind the tap's back (invalid blocks):
+        # then every step's token columns are computed in full.
+        sparse=getattr(scheduler, "connector", None) is None,
     )
     recorder.count_send_drops_with(lambda: sender.dropped)
     log.info("shadowd tap on: engine %s run %s -> %s", cfg.engine_id, recorder.run_id, cfg.endpoint)
