@@ -212,17 +212,17 @@ def measure(
         wall: dict[str, list[float]] = {"untapped": [], "tapped": []}
         cpu: dict[str, list[float]] = {"untapped": [], "tapped": []}
         gc.collect()
-        for b in range(blocks):
-            order = (("untapped", untapped), ("tapped", tapped))
-            for name, eng in order if b % 2 == 0 else order[::-1]:
-                w, c = eng.steps(block_steps)
-                wall[name].append(median(w))
-                cpu[name].append(median(c))
+        diffs: list[int] = []
+        for _ in range(blocks):
+            got = _paired_block(untapped, tapped, block_steps)
+            for name in ("untapped", "tapped"):
+                wall[name].append(median(got[name][0]))
+                cpu[name].append(median(got[name][1]))
+            diffs += [t - u for t, u in zip(got["tapped"][1], got["untapped"][1])]
             # Paired: the same requests arrived at the same steps in both schedulers.
             assert untapped.admitted == tapped.admitted, "the A/B workloads diverged"
         stats = _workload_stats(tapped, stats0)
         hooks, per_hook = _time_hooks(tapped, tap, hook_steps)
-        general = _time_general_columns(tapped, tap)
         tap.flush()
         sender_dropped = tap.dropped_total
         frames = tap.step_seq
@@ -249,6 +249,7 @@ def measure(
         }
 
     w, c = summary(wall), summary(cpu)
+    c["paired_overhead_us_per_step"] = round(median(diffs) / 1e3, 1)
     return {
         "workload": workload,
         "requests_per_step": n,
@@ -261,13 +262,24 @@ def measure(
         "hooks_cpu_by_hook_us_per_step": {k: round(v, 2) for k, v in per_hook.items()},
         "hooks_pct_of_step": round(100 * hooks[0] / w["untapped_us_per_step"], 2),
         "hooks_cpu_pct_of_step": round(100 * hooks[1] / c["untapped_us_per_step"], 2),
-        "general_columns_us": round(general, 2),
         "blocks": blocks,
         "block_steps": block_steps,
         "frames_sent": frames,
         "frames_received": received,
         "frames_dropped": sender_dropped,
     }
+
+
+def _paired_block(a: _Engine, b: _Engine, k: int) -> dict[str, tuple[list[int], list[int]]]:
+    """``k`` steps of each engine, alternating step by step (and which goes first), so both
+    meet the same machine: per step ns in the scheduler, (wall, CPU) per engine."""
+    got: dict[str, tuple[list[int], list[int]]] = {"untapped": ([], []), "tapped": ([], [])}
+    for i in range(k):
+        for name, eng in (("untapped", a), ("tapped", b)) if i % 2 == 0 else (("tapped", b), ("untapped", a)):
+            w, c = eng.steps(1)
+            got[name][0].append(w[0])
+            got[name][1].append(c[0])
+    return got
 
 
 def _workload_stats(eng: _Engine, before: dict | None = None) -> dict:
@@ -341,19 +353,6 @@ def _time_hooks(eng: _Engine, tap: Any, steps: int, blocks: int = 6) -> tuple[tu
         for h in names:
             delattr(tap, h)
     return (median(wall), median(cpu_us), min(cpu_us)), {h: median(v) for h, v in by_hook.items()}
-
-
-def _time_general_columns(eng: _Engine, tap: Any, repeats: int = 300) -> float:
-    """µs for ``on_schedule``'s column extraction when the batch changed (no reuse)."""
-    out = eng.queue[-1][0]
-    best = []
-    for _ in range(repeats):
-        tap._steady = None
-        t = time.perf_counter_ns()
-        tap._columns(out, 0, 1)
-        best.append(time.perf_counter_ns() - t)
-    tap._steady = None
-    return median(best) / 1e3
 
 
 TARGETS_US = {32: 20.0, 256: 60.0}

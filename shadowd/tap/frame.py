@@ -127,15 +127,20 @@ def _validated(frame: StepFrame) -> StepFrame:
     return frame
 
 
+def array_header(n: int) -> bytes:
+    """The msgpack header of an ``n``-element array, as msgspec writes it.
+
+    >>> all(array_header(n) == msgspec.msgpack.encode([0] * n)[:-n] for n in (1, 15, 16, 65535, 65536))
+    True
+    """
+    if n < 16:
+        return bytes((0x90 | n,))
+    return b"\xdc" + n.to_bytes(2, "big") if n < 65536 else b"\xdd" + n.to_bytes(4, "big")
+
+
 def encode_batch(encoded: list[bytes]) -> bytes:
     """Encoded frames as one message: a msgpack array header, then the frames as they are."""
-    n = len(encoded)
-    head = (
-        bytes((0x90 | n,))
-        if n < 16
-        else (b"\xdc" + n.to_bytes(2, "big") if n < 65536 else b"\xdd" + n.to_bytes(4, "big"))
-    )
-    return head + b"".join(encoded)
+    return array_header(len(encoded)) + b"".join(encoded)
 
 
 def is_batch(data: bytes | memoryview) -> bool:

@@ -1,32 +1,42 @@
 """Turns scheduler outputs into ``StepFrame``s, cheaply, inside the engine.
 
-``on_schedule`` runs right after the scheduler returns a ``SchedulerOutput``:
-it copies the request columns the scheduler already holds (request ids,
-computed-token counts, scheduled-token counts) into lists.  ``on_output``
-runs when that step's model output arrives: it stamps the time and queues the
-encoded frame.  Per-request facts that never change (tenant, prompt length) are
-resolved once, at admission, and looked up by ``map`` over dicts.
+The tap's work is kept proportional to what changed, not to the batch:
 
-Cost (``docs/benchmarks.md``): a steady decode step (the same running
-requests as the step before, one token each, nothing new, resumed or
-speculative) reuses the previous step's tenant, prompt, prefill and
-preemption columns instead of looking them up again, and their msgpack
-encoding too: the frame is assembled from the encoded parts (byte for byte
-what ``encode_frame`` would produce), so only the context column and the
-stamps are encoded afresh.  Frames are sent in
-batches (one zmq message, ``encode_batch``): a zmq send wakes zmq's I/O
-thread and costs tens of µs, more than building the frame.  A frame leaves at once if no frame was
-sent in the last ``SEND_INTERVAL_NS`` (engine clock); otherwise it waits until
-that much time has passed, ``BATCH_FRAMES`` frames are waiting, or no further
-step is in flight (the engine is going idle, or scheduling is synchronous), so
-frames never wait for traffic that may not come.  Slow steps thus go one
-frame per message, as soon as they finish; fast steps (shorter than the
-interval) share a message, which bounds the sends to about 1/interval per
-second and a frame's extra delay to one interval plus one step.  A batch the
-sender cannot pass on is dropped and counted as a whole.
+* *Per request, once.*  ``on_admit`` resolves a request's tenant and prompt
+  length and encodes them (msgpack) together with its request id; ``on_finish``
+  (vLLM's ``_free_request``) drops them.  A step's tenant, prompt and id
+  columns are then one dict lookup per row and a ``bytes.join``, in C, with no
+  per-row Python work and no re-encoding.
+* *Per step, only the requests that may be prefilling.*  New and resumed
+  requests and those whose prompt was still unfinished after their last step
+  (``_chunking``) are the only rows whose token count and prefill flag are
+  looked at; every other row is a one-token decode step, which the step's
+  token total proves (``_sparse_tokens``).  Columns that are all zeros, ones or
+  ``False`` come from a cache of encoded columns.
+* *A steady decode step* (the same running requests as the step before, one
+  token each, nothing new, resumed or speculative) reuses the previous frame's
+  encoded columns whole: only the context column and the stamps are encoded.
+* *No walk over all admitted requests*: the sweep that catches a finish the tap
+  missed checks ``SWEEP_PER_STEP`` requests a step (``_sweep``).
 
-Both hooks swallow every exception (counted as a dropped frame): the engine
-must never see an error from the tap.
+Frames are byte for byte what ``encode_frame`` would produce for the same
+columns.  ``on_schedule`` runs right after the scheduler returns a
+``SchedulerOutput`` and builds the columns; ``on_output`` runs when that step's
+model output arrives: it stamps the time and queues the encoded frame.  Frames
+are sent in batches (one zmq message, ``encode_batch``): a zmq send wakes zmq's
+I/O thread and costs tens of µs, more than building the frame.  A frame leaves
+at once if no frame was sent in the last ``SEND_INTERVAL_NS`` (engine clock);
+otherwise it waits until that much time has passed, ``BATCH_FRAMES`` frames are
+waiting, or no further step is in flight (the engine is going idle, or
+scheduling is synchronous), so frames never wait for traffic that may not come.
+A batch the sender cannot pass on is dropped and counted as a whole.
+
+Request ids are chosen by clients: one longer than ``MAX_REQ_ID_LEN`` goes on
+the wire shortened (``short_id``, unique) and is counted in ``ids_truncated``.
+
+Every hook swallows every exception (counted as a dropped frame): the engine
+must never see an error from the tap.  Cost: ``docs/benchmarks.md``
+(``benchmarks/tap_cost.py``, steady and churn workloads).
 """
 
 from __future__ import annotations
@@ -42,14 +52,15 @@ from typing import Any
 
 import msgspec
 
-from shadowd.tap.frame import FRAME_VERSION, StepFrame, encode_batch
+from shadowd.tap.frame import FRAME_VERSION, StepFrame, array_header, encode_batch
 from shadowd.tap.sender import BATCH_FRAMES  # frames per zmq message at most
 from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.tap")
+SEND_INTERVAL_NS = 16_000_000  # at most one send per 16 ms of engine clock, unless idle or full
 SWEEP_PER_STEP = 2  # admitted requests checked per step for a finish the tap missed
 MAX_REQ_ID_LEN = 128  # longer request ids are shortened on the wire (short_id) and counted
-SEND_INTERVAL_NS = 16_000_000  # at most one send per 16 ms of engine clock, unless idle or full
+MAX_CHUNKING = 64  # more possibly-prefilling requests than this: the dense path
 _encode = msgspec.msgpack.Encoder().encode
 _N_FIELDS = len(StepFrame.__struct_fields__)
 _FRAME_HEAD = _encode([None] * _N_FIELDS)[:-_N_FIELDS]  # msgpack array header of a frame
@@ -57,7 +68,7 @@ _FRAME_HEAD = _encode([None] * _N_FIELDS)[:-_N_FIELDS]  # msgpack array header o
 
 def short_id(rid: str) -> str:
     """A request id cut to ``MAX_REQ_ID_LEN`` characters that stays unique: a prefix, then a
-    hash of the whole id (ids are chosen by clients, so they are bounded here).
+    hash of the whole id.
 
     >>> s = short_id("x" * 500); len(s), s[:4], s == short_id("x" * 500), s == short_id("x" * 501)
     (128, 'xxxx', True, False)
@@ -78,8 +89,22 @@ class _RequestFacts(dict):
         return value
 
 
+_ZERO, _ONE, _FALSE = _encode(0), _encode(1), _encode(False)
+
+
+class _ConstColumns(dict):
+    """(encoded value, n) -> the encoded column of ``n`` times that value (zeros, ones, ``False``)."""
+
+    def __missing__(self, key: tuple[bytes, int]) -> bytes:
+        if len(self) > 4096:
+            self.clear()
+        value, n = key
+        col = self[key] = array_header(n) + value * n
+        return col
+
+
 class StepRecorder:
-    """Owns the tap's per-run state: step counter, pending steps, drop count.
+    """Owns the tap's per-run state: step counter, pending steps, per-request facts, drops.
 
     ``send(message, frames=1)`` takes one encoded frame, or a batch of
     ``frames`` frames (``encode_batch``), and returns whether it was passed on
@@ -112,18 +137,22 @@ class StepRecorder:
         self._tenants = tenants
         self._tenant_of = _RequestFacts(lambda rid: tenants.resolve(requests[rid]))
         self._prompt_of = _RequestFacts(lambda rid: int(requests[rid].num_prompt_tokens))
+        self._long_ids: dict[str, str] = {}  # over-long request id -> its shortened form
+        # The next step's cached part as expected: the last step's cached then new requests, in
+        # the scheduler's running order, with their tenant and prompt columns (``_facts``).
+        self._run: tuple[dict, dict] | None = None
+        self._gone: list[str] = []  # finished or preempted since the last schedule
         self._preemptions: dict[str, int] = {}
         self._chunking: set[str] = set()  # requests whose prompt (or recompute) may be unfinished
-        self._long_ids: dict[str, str] = {}  # over-long request id -> its shortened form
         self._admitted: deque[str] = deque()  # sweep order: each admitted id once
         self._sparse = sparse  # token/prefill columns from the candidates only (_sparse_tokens)
+        self._const = _ConstColumns()
         self._pending: deque = deque(maxlen=16)
         self._prev_done = 0
         self._last_error_log = 0.0
         self._outbox: list[bytes] = []  # encoded frames waiting for their batch
         self._last_send = 0  # t_done of the step whose frame went out last
-        self._steady: tuple | None = None  # last all-decode step's (ids, reusable columns)
-        self._encoded: tuple | None = None  # (tenants list, encoded ids..new_tokens, prompt..preemptions)
+        self._steady: tuple | None = None  # last all-decode step: (ids, encoded columns around ctx)
 
     def count_send_drops_with(self, fn: Callable[[], int]) -> None:
         self._send_dropped = fn
@@ -134,19 +163,20 @@ class StepRecorder:
 
     # -- hooks called by the scheduler subclass -------------------------
     def on_admit(self, request: Any) -> None:
-        """A request entered the scheduler: its facts, resolved once, kept until it finishes."""
+        """A request entered the scheduler: its facts, resolved and encoded once."""
         try:
             rid = request.request_id
             if rid in self._tenant_of:  # a streaming-input update of a live request
                 self._prompt_of.pop(rid, None)  # re-read from the live request when next needed
                 self._chunking.add(rid)  # its new prompt tokens are prefill work
+                self._gone.append(rid)  # and its prompt column entry is stale
                 return
             self._tenant_of[rid] = self._tenants.resolve(request)
             self._prompt_of[rid] = int(request.num_prompt_tokens)
-            self._admitted.append(rid)
             if len(rid) > MAX_REQ_ID_LEN:
-                self._long_ids[rid] = short_id(rid)
                 self.ids_truncated += 1
+                self._long_ids[rid] = short_id(rid)
+            self._admitted.append(rid)
         except Exception as exc:
             self._fault(exc)
 
@@ -159,13 +189,16 @@ class StepRecorder:
                 int(getattr(request, "num_preemptions", 0)) or self._preemptions.get(rid, 0) + 1
             )
             self._chunking.add(rid)  # it recomputes from scratch when resumed
+            self._gone.append(rid)  # and leaves the running order
         except Exception as exc:
             self._fault(exc)
 
     def on_finish(self, request: Any) -> None:
         """A request left the scheduler (finished, aborted): drop its state, once."""
         try:
-            self._forget(request.request_id)
+            rid = request.request_id
+            self._forget(rid)
+            self._gone.append(rid)
         except Exception as exc:
             self._fault(exc)
 
@@ -193,15 +226,12 @@ class StepRecorder:
                     t_done,
                     self._prev_done,
                     self.wall_clock(),
-                    self.dropped_total,
+                    self.dropped + self._send_dropped(),
                 )
             )
             self._prev_done = t_done
-            enc = self._encoded
-            if enc is None or enc[0] is not cols[3]:  # columns not reused from the last frame
-                enc = self._encoded = (cols[3], _encode(cols[2:5])[1:], _encode(cols[6:])[1:])
             outbox = self._outbox
-            outbox.append(b"".join((_FRAME_HEAD, head[1:], enc[1], _encode(cols[5]), enc[2])))
+            outbox.append(b"".join((_FRAME_HEAD, head[1:], cols[2], _encode(cols[3]), cols[4])))
             if (
                 t_done - self._last_send >= SEND_INTERVAL_NS
                 or len(outbox) >= BATCH_FRAMES
@@ -241,6 +271,7 @@ class StepRecorder:
         return False
 
     def _columns(self, out: Any, t_start: int, t_end: int) -> tuple | None:
+        """(t_start, t_end, encoded columns before ctx, ctx list, encoded columns after ctx)."""
         total = out.total_num_scheduled_tokens
         if total <= 0:
             self._steady = None
@@ -258,38 +289,76 @@ class StepRecorder:
         steady = self._steady
         if all_ones and steady is not None and not new and not cached.resumed_req_ids and steady[0] == ids:
             # The same running requests as the last step, which was all decode, one token
-            # each again: context only grew, so every column but ids/ctx is unchanged.
-            return (t_start, t_end, ids, *steady[1:3], ctx, *steady[3:])
+            # each again: context only grew, so every column but ctx is unchanged.
+            return (t_start, t_end, steady[1], ctx, steady[2])
         self._steady = None
         nst = out.num_scheduled_tokens
-        prompt = list(map(self._prompt_of.__getitem__, ids))
+        k_new = len(new)
+        tenants, prompt = self._facts(ids, k_new, cached.req_ids)
         tokens = None
         if not drafts and self._sparse:
-            tokens = self._sparse_tokens(len(new), cached, ids, ctx, prompt, nst, total)
+            tokens = self._sparse_tokens(k_new, cached, ids, ctx, prompt, nst, total)
         if tokens is None:
             tokens = self._dense_tokens(ids, ctx, prompt, nst, drafts, all_ones)
         new_tokens, spec, prefill, any_prefill = tokens
-        tenants = list(map(self._tenant_of.__getitem__, ids))
-        preempt = self._preempt_column(ids, nst)
-        frame_ids = self._frame_ids(ids, nst)
-        if all_ones and not any_prefill and frame_ids is ids:
-            self._steady = (list(ids), tenants, new_tokens, prompt, spec, prefill, preempt)
-        return (t_start, t_end, frame_ids, tenants, new_tokens, ctx, prompt, spec, prefill, preempt)
+        before = b"".join((self._ids_column(ids, nst), _encode(tenants), new_tokens))
+        after = b"".join((_encode(prompt), spec, prefill, self._preempt_column(ids, nst)))
+        if all_ones and not any_prefill:
+            self._steady = (list(ids), before, after)
+        return (t_start, t_end, before, ctx, after)
+
+    def _facts(self, ids: list, k_new: int, cached_ids: list) -> tuple[list, list]:
+        """Tenant and prompt columns, updated from the last step's instead of looked up per row.
+
+        The scheduler keeps its running requests in order: a step's cached part is the previous
+        step's cached then new requests, less those that finished or were preempted since
+        (``_gone``), unless the token budget skipped some or resumed ones came back.  That
+        expected order is kept as two insertion-ordered dicts (request id -> tenant, -> prompt),
+        so a gone request is one ``del`` and a new one one insertion; if the keys then equal
+        this step's cached ids (C-level list comparison), the values are this step's columns,
+        else (and at first) the columns are looked up row by row."""
+        gone, self._gone = self._gone, []
+        run = self._run if len(gone) <= MAX_CHUNKING else None
+        if run is not None:
+            run_ten, run_pr = run
+            for rid in gone:
+                if rid in run_ten:
+                    del run_ten[rid], run_pr[rid]
+            if len(run_ten) != len(cached_ids) or list(run_ten) != cached_ids:
+                run = None
+        tenant_of, prompt_of = self._tenant_of, self._prompt_of
+        if run is None:
+            ten = list(map(tenant_of.__getitem__, cached_ids))
+            pr = list(map(prompt_of.__getitem__, cached_ids))
+            run_ten, run_pr = dict(zip(cached_ids, ten)), dict(zip(cached_ids, pr))
+            self._run = (run_ten, run_pr)
+        else:
+            ten, pr = list(run_ten.values()), list(run_pr.values())
+        if not k_new:
+            return ten, pr
+        new_ids = ids[:k_new]
+        nten = list(map(tenant_of.__getitem__, new_ids))
+        npr = list(map(prompt_of.__getitem__, new_ids))
+        run_ten.update(zip(new_ids, nten))
+        run_pr.update(zip(new_ids, npr))
+        return nten + ten, npr + pr
 
     def _sparse_tokens(
         self, k_new: int, cached: Any, ids: list, ctx: list, prompt: list, nst: dict, total: int
     ) -> tuple | None:
-        """Token and prefill columns with per-request work only where a prompt may be in progress.
+        """Encoded token, spec and prefill columns, looking only at the requests that may be
+        prefilling.
 
         Candidates: new and resumed requests, and those whose prompt (or recompute) was still
         unfinished after their last scheduled step (``_chunking``).  Every other scheduled request
         is a decode step of one token, which the token total proves: the candidates' tokens plus
-        one per other request must add up to it, or the dense path runs instead.  A decode step
-        of a request whose prompt is done is not prefill work (``c >= p``): a request only gets
-        back into its prompt through preemption (``on_preempt`` marks it) or a streaming-input
-        update (``on_admit`` marks it); KV-connector rollbacks are ruled out by ``_sparse``."""
+        one per other request must add up to it, or the dense path runs instead.  A one-token
+        step of a request whose prompt is done is not prefill work (``c >= p``): a request only
+        gets back into its prompt through preemption (``on_preempt`` marks it) or a
+        streaming-input update (``on_admit`` marks it); KV-connector rollbacks are ruled out by
+        ``sparse`` (``shadowd.tap.vllm``)."""
         chunking = self._chunking
-        if len(chunking) > 64:
+        if len(chunking) > MAX_CHUNKING:
             return None
         n = len(ids)
         cand = list(range(k_new))
@@ -299,6 +368,12 @@ class StepRecorder:
                 i = ids.index(rid)
                 if i >= k_new and i not in cand:
                     cand.append(i)
+        const = self._const
+        zeros = const[_ZERO, n]
+        if not cand:
+            if total != n:
+                return None
+            return const[_ONE, n], zeros, const[_FALSE, n], False
         new_tokens = [1] * n
         prefill = [False] * n
         counted = 0
@@ -307,7 +382,7 @@ class StepRecorder:
             k = nst[ids[i]]
             counted += k
             new_tokens[i] = k
-            if ctx[i] < prompt[i] or k > 1:
+            if k > 1 or ctx[i] < prompt[i]:
                 prefill[i] = any_prefill = True
         if counted + n - len(cand) != total:
             return None
@@ -321,13 +396,13 @@ class StepRecorder:
                 chunking.add(rid)
             else:
                 chunking.discard(rid)
-        return new_tokens, [0] * n, prefill, any_prefill
+        return _encode(new_tokens), zeros, _encode(prefill) if any_prefill else const[_FALSE, n], any_prefill
 
     def _dense_tokens(
         self, ids: list, ctx: list, prompt: list, nst: dict, drafts: Any, all_ones: bool
     ) -> tuple:
-        """Token and prefill columns computed for every scheduled request (speculative decoding,
-        or a step the sparse path cannot prove)."""
+        """Encoded token, spec and prefill columns computed for every scheduled request
+        (speculative decoding, or a step the sparse path cannot prove)."""
         n = len(ids)
         new_tokens = [1] * n if all_ones else list(map(nst.__getitem__, ids))
         if drafts:
@@ -343,29 +418,21 @@ class StepRecorder:
                     chunking.add(rid)
                 else:
                     chunking.discard(rid)
-        return new_tokens, spec, prefill, any(prefill)
+        return _encode(new_tokens), _encode(spec), _encode(prefill), any(prefill)
 
-    def _preempt_column(self, ids: list, nst: dict) -> list:
+    def _preempt_column(self, ids: list, nst: dict) -> bytes:
         pre = self._preemptions
         n = len(ids)
-        if not pre:
-            return [0] * n
-        hits = [r for r in pre if r in nst]
-        if not hits:
-            return [0] * n
-        if len(hits) > 16:
-            return list(map(pre.get, ids, repeat(0)))
-        col = [0] * n
-        for r in hits:
-            col[ids.index(r)] = pre[r]
-        return col
-
-    def _frame_ids(self, ids: list, nst: dict) -> list:
-        """``ids`` as they go on the wire: over-long ids (counted at admission) shortened."""
-        long = self._long_ids
-        if long and any(r in nst for r in long):
-            return [long.get(r, r) for r in ids]
-        return ids
+        if pre:
+            hits = [r for r in pre if r in nst]
+            if len(hits) > 16:
+                return _encode(list(map(pre.get, ids, repeat(0))))
+            if hits:
+                col = [0] * n
+                for r in hits:
+                    col[ids.index(r)] = pre[r]
+                return _encode(col)
+        return self._const[_ZERO, n]
 
     def _pop_pending(self, out: Any) -> tuple | None:
         while self._pending:
@@ -375,12 +442,21 @@ class StepRecorder:
             self.dropped += cols is not None  # an output we never saw: count, move on
         return None
 
+    def _ids_column(self, ids: list, nst: dict) -> bytes:
+        """``ids`` encoded as they go on the wire: over-long ids (counted at admission) shortened."""
+        long = self._long_ids
+        if long and any(r in nst for r in long):
+            return _encode([long.get(r, r) for r in ids])
+        return _encode(ids)
+
     def _forget(self, rid: str) -> None:
         self._tenant_of.pop(rid, None)
         self._prompt_of.pop(rid, None)
-        self._preemptions.pop(rid, None)
+        if self._preemptions:
+            self._preemptions.pop(rid, None)
+        if self._long_ids:
+            self._long_ids.pop(rid, None)
         self._chunking.discard(rid)
-        self._long_ids.pop(rid, None)
 
     def _sweep(self) -> None:
         """A safety net for finishes the tap never saw, spread over the steps: drop the ids of
