@@ -360,15 +360,19 @@ TARGET_RATIO = 1.03
 
 
 def run(quick: bool = False) -> dict:
-    """Both workloads at both sizes; ``met`` needs the hooks' own CPU within the µs target and
-    the A/B CPU ratio within ``TARGET_RATIO`` (see the module doc)."""
+    """Both workloads at both sizes; ``met`` needs the paired A/B extra CPU per step and the
+    hooks' own CPU within the µs target, and the A/B CPU ratio within ``TARGET_RATIO``."""
     kw = dict(blocks=6, block_steps=80, hook_steps=240) if quick else {}
     results = []
     for workload in WORKLOADS:
         for n, target_us in TARGETS_US.items():
             r = measure(n, workload, warmup=60 if workload == "steady" else 150, **kw)
             r["target_us"], r["target_ratio"] = target_us, TARGET_RATIO
-            r["met"] = r["hooks_cpu_us_per_step"] <= target_us and r["cpu"]["ratio"] <= TARGET_RATIO
+            r["met"] = (
+                r["cpu"]["paired_overhead_us_per_step"] <= target_us
+                and r["hooks_cpu_us_per_step"] <= target_us
+                and r["cpu"]["ratio"] <= TARGET_RATIO
+            )
             results.append(r)
     return {"tap_cost": results}
 
