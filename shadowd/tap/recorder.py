@@ -62,7 +62,26 @@ MAX_REQ_ID_LEN = 128  # longer request ids are shortened on the wire (short_id) 
 MAX_CHUNKING = 64  # more possibly-prefilling requests than this: the dense path
 _encode = msgspec.msgpack.Encoder().encode
 _N_FIELDS = len(StepFrame.__struct_fields__)
-_FRAME_HEAD = _encode([None] * _N_FIELDS)[:-_N_FIELDS]  # msgpack array header of a frame
+_FRAME_HEAD = array_header(_N_FIELDS)
+_NO_REQUESTS = _encode(None)  # the requests section of a frame where no request finished
+MAX_FINISHED_QUEUED = 4096  # lifecycle records waiting for a frame; beyond: dropped, counted
+_REASONS = {  # vLLM RequestStatus name -> finish reason (as vLLM reports it to clients)
+    "FINISHED_STOPPED": "stop",
+    "FINISHED_LENGTH_CAPPED": "length",
+    "FINISHED_IGNORED": "length",
+    "FINISHED_ABORTED": "abort",
+    "FINISHED_ERROR": "error",
+    "FINISHED_REPETITION": "repetition",
+}
+
+
+def _wall_ns(seconds: Any) -> int:
+    """vLLM's ``arrival_time`` (wall-clock seconds, a float) as ns; 0 when absent or odd."""
+    try:
+        ns = int(seconds * 1e9)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return ns if 0 <= ns < 2**63 else 0
 
 
 def short_id(rid: str) -> str:
@@ -128,6 +147,7 @@ class StepRecorder:
         self.ids_truncated = 0  # request ids longer than MAX_REQ_ID_LEN, shortened on the wire
         self.missed_finishes = 0  # per-request state dropped by the sweep, not by on_finish
         self.preempted = 0  # preemptions seen
+        self.records_dropped = 0  # lifecycle records lost (queue full, or a tap error)
         self.clock = clock
         self.wall_clock = wall_clock
         self._send = send
@@ -138,6 +158,10 @@ class StepRecorder:
         self._prompt_of = _RequestFacts(lambda rid: int(requests[rid].num_prompt_tokens))
         self._long_ids: dict[str, str] = {}  # over-long request id -> its shortened form
         self._preemptions: dict[str, int] = {}
+        # Lifecycle per admitted request: [arrival wall ns, first scheduled step, its t_sched_start,
+        # first token step, its t_done]; finished ones wait in _finishing for the next frame.
+        self._life: dict[str, list[int]] = {}
+        self._finishing: list[tuple] = []
         self._chunking: set[str] = set()  # requests whose prompt (or recompute) may be unfinished
         self._admitted: deque[str] = deque()  # sweep order: each admitted id once
         self._sparse = sparse  # token/prefill columns from the candidates only (_sparse_tokens)
@@ -167,6 +191,7 @@ class StepRecorder:
                 return
             self._tenant_of[rid] = self._tenants.resolve(request)
             self._prompt_of[rid] = int(request.num_prompt_tokens)
+            self._life[rid] = [_wall_ns(getattr(request, "arrival_time", 0)), 0, 0, 0, 0]
             if len(rid) > MAX_REQ_ID_LEN:
                 self.ids_truncated += 1
                 self._long_ids[rid] = short_id(rid)
@@ -187,10 +212,21 @@ class StepRecorder:
             self._fault(exc)
 
     def on_finish(self, request: Any) -> None:
-        """A request left the scheduler (finished, aborted): drop its state, once."""
+        """A request left the scheduler (finished, aborted): queue its lifecycle for the next
+        frame and drop its state, once."""
         try:
-            self._forget(request.request_id)
+            rid = request.request_id
+            rec = self._life.get(rid)
+            if rec is not None:
+                if len(self._finishing) < MAX_FINISHED_QUEUED:
+                    long = self._long_ids.get(rid) if self._long_ids else None
+                    tenant, prompt = self._tenant_of.get(rid), self._prompt_of.get(rid)
+                    self._finishing.append((long or rid, tenant, rec, request, self.clock(), prompt))
+                else:
+                    self.records_dropped += 1
+            self._forget(rid)
         except Exception as exc:
+            self.records_dropped += 1
             self._fault(exc)
 
     def on_schedule(self, out: Any, t_start: int, t_end: int) -> None:
@@ -201,11 +237,14 @@ class StepRecorder:
             self._fault(exc)
 
     def on_output(self, out: Any, t_done: int) -> None:
+        """After the scheduler took the step's output in (``t_done``: when it arrived)."""
         try:
             cols = self._pop_pending(out)
             if cols is None:
                 return
             self.step_seq += 1
+            if cols[5] or cols[6]:
+                self._lifecycle(cols, t_done)
             head = _encode(
                 (
                     FRAME_VERSION,
@@ -222,7 +261,8 @@ class StepRecorder:
             )
             self._prev_done = t_done
             outbox = self._outbox
-            outbox.append(b"".join((_FRAME_HEAD, head[1:], cols[2], _encode(cols[3]), cols[4])))
+            tail = self._records() if self._finishing else _NO_REQUESTS
+            outbox.append(b"".join((_FRAME_HEAD, head[1:], cols[2], _encode(cols[3]), cols[4], tail)))
             if (
                 t_done - self._last_send >= SEND_INTERVAL_NS
                 or len(outbox) >= BATCH_FRAMES
@@ -281,7 +321,7 @@ class StepRecorder:
         if all_ones and steady is not None and not new and not cached.resumed_req_ids and steady[0] == ids:
             # The same running requests as the last step, which was all decode, one token
             # each again: context only grew, so every column but ctx is unchanged.
-            return (t_start, t_end, steady[1], ctx, steady[2])
+            return (t_start, t_end, steady[1], ctx, steady[2], (), ())
         self._steady = None
         nst = out.num_scheduled_tokens
         k_new = len(new)
@@ -295,12 +335,13 @@ class StepRecorder:
             tokens = self._sparse_tokens(k_new, cached, ids, ctx, prompt, nst, total)
         if tokens is None:
             tokens = self._dense_tokens(ids, ctx, prompt, nst, drafts, all_ones)
-        new_tokens, spec, prefill, any_prefill = tokens
+        new_tokens, spec, prefill, any_prefill, watch = tokens
         before = b"".join((self._ids_column(ids, nst), _encode(tenants), new_tokens))
         after = b"".join((_encode(prompt), spec, prefill, self._preempt_column(ids, nst)))
         if all_ones and not any_prefill:
             self._steady = (list(ids), before, after)
-        return (t_start, t_end, before, ctx, after)
+        new_recs = list(map(self._life.get, ids[:k_new])) if k_new else ()
+        return (t_start, t_end, before, ctx, after, new_recs, watch)
 
     def _sparse_tokens(
         self, k_new: int, cached: Any, ids: list, ctx: list, prompt: list, nst: dict, total: int
@@ -332,7 +373,7 @@ class StepRecorder:
         if not cand:
             if total != n:
                 return None
-            return const[_ONE, n], zeros, const[_FALSE, n], False
+            return const[_ONE, n], zeros, const[_FALSE, n], False, ()
         new_tokens = [1] * n
         prefill = [False] * n
         counted = 0
@@ -345,17 +386,23 @@ class StepRecorder:
                 prefill[i] = any_prefill = True
         if counted + n - len(cand) != total:
             return None
-        reqs = self._requests
+        reqs, life = self._requests, self._life
+        watch = []
         for i in cand:
             rid = ids[i]
-            flag = getattr(reqs[rid], "is_prefill_chunk", None)
+            req = reqs[rid]
+            flag = getattr(req, "is_prefill_chunk", None)
             if flag is None:
                 self._sparse = False
             elif flag:
                 chunking.add(rid)
             else:
                 chunking.discard(rid)
-        return _encode(new_tokens), zeros, _encode(prefill) if any_prefill else const[_FALSE, n], any_prefill
+            rec = life.get(rid)
+            if prefill[i] and rec is not None and not rec[3]:
+                watch.append((rec, req))
+        prefill_col = _encode(prefill) if any_prefill else const[_FALSE, n]
+        return _encode(new_tokens), zeros, prefill_col, any_prefill, watch
 
     def _dense_tokens(
         self, ids: list, ctx: list, prompt: list, nst: dict, drafts: Any, all_ones: bool
@@ -370,14 +417,21 @@ class StepRecorder:
         else:
             spec = [0] * n
             prefill = [c < p or k > 1 for c, p, k in zip(ctx, prompt, new_tokens)]
-        if self._sparse:  # keep the sparse path's candidates right for the next step
-            reqs, chunking = self._requests, self._chunking
-            for rid, p in zip(ids, prefill):
-                if p and getattr(reqs[rid], "is_prefill_chunk", False):
+        reqs, chunking, life = self._requests, self._chunking, self._life
+        sparse = self._sparse
+        watch = []
+        for rid, p in zip(ids, prefill):
+            if p:
+                req = reqs[rid]
+                rec = life.get(rid)
+                if rec is not None and not rec[3]:
+                    watch.append((rec, req))
+                if sparse and getattr(req, "is_prefill_chunk", False):
                     chunking.add(rid)
-                else:
-                    chunking.discard(rid)
-        return _encode(new_tokens), _encode(spec), _encode(prefill), any(prefill)
+                    continue
+            if sparse:  # keep the sparse path's candidates right for the next step
+                chunking.discard(rid)
+        return _encode(new_tokens), _encode(spec), _encode(prefill), any(prefill), watch
 
     def _preempt_column(self, ids: list, nst: dict) -> bytes:
         pre = self._preemptions
@@ -401,6 +455,38 @@ class StepRecorder:
             self.dropped += cols is not None  # an output we never saw: count, move on
         return None
 
+    def _lifecycle(self, cols: tuple, t_done: int) -> None:
+        """First scheduled and first token, for the few requests where either can have happened
+        in this step: its new requests, and its prefill rows that had no token yet (a first
+        token comes at the output of the step that completes a prompt)."""
+        seq = self.step_seq
+        for rec in cols[5]:
+            if rec is not None and not rec[1]:
+                rec[1], rec[2] = seq, cols[0]
+        for rec, req in cols[6]:
+            if not rec[3] and req.num_output_tokens > 0:
+                rec[3], rec[4] = seq, t_done
+
+    def _records(self) -> bytes:
+        """The encoded ``requests`` section: every request finished since the last frame."""
+        finishing, self._finishing = self._finishing, []
+        records = []
+        for wire_id, tenant, rec, req, t_finish, prompt in finishing:
+            status = getattr(getattr(req, "status", None), "name", "")
+            records.append(
+                (
+                    wire_id,
+                    tenant if tenant is not None else self._tenants.resolve(req),
+                    *rec,
+                    t_finish,
+                    prompt if prompt is not None else int(req.num_prompt_tokens),
+                    int(req.num_output_tokens),
+                    min(int(getattr(req, "num_preemptions", 0)), 2**15 - 1),
+                    _REASONS.get(status, "unknown"),
+                )
+            )
+        return _encode(records)
+
     def _ids_column(self, ids: list, nst: dict) -> bytes:
         """``ids`` encoded as they go on the wire: over-long ids (counted at admission) shortened."""
         long = self._long_ids
@@ -411,6 +497,7 @@ class StepRecorder:
     def _forget(self, rid: str) -> None:
         self._tenant_of.pop(rid, None)
         self._prompt_of.pop(rid, None)
+        self._life.pop(rid, None)
         if self._preemptions:
             self._preemptions.pop(rid, None)
         if self._long_ids:

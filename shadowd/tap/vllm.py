@@ -77,9 +77,12 @@ class TapMixin:
 
     def update_from_output(self, scheduler_output: Any, model_runner_output: Any) -> Any:
         tap = self.shadowd_tap
-        if tap is not None:
-            tap.on_output(scheduler_output, tap.clock())
-        return super().update_from_output(scheduler_output, model_runner_output)
+        if tap is None:
+            return super().update_from_output(scheduler_output, model_runner_output)
+        t_done = tap.clock()  # output arrival; the frame is built once the scheduler took it in,
+        result = super().update_from_output(scheduler_output, model_runner_output)
+        tap.on_output(scheduler_output, t_done)  # so it carries the requests that just finished
+        return result
 
 
 def _make_recorder(scheduler: Any) -> StepRecorder | None:
