@@ -1,25 +1,32 @@
-"""Tap cost on the real vLLM ``AsyncScheduler``: tapped vs untapped per-step time.
+"""Tap cost on the real vLLM ``AsyncScheduler``: tapped vs untapped per-step time, paired.
 
-Two real schedulers are built side by side, vLLM's plain ``AsyncScheduler``
-(untapped) and ``TapAsyncScheduler`` (tapped, ``SHADOWD_TAP`` set, sending to a
-discarding PULL socket in another process).  Each is filled with ``n`` long-output
-requests (short prompts, so after the first steps every step is a steady decode
-batch of ``n``), then driven in the engine's pipelined order (schedule N+1, then
-update N).  Timed per step: ``schedule()`` + ``update_from_output()``; not timed:
-building the fake ``ModelRunnerOutput`` (the GPU's part).  The two schedulers run
-in alternating blocks of steps so drift of the machine (other processes, turbo,
-caches) hits both alike; the figure is the median over blocks of the per-block
-median step time.  The tap hooks (``on_schedule`` + ``on_output``) are also timed
-directly, on a third run, by wrapping them.
+Two real schedulers are built side by side in one process, vLLM's plain
+``AsyncScheduler`` (untapped) and ``TapAsyncScheduler`` (tapped, ``SHADOWD_TAP``
+set, sending to a discarding PULL socket in another process), and fed the same
+workload:
 
-Wall and CPU time: on a shared machine (the one these figures come from has
-2 vCPUs shared with other jobs) wall time includes time the engine thread is
-preempted, e.g. by zmq's I/O thread that a send wakes, or by other tenants;
-CPU time (``time.thread_time_ns``) is what the engine thread itself spends.
-Both are reported.  The A/B ratio's spread across blocks shows the noise
-floor; a 3% effect is below it on a loaded 2-vCPU host, so the targets are
-judged on the hooks' own CPU time, measured directly, as a share of the
-untapped scheduler's CPU time per step.
+* ``steady``: ``n`` long-output requests with short prompts, so after the first
+  steps every step is the same decode batch of ``n`` (the tap's cheapest case);
+* ``churn``: ``n`` requests admitted at all times, refilled before every step as
+  requests finish, outputs of 8-40 tokens, prompt lengths drawn from the Azure
+  2023 conversation trace (``CHURN_PROMPT_CAP``, ``CHURN_BATCHED_TOKENS``), so
+  requests arrive and finish on most steps and prompts are split into chunks:
+  the per-arrival and per-finish work, lifecycle records included.
+
+Both are driven in the engine's pipelined order (schedule N+1, then update N)
+and alternated step by step, which one goes first alternating too, so machine
+drift (other processes, caches, turbo) hits both alike; that both saw the same
+arrivals at the same steps is asserted.  Timed per step, in thread CPU time and
+wall time: ``add_request`` for the step's arrivals + ``schedule()`` +
+``update_from_output()``; not timed: building the requests and the fake
+``ModelRunnerOutput`` (the front end's and the GPU's parts).  Reported: the
+median over blocks of the per-block median step time, the ratio per block, the
+median of the per-step paired differences; then the tap's hooks timed directly
+on the tapped engine (``_time_hooks``), per hook.
+
+CPU time (``time.thread_time_ns``) is what the engine thread itself spends;
+wall time also holds the time it is preempted (by zmq's I/O thread that a send
+wakes, or by other tenants of a shared host).
 """
 
 from __future__ import annotations
