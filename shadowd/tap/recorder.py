@@ -186,6 +186,7 @@ class StepRecorder:
         # first token step, its t_done]; finished ones wait in _finishing for the next frame.
         self._life: dict[str, list[int]] = {}
         self._finishing: list[tuple] = []
+        self._reasons: dict[Any, str] = {}  # vLLM RequestStatus -> finish reason, filled as met
         self._chunking: set[str] = set()  # requests whose prompt (or recompute) may be unfinished
         self._admitted: deque[str] = deque()  # sweep order: each admitted id once
         self._sparse = sparse  # token/prefill columns from the candidates only (_sparse_tokens)
@@ -244,8 +245,23 @@ class StepRecorder:
             tenant, prompt = self._tenant_of.pop(rid, None), self._prompt_of.pop(rid, None)
             if rec is not None:
                 if len(self._finishing) < MAX_FINISHED_QUEUED:
-                    wire = self._long_ids.get(rid, rid) if self._long_ids else rid
-                    self._finishing.append((wire, tenant, rec, request, self.clock(), prompt))
+                    status = request.status
+                    reason = self._reasons.get(status)
+                    if reason is None:
+                        reason = self._reasons[status] = _REASONS.get(getattr(status, "name", ""), "unknown")
+                    preempted = getattr(request, "num_preemptions", 0)
+                    self._finishing.append(
+                        (
+                            self._long_ids.get(rid, rid) if self._long_ids else rid,
+                            tenant if tenant is not None else self._tenants.resolve(request),
+                            rec,
+                            self.clock(),
+                            prompt if prompt is not None else int(request.num_prompt_tokens),
+                            request.num_output_tokens,
+                            preempted if preempted < 32767 else 32767,
+                            reason,
+                        )
+                    )
                 else:
                     self.records_dropped += 1
             if self._preemptions or self._long_ids or self._chunking:
@@ -493,24 +509,10 @@ class StepRecorder:
                 rec[3], rec[4] = seq, t_done
 
     def _records(self) -> bytes:
-        """The encoded ``requests`` section: every request finished since the last frame."""
+        """The encoded ``requests`` section: every request finished since the last frame (read
+        from the request when it finished; first scheduled and first token filled in since)."""
         finishing, self._finishing = self._finishing, []
-        records = []
-        for wire_id, tenant, rec, req, t_finish, prompt in finishing:
-            status = getattr(getattr(req, "status", None), "name", "")
-            records.append(
-                (
-                    wire_id,
-                    tenant if tenant is not None else self._tenants.resolve(req),
-                    *rec,
-                    t_finish,
-                    prompt if prompt is not None else int(req.num_prompt_tokens),
-                    int(req.num_output_tokens),
-                    min(int(getattr(req, "num_preemptions", 0)), 2**15 - 1),
-                    _REASONS.get(status, "unknown"),
-                )
-            )
-        return _encode(records)
+        return _encode([(w, tenant, *rec, *rest) for w, tenant, rec, *rest in finishing])
 
     def _ids_column(self, ids: list, nst: dict) -> bytes:
         """``ids`` encoded as they go on the wire: over-long ids (counted at admission) shortened."""
