@@ -207,6 +207,7 @@ def _tap_section(entry: dict | None) -> str:
                 f"{_fmt(c['untapped_us_per_step'])} / {_fmt(c['tapped_us_per_step'])}",
                 _fmt(c.get("paired_overhead_us_per_step"), 1),
                 f"{c['ratio']:.3f} ({min(c['block_ratios']):.2f}–{max(c['block_ratios']):.2f})",
+                f"{_fmt(c.get('engine_bias_us_per_step'), 1)}",
                 f"{t['ratio']:.3f}",
                 _fmt(t["hooks_cpu_us_per_step"], 1),
                 " / ".join(
@@ -225,6 +226,7 @@ def _tap_section(entry: dict | None) -> str:
             "CPU µs/step untapped / tapped",
             "extra CPU µs/step (paired)",
             "CPU ratio (blocks)",
+            "engine bias µs (±, cancelled)",
             "wall ratio",
             "hooks CPU µs/step",
             "admit / schedule / output / finish µs",
@@ -234,10 +236,11 @@ def _tap_section(entry: dict | None) -> str:
     )
     return f"""## Tap cost on the real vLLM scheduler
 
-`benchmarks/tap_cost.py`: vLLM 0.33's `AsyncScheduler` (untapped) and `TapAsyncScheduler` (tapped,
-sending to a discarding PULL socket in another process) side by side in one process, fed the same
-workload, driven in the engine's pipelined order (schedule N+1, then N's output) and alternated step
-by step (which of the two goes first alternates too), so both meet the same machine.  Timed per step,
+`benchmarks/tap_cost.py`: two vLLM 0.33 `TapAsyncScheduler`s, one with its tap off (vLLM's
+`AsyncScheduler` plus inert wrappers, whose cost is timed apart and added) and one with it on (sending
+to a discarding PULL socket in another process), side by side in one process, fed the same workload, driven in the engine's pipelined order (schedule N+1, then N's output) and taking turns step
+by step (which goes first rotates), so both meet the same machine; the tap is switched between the two
+schedulers every block (crossover).  Timed per step,
 in thread CPU time and wall time: `add_request` for the step's arrivals + `schedule()` +
 `update_from_output()` (not building the requests or the fake model output).  Workloads:
 *steady*, 32 or 256 long-output requests with 32-token prompts (the same decode batch every step);
@@ -245,15 +248,19 @@ in thread CPU time and wall time: `add_request` for the step's arrivals + `sched
 outputs of 8–40 tokens, prompt lengths drawn from the Azure 2023 conversation trace (capped at 4,096),
 8,192-token step budget, so arrivals, finishes and chunked prefills happen on most steps.  Figures: the
 median over blocks of each block's median step time, the ratio per block, the median of the per-step
-paired differences; then the hooks (`on_admit`, `on_schedule`, `on_output`, `on_finish`) timed
+paired differences (each averaged over the two arms of the crossover); then the hooks (`on_admit`, `on_schedule`, `on_output`, `on_finish`) timed
 directly, mean per step over blocks (sends are batched, so the mean carries their cost), the median of
 6 blocks, the timers' own cost subtracted.  {_load(entry)}.
 
 {table}
 
 Reading it: "extra CPU µs/step" is what the tap adds to the scheduler's own thread per step, all
-hooks and side effects included; the hooks' column is the part spent inside the tap's code.  On this
-shared 2-vCPU host both carry the neighbours' noise (the block range of the ratio shows it).
+hooks and side effects included (plus the tapped class's inert wrappers, timed apart and added); the
+hooks' column is the part spent inside the tap's code.  Two schedulers of the same class differ by
+themselves (memory layout): the run is a crossover, each scheduler carrying the tap in every other
+block, so that difference ("engine bias") enters the two arms with opposite signs and cancels in
+their mean.  On this shared 2-vCPU host thread CPU time also absorbs cache and hypervisor effects of
+the neighbours (see the load average above and the ratio's block range).
 
 **How the tap keeps its cost proportional to what changed** (`shadowd/tap/recorder.py`):
 - *Per request, once.*  Tenant and prompt length are resolved at admission and dropped at finish

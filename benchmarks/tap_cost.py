@@ -14,9 +14,11 @@ workload:
   the per-arrival and per-finish work, lifecycle records included.
 
 Both are driven in the engine's pipelined order (schedule N+1, then update N)
-and alternated step by step, which one goes first alternating too, so machine
+and take turns step by step, which one goes first rotating too, so machine
 drift (other processes, caches, turbo) hits both alike; that both saw the same
-arrivals at the same steps is asserted.  Timed per step, in thread CPU time and
+arrivals at the same steps is asserted.  A third, untapped scheduler on the
+same workload takes its turns too: the A/A comparison of the two untapped ones
+is the noise floor that an A/B figure must be read against.  Timed per step, in thread CPU time and
 wall time: ``add_request`` for the step's arrivals + ``schedule()`` +
 ``update_from_output()``; not timed: building the requests and the fake
 ``ModelRunnerOutput`` (the front end's and the GPU's parts).  Reported: the
@@ -90,6 +92,7 @@ class _Engine:
         )
         self.n = n
         self.sched = build_scheduler(spec, cls)
+        self._tap = getattr(self.sched, "shadowd_tap", None)
         # RealClock: the driver leaves the tap's clock alone (a SimClock would replace it).
         self.driver = EngineDriver(self.sched, lambda st: 1.0, vocab_size=128256, clock=RealClock())
         self.specs = churn_specs(n + total_steps * n // 8 + 64) if self.churn else []
@@ -108,6 +111,29 @@ class _Engine:
                 )
         self.queue: deque = deque()
         self.queue.append(self._scheduled(self._timed_schedule()[0]))
+
+    @property
+    def tap(self) -> Any:
+        return self._tap
+
+    def set_tap(self, on: bool) -> None:
+        """Switch the tap on or off between blocks (untimed).  Off: the scheduler runs exactly as
+        an untapped one (``shadowd_tap`` is None).  On again: the tap first catches up with the
+        requests that came and went meanwhile, as if it had seen them (per-request state)."""
+        sched, tap = self.sched, self._tap
+        if not on and sched.shadowd_tap is not None:
+            tap.flush()
+            tap._pending.clear()
+            sched.shadowd_tap = None
+        elif on and sched.shadowd_tap is None:
+            live = sched.requests
+            for rid in [r for r in tap._tenant_of if r not in live]:
+                tap._forget(rid)
+            for rid, req in live.items():
+                if rid not in tap._tenant_of:
+                    tap.on_admit(req)
+            tap._steady = None
+            sched.shadowd_tap = tap
 
     def _arrivals(self) -> list[Any]:
         """Requests to admit before the next step (built untimed, as vLLM's input thread does)."""
@@ -194,8 +220,6 @@ def measure(
     model_dir: str | None = None,
 ) -> dict:
     """Tap cost at ``n`` admitted requests under ``workload`` (``steady`` or ``churn``)."""
-    from vllm.v1.core.sched.async_scheduler import AsyncScheduler
-
     from shadowd.paths import models_dir
     from shadowd.tap.vllm import TapAsyncScheduler
 
@@ -205,34 +229,41 @@ def measure(
     old = {k: os.environ.get(k) for k in ("SHADOWD_TAP", "SHADOWD_ENGINE_ID", "SHADOWD_TAP_HWM")}
     try:
         total = warmup + blocks * block_steps + hook_steps
-        untapped = _Engine(n, AsyncScheduler, model_dir, total, workload)
-        os.environ.update(SHADOWD_TAP=endpoint, SHADOWD_ENGINE_ID="bench-engine-0", SHADOWD_TAP_HWM="100000")
-        tapped = _Engine(n, TapAsyncScheduler, model_dir, total, workload)
-        tap = tapped.sched.shadowd_tap
-        assert tap is not None, "tap did not turn on"
-        time.sleep(0.3)  # let the PUSH socket connect
-        for eng in (untapped, tapped):
+        os.environ.update(SHADOWD_TAP=endpoint, SHADOWD_TAP_HWM="100000")
+        pair = []
+        for name in ("bench-engine-0", "bench-engine-1"):
+            os.environ["SHADOWD_ENGINE_ID"] = name
+            pair.append(_Engine(n, TapAsyncScheduler, model_dir, total, workload))
+            assert pair[-1].tap is not None, "tap did not turn on"
+        time.sleep(0.3)  # let the PUSH sockets connect
+        for eng in pair:
             eng.steps(warmup)
             if workload == "steady":
                 assert eng.batch_size() == n, f"batch is {eng.batch_size()}, wanted {n}"
-        stats0 = _workload_stats(tapped)
+        stats0 = _workload_stats(pair[0])
         wall: dict[str, list[float]] = {"untapped": [], "tapped": []}
         cpu: dict[str, list[float]] = {"untapped": [], "tapped": []}
+        diffs: tuple[list[int], list[int]] = ([], [])  # per arm: which engine carries the tap
         gc.collect()
-        diffs: list[int] = []
-        for _ in range(blocks):
-            got = _paired_block(untapped, tapped, block_steps)
+        for b in range(blocks):
+            arm = b % 2
+            tapped, untapped = pair[arm], pair[1 - arm]
+            tapped.set_tap(True)
+            untapped.set_tap(False)
+            got = _paired_block({"untapped": untapped, "tapped": tapped}, block_steps)
             for name in ("untapped", "tapped"):
                 wall[name].append(median(got[name][0]))
                 cpu[name].append(median(got[name][1]))
-            diffs += [t - u for t, u in zip(got["tapped"][1], got["untapped"][1])]
+            diffs[arm].extend(t - u for t, u in zip(got["tapped"][1], got["untapped"][1]))
             # Paired: the same requests arrived at the same steps in both schedulers.
-            assert untapped.admitted == tapped.admitted, "the A/B workloads diverged"
-        stats = _workload_stats(tapped, stats0)
-        hooks, per_hook = _time_hooks(tapped, tap, hook_steps)
-        tap.flush()
-        sender_dropped = tap.dropped_total
-        frames = tap.step_seq
+            assert pair[0].admitted == pair[1].admitted, "the workloads diverged"
+        stats = _workload_stats(pair[0], stats0)
+        pair[0].set_tap(True)
+        hooks, per_hook = _time_hooks(pair[0], pair[0].tap, hook_steps)
+        for eng in pair:
+            eng.tap.flush()
+        sender_dropped = sum(eng.tap.dropped_total for eng in pair)
+        frames = sum(eng.tap.step_seq for eng in pair)
         time.sleep(0.5)  # let the sink take the last frames
     finally:
         for k, v in old.items():
@@ -247,16 +278,27 @@ def measure(
         base = median(per_block["untapped"]) / 1e3
         with_tap = median(per_block["tapped"]) / 1e3
         ratios = [t / u for t, u in zip(per_block["tapped"], per_block["untapped"])]
+        by_arm = [median(ratios[arm::2]) for arm in (0, 1)]
         return {
             "untapped_us_per_step": round(base, 1),
             "tapped_us_per_step": round(with_tap, 1),
-            "ratio": round(median(ratios), 4),
+            "ratio": round(sum(by_arm) / 2, 4),
             "overhead_us_per_step": round(with_tap - base, 1),
             "block_ratios": [round(r, 4) for r in ratios],
         }
 
     w, c = summary(wall), summary(cpu)
-    c["paired_overhead_us_per_step"] = round(median(diffs) / 1e3, 1)
+    # Crossover: each engine carries the tap in every other block, so a difference between the two
+    # engines themselves (memory layout, creation order) enters the two arms with opposite signs.
+    arms = [median(d) / 1e3 for d in diffs]
+    # The "untapped" arm still runs the tapped class with its tap off: add what those inert
+    # wrappers cost over vLLM's own class (schedule, update, and one admit and one finish per
+    # arrival), so the figure is tapped vs plain vLLM.
+    inert = (2 + 2 * stats["arrivals_per_step"]) * _inert_wrapper_ns() / 1e3
+    c["inert_wrappers_us_per_step"] = round(inert, 2)
+    c["paired_overhead_us_per_step"] = round(sum(arms) / 2 + inert, 1)
+    c["arm_overheads_us_per_step"] = [round(a, 1) for a in arms]
+    c["engine_bias_us_per_step"] = round(abs(arms[0] - arms[1]) / 2, 1)
     return {
         "workload": workload,
         "requests_per_step": n,
@@ -277,12 +319,39 @@ def measure(
     }
 
 
-def _paired_block(a: _Engine, b: _Engine, k: int) -> dict[str, tuple[list[int], list[int]]]:
-    """``k`` steps of each engine, alternating step by step (and which goes first), so both
-    meet the same machine: per step ns in the scheduler, (wall, CPU) per engine."""
-    got: dict[str, tuple[list[int], list[int]]] = {"untapped": ([], []), "tapped": ([], [])}
+def _inert_wrapper_ns(calls: int = 200_000) -> float:
+    """ns per call that a ``TapMixin``-style wrapper with its tap off adds over a direct call."""
+
+    class Base:
+        def hook(self, x: Any, *args: Any, **kwargs: Any) -> Any:
+            return x
+
+    class Wrapped(Base):
+        shadowd_tap = None
+
+        def hook(self, x: Any, *args: Any, **kwargs: Any) -> Any:
+            result = super().hook(x, *args, **kwargs)
+            if self.shadowd_tap is not None:
+                pass
+            return result
+
+    best = []
+    for obj in (Base(), Wrapped()):
+        fn = obj.hook
+        t = time.thread_time_ns()
+        for _ in range(calls):
+            fn(1)
+        best.append((time.thread_time_ns() - t) / calls)
+    return max(0.0, best[1] - best[0])
+
+
+def _paired_block(engines: dict[str, _Engine], k: int) -> dict[str, tuple[list[int], list[int]]]:
+    """``k`` steps of each engine, taking turns step by step (and rotating which goes first),
+    so all meet the same machine: per step ns in the scheduler, (wall, CPU) per engine."""
+    got: dict[str, tuple[list[int], list[int]]] = {name: ([], []) for name in engines}
+    order = list(engines.items())
     for i in range(k):
-        for name, eng in (("untapped", a), ("tapped", b)) if i % 2 == 0 else (("tapped", b), ("untapped", a)):
+        for name, eng in order[i % len(order) :] + order[: i % len(order)]:
             w, c = eng.steps(1)
             got[name][0].append(w[0])
             got[name][1].append(c[0])

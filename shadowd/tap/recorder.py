@@ -489,6 +489,11 @@ class StepRecorder:
         return self._const[_ZERO, n]
 
     def _pop_pending(self, out: Any) -> tuple | None:
+        """The columns of the step whose output this is; steps before it whose output never came
+        are counted as dropped.  An output of a step the tap did not see scheduled (not pending)
+        leaves the pending steps alone."""
+        if not any(o is out for o, _ in self._pending):
+            return None
         while self._pending:
             o, cols = self._pending.popleft()
             if o is out:
