@@ -262,6 +262,7 @@ def measure(
         hooks, per_hook = _time_hooks(pair[0], pair[0].tap, hook_steps)
         for eng in pair:
             eng.tap.flush()
+        assert not any(eng.tap.dropped for eng in pair), "the tap dropped frames (a tap error)"
         sender_dropped = sum(eng.tap.dropped_total for eng in pair)
         frames = sum(eng.tap.step_seq for eng in pair)
         time.sleep(0.5)  # let the sink take the last frames

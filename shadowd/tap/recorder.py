@@ -81,7 +81,7 @@ from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.tap")
 SEND_INTERVAL_NS = 50_000_000  # at most one send per 50 ms of engine clock, unless idle or full
-SWEEP_PER_STEP = 2  # admitted requests checked per step for a finish the tap missed
+SWEEP_PER_STEP = 1  # admitted requests checked per step for a finish the tap missed
 MAX_REQ_ID_LEN = 128  # longer request ids are shortened on the wire (short_id) and counted
 MAX_CHUNKING = 64  # more possibly-prefilling requests than this: the dense path
 _encode = msgspec.msgpack.Encoder().encode
@@ -404,9 +404,14 @@ class StepRecorder:
         n = len(ids)
         cand = list(range(k_new))
         resumed = cached.resumed_req_ids
+        rev = None
         for rid in (*chunking, *resumed) if resumed else chunking:
             if rid in nst:
-                i = ids.index(rid)
+                # A request still in its prompt was admitted lately: it sits near the end of the
+                # running order, so it is searched for from the end.
+                if rev is None:
+                    rev = ids[::-1]
+                i = n - 1 - rev.index(rid)
                 if i >= k_new and i not in cand:
                     cand.append(i)
         const = self._const
@@ -492,10 +497,13 @@ class StepRecorder:
         """The columns of the step whose output this is; steps before it whose output never came
         are counted as dropped.  An output of a step the tap did not see scheduled (not pending)
         leaves the pending steps alone."""
-        if not any(o is out for o, _ in self._pending):
+        pending = self._pending
+        if pending and pending[0][0] is out:  # the usual case: the oldest step's output
+            return pending.popleft()[1]
+        if not any(o is out for o, _ in pending):
             return None
-        while self._pending:
-            o, cols = self._pending.popleft()
+        while pending:
+            o, cols = pending.popleft()
             if o is out:
                 return cols
             self.dropped += cols is not None  # an output we never saw: count, move on
