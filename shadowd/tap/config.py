@@ -5,14 +5,26 @@
 ``SHADOWD_ENGINE_ID``    names this engine; default ``<hostname>-dp<data-parallel rank>``.
 ``SHADOWD_TENANT_KEY``   the ``extra_args`` key holding the tenant (default ``tenant``).
 ``SHADOWD_TENANT_PREFIX_SEP``  optional: take the tenant from the request id before this separator.
-``SHADOWD_TAP_HWM``      frames queued for a slow daemon before dropping (default 4096).
+``SHADOWD_TAP_HWM``      frames queued for a slow daemon before dropping (default 4096, bounded to
+                         ``HWM_RANGE``; a value that is not a whole number, or out of range, is
+                         replaced by the default or the nearest bound, with a warning).
+
+A bad value never stops the engine: the tap falls back and says so in the engine's log.
+
+>>> TapConfig.from_env(env={"SHADOWD_TAP_HWM": "10"}).hwm, TapConfig.from_env(env={"SHADOWD_TAP_HWM": "lots"}).hwm
+(16, 4096)
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from dataclasses import dataclass
+
+log = logging.getLogger("shadowd.tap")
+DEFAULT_HWM = 4096
+HWM_RANGE = (16, 1_000_000)  # below: drops at the first hiccup; above: unbounded engine memory
 
 
 @dataclass(frozen=True)
@@ -21,15 +33,12 @@ class TapConfig:
     engine_id: str
     tenant_key: str = "tenant"
     tenant_prefix_sep: str | None = None
-    hwm: int = 4096
+    hwm: int = DEFAULT_HWM
 
     @classmethod
     def from_env(cls, dp_rank: int = 0, env: dict[str, str] | None = None) -> TapConfig:
         env = os.environ if env is None else env
-        try:
-            hwm = max(1, int(env.get("SHADOWD_TAP_HWM", "4096")))
-        except ValueError:
-            hwm = 4096
+        hwm = _hwm(env.get("SHADOWD_TAP_HWM"))
         return cls(
             endpoint=env.get("SHADOWD_TAP") or None,
             engine_id=env.get("SHADOWD_ENGINE_ID") or f"{socket.gethostname()}-dp{dp_rank}",
@@ -37,3 +46,19 @@ class TapConfig:
             tenant_prefix_sep=env.get("SHADOWD_TENANT_PREFIX_SEP") or None,
             hwm=hwm,
         )
+
+
+def _hwm(raw: str | None) -> int:
+    if raw is None or not raw.strip():
+        return DEFAULT_HWM
+    lo, hi = HWM_RANGE
+    try:
+        value = int(raw)
+    except ValueError:
+        log.warning("SHADOWD_TAP_HWM=%r is not a whole number; using %d", raw[:40], DEFAULT_HWM)
+        return DEFAULT_HWM
+    if not lo <= value <= hi:
+        bounded = min(max(value, lo), hi)
+        log.warning("SHADOWD_TAP_HWM=%d is outside %d..%d; using %d", value, lo, hi, bounded)
+        return bounded
+    return value
