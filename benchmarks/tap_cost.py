@@ -127,11 +127,19 @@ def measure(
     model_dir = model_dir or str(models_dir() / "llama-3.1-8b")
     endpoint = f"ipc://{tempfile.mkdtemp(prefix='shd-bench-')}/tap.sock"
     sink = _start_sink(endpoint)
-    old = {k: os.environ.get(k) for k in ("SHADOWD_TAP", "SHADOWD_ENGINE_ID", "SHADOWD_TAP_HWM")}
+    old = {
+        k: os.environ.get(k)
+        for k in ("SHADOWD_TAP", "SHADOWD_ENGINE_ID", "SHADOWD_TAP_HWM", "SHADOWD_TENANT_KEY")
+    }
     try:
         total = warmup + blocks * block_steps + hook_steps
         untapped = _Engine(n, AsyncScheduler, model_dir, total)
-        os.environ.update(SHADOWD_TAP=endpoint, SHADOWD_ENGINE_ID="bench-engine-0", SHADOWD_TAP_HWM="100000")
+        os.environ.update(
+            SHADOWD_TAP=endpoint,
+            SHADOWD_ENGINE_ID="bench-engine-0",
+            SHADOWD_TAP_HWM="100000",
+            SHADOWD_TENANT_KEY="tenant",
+        )
         tapped = _Engine(n, TapAsyncScheduler, model_dir, total)
         tap = tapped.sched.shadowd_tap
         assert tap is not None, "tap did not turn on"

@@ -86,7 +86,7 @@ def _make_recorder(scheduler: Any) -> StepRecorder | None:
         sender.send,
         engine_id=cfg.engine_id,
         requests=scheduler.requests,
-        tenants=TenantResolver(cfg.tenant_key, cfg.tenant_prefix_sep),
+        tenants=TenantResolver(cfg.tenant_key, cfg.tenant_prefix_sep, cfg.tenant_lora),
     )
     recorder.count_send_drops_with(lambda: sender.dropped)
     log.info("shadowd tap on: engine %s run %s -> %s", cfg.engine_id, recorder.run_id, cfg.endpoint)
