@@ -83,12 +83,23 @@ def http_url(value: str) -> str | None:
     """Option check: an absolute http(s) URL.
 
     >>> http_url("127.0.0.1:9093")
-    "must start with http:// or https:// and name a host (got '127.0.0.1:9093')"
+    "must start with http:// or https:// and name a host (got '127.0.0.1:9093' (14 characters))"
     """
     parts = urllib.parse.urlsplit(value)
     if parts.scheme in ("http", "https") and parts.netloc:
         return None
-    return f"must start with http:// or https:// and name a host (got {value!r})"
+    return f"must start with http:// or https:// and name a host (got {_shape(value)})"
+
+
+def _shape(value: str) -> str:
+    """What a rejected URL looked like, without its secret: a mistyped webhook URL still carries
+    the token, and config problems go to the journal.
+
+    >>> _shape("hooks.slack.com/services/T0/B0/secret")
+    "'hooks.slack.com/…' (37 characters)"
+    """
+    head = value.split("/", 1)[0][:40]
+    return f"{head + ('/…' if '/' in value else '')!r} ({len(value)} characters)"
 
 
 def http_urls(value: list) -> str | None:
