@@ -108,27 +108,26 @@ def report(
     as_json: bool,
 ) -> None:
     """Out-of-sample accuracy of LLMVisor and the token baseline, tenants, drift, gate."""
+    from shadowd.reports.html import write_atomic
     from shadowd.reports.sources import report_any
+    from shadowd.steps.log_reader import Window
 
-    rep, html = report_any(
-        db_path=db_path,
-        daemon_url=daemon_url,
-        parquet_glob=parquet_glob,
-        since=since,
-        until=until,
-        steps=steps,
-        want_html=bool(html_path),
+    formats = (
+        (("html",) if html_path else ())
+        + (("json",) if as_json else ())
+        + (("text",) if not (as_json or html_path) else ())
+    )
+    window = Window(since=since, until=until, last_steps=steps)
+    out = report_any(
+        db_path=db_path, daemon_url=daemon_url, parquet_glob=parquet_glob, window=window, formats=formats
     )
     if html_path:
-        with open(html_path, "w") as f:
-            f.write(html)
+        write_atomic(html_path, out["html"])
         click.echo(f"wrote {html_path}", err=True)
     if as_json:
-        _echo_json(rep)
-    elif not html_path:
-        from shadowd.reports.refit import render_text
-
-        click.echo(render_text(rep))
+        _echo_json(out["json"])
+    elif "text" in out:
+        click.echo(out["text"])
 
 
 @main.command()

@@ -25,9 +25,8 @@ import numpy as np
 import checks
 from shadowd.attribution.accuracy import split_window
 from shadowd.attribution.model_version import ModelVersion, fit
-from shadowd.reports.sources import open_db
 from shadowd.steps.batch import KIND_NAMES, StepBatch
-from shadowd.steps.log_reader import Window, load_batch
+from shadowd.steps.log_reader import Window, load_batch, open_db
 
 log = logging.getLogger("shadowd.calibration")
 

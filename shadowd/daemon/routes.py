@@ -15,6 +15,8 @@ import duckdb
 from shadowd.daemon.http_server import Route, json_body
 from shadowd.daemon.status import DaemonStatus
 
+CONTENT_TYPES = {"text": "text/plain; charset=utf-8", "html": "text/html; charset=utf-8"}
+
 
 def daemon_routes(
     status: Callable[[], DaemonStatus],
@@ -37,33 +39,33 @@ def daemon_routes(
             }
         return json_body(d)
 
-    def report(q: dict) -> tuple[int, str, bytes]:
-        from shadowd.reports.refit import build_report
+    def report(fmt: str) -> Route:
+        def route(q: dict) -> tuple[int, str, bytes]:
+            from shadowd.reports.sources import window_from_query
 
-        return json_body(
-            build_report(
-                cursor(),
-                since=q.get("since"),
-                until=q.get("until"),
-                last_steps=int(q["steps"]) if "steps" in q else None,
-            )
-        )
+            try:
+                window = window_from_query(q)
+            except ValueError as exc:
+                return json_body({"error": str(exc)}, 400)
+            body = render(fmt, window)
+            if fmt == "json":
+                return json_body(body)
+            return 200, CONTENT_TYPES[fmt], body.encode()
 
-    def report_html(q: dict) -> tuple[int, str, bytes]:
-        from shadowd.reports.html import render_report
+        return route
 
-        return 200, "text/html; charset=utf-8", render_report(cursor()).encode()
+    def render(fmt: str, window: Any) -> Any:
+        from shadowd.reports.html import render_html
+        from shadowd.reports.model import collect, to_json
+        from shadowd.reports.text import render_text
 
-    def report_text(q: dict) -> tuple[int, str, bytes]:
-        from shadowd.reports.refit import build_report, render_text
-
-        rep = build_report(cursor(), since=q.get("since"), until=q.get("until"))
-        return 200, "text/plain; charset=utf-8", render_text(rep).encode()
+        data = collect(cursor(), window)
+        return {"json": to_json, "text": render_text, "html": render_html}[fmt](data)
 
     return {
         "/healthz": healthz,
         "/gate": gate,
-        "/report": report,
-        "/report.html": report_html,
-        "/report.txt": report_text,
+        "/report": report("json"),
+        "/report.html": report("html"),
+        "/report.txt": report("text"),
     }

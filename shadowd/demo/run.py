@@ -276,13 +276,15 @@ class DemoRun:
         if self.spec.html_path:
             import duckdb
 
-            from shadowd.reports.html import render_report
+            from shadowd.reports.html import write_html
+            from shadowd.reports.model import collect
 
             con = duckdb.connect(self.db, read_only=True)
             try:
-                Path(self.spec.html_path).write_text(render_report(con))
+                data = collect(con, title="shadowd demo")
             finally:
                 con.close()
+            write_html(data, self.spec.html_path)
             out["html"] = self.spec.html_path
         return out
 

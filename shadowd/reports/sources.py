@@ -9,34 +9,19 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.parse
 import urllib.request
 from typing import Any
 
 import duckdb
 
 import checks
+from shadowd.reports.html import render_html
+from shadowd.reports.model import collect, to_json
+from shadowd.reports.text import render_text
+from shadowd.steps.log_reader import Window, open_db
 
-
-class DatabaseBusy(RuntimeError):
-    pass
-
-
-def open_db(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open a shadowd database, with an error that says what to do when it is locked."""
-    try:
-        return duckdb.connect(path, read_only=read_only)
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise DatabaseBusy(
-                f"{path} is held by a running shadowd daemon; ask it instead with "
-                "--daemon http://127.0.0.1:9477 (or stop it first)"
-            ) from None
-        raise
-
-
-def _http_json(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(url, timeout=30) as resp:  # loopback daemon
-        return json.loads(resp.read())
+FORMATS = {"json": "/report", "text": "/report.txt", "html": "/report.html"}
 
 
 def report_any(
@@ -44,34 +29,56 @@ def report_any(
     db_path: str | None,
     daemon_url: str | None,
     parquet_glob: str | None,
-    since: str | None,
-    until: str | None,
-    steps: int | None,
-    want_html: bool,
-) -> tuple[dict[str, Any], str | None]:
-    from shadowd.reports.refit import build_report
+    window: Window,
+    formats: tuple[str, ...],
+    title: str = "shadowd report",
+) -> dict[str, Any]:
+    """The report in each of ``formats`` (json: a dict, text/html: a string), from one source.
 
+    From a file or Parquet exports one ``collect`` feeds every renderer; from a daemon each
+    format is asked of it with the same window.
+    """
     if sum(x is not None for x in (db_path, daemon_url, parquet_glob)) != 1:
-        raise SystemExit("give exactly one of --db, --daemon or --parquet")
+        raise ValueError("give exactly one of --db, --daemon or --parquet")
     if daemon_url:
-        q = "&".join(f"{k}={v}" for k, v in (("since", since), ("until", until), ("steps", steps)) if v)
-        rep = _http_json(f"{daemon_url.rstrip('/')}/report?{q}")
-        html = None
-        if want_html:
-            with urllib.request.urlopen(f"{daemon_url.rstrip('/')}/report.html", timeout=60) as r:
-                html = r.read().decode()
-        return rep, html
+        query = urllib.parse.urlencode(window_query(window))
+        base = daemon_url.rstrip("/")
+        out: dict[str, Any] = {}
+        for fmt in formats:
+            body = _http_get(f"{base}{FORMATS[fmt]}?{query}")
+            out[fmt] = json.loads(body) if fmt == "json" else body.decode()
+        return out
     con = open_db(db_path, read_only=True) if db_path else _parquet_views(parquet_glob)
     try:
-        rep = build_report(con, since=since, until=until, last_steps=steps)
-        html = None
-        if want_html:
-            from shadowd.reports.html import render_report
-
-            html = render_report(con)
-        return rep, html
+        data = collect(con, window, title=title)
     finally:
         con.close()
+    renderers = {"json": to_json, "text": render_text, "html": render_html}
+    return {fmt: renderers[fmt](data) for fmt in formats}
+
+
+def window_query(window: Window) -> dict[str, str]:
+    """The window as the daemon's query parameters (``window_from_query`` reads them back)."""
+    q = {"since": window.since, "until": window.until, "steps": window.last_steps, "engine": window.engine_id}
+    return {k: str(v) for k, v in q.items() if v is not None}
+
+
+def window_from_query(q: dict[str, str]) -> Window:
+    """A window from HTTP query parameters; a bad ``steps`` is a ValueError (a 400, not a 500)."""
+    steps = q.get("steps")
+    if steps is not None and (not steps.isdigit() or int(steps) <= 0):
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    return Window(
+        since=q.get("since"),
+        until=q.get("until"),
+        last_steps=int(steps) if steps else None,
+        engine_id=q.get("engine"),
+    )
+
+
+def _http_get(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=120) as resp:  # loopback daemon
+        return resp.read()
 
 
 def _parquet_views(location: str) -> duckdb.DuckDBPyConnection:
@@ -96,7 +103,7 @@ def read_verdict(*, db_path: str | None, daemon_url: str | None) -> dict[str, An
     if (db_path is None) == (daemon_url is None):
         raise ValueError("give exactly one of --db or --daemon")
     if daemon_url:
-        decision = _http_json(f"{daemon_url.rstrip('/')}/gate")
+        decision = json.loads(_http_get(f"{daemon_url.rstrip('/')}/gate"))
     else:
         con = open_db(db_path, read_only=True)
         try:

@@ -89,3 +89,20 @@ def load_batch(
         batch.predicted_ms = np.asarray(s["predicted_ms"], dtype=np.float64)  # type: ignore[attr-defined]
         batch.baseline_ms = np.asarray(s["baseline_ms"], dtype=np.float64)  # type: ignore[attr-defined]
     return batch
+
+
+class DatabaseBusy(RuntimeError):
+    pass
+
+
+def open_db(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open a shadowd database, with an error that says what to do when it is locked."""
+    try:
+        return duckdb.connect(path, read_only=read_only)
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise DatabaseBusy(
+                f"{path} is held by a running shadowd daemon; ask it instead with "
+                "--daemon http://127.0.0.1:9477 (or stop it first)"
+            ) from None
+        raise

@@ -85,7 +85,8 @@ def test_calibrate_and_report_on_raw_rows(raw_db):
     assert r["tenants"] and all("vtc_tokens" in t for t in r["tenants"])
 
     text = _cli("report", "--db", raw_db)
-    assert text.returncode == 0 and "Out-of-sample" in text.stdout and "tenant" in text.stdout
+    assert text.returncode == 0 and "fitted on the earlier half" in text.stdout and "tenant" in text.stdout
+    assert r["accuracy_source"] == "refit"
 
 
 def test_gate_without_decisions_is_inconclusive(raw_db):

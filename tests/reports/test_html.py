@@ -16,7 +16,9 @@ import pytest
 
 from shadowd.attribution.model_version import fit
 from shadowd.attribution.synthetic import synthetic_batch
-from shadowd.reports.html import render_report, render_text_report, write_report
+from shadowd.reports.html import render_html, write_html
+from shadowd.reports.model import collect
+from shadowd.reports.text import render_text
 from shadowd.steps.log_reader import Window
 from storage.schema import migrate
 
@@ -131,7 +133,7 @@ def report_db(tmp_path_factory) -> str:
 
 def test_html_report_renders_in_headless_chromium(report_db, tmp_path):
     with duckdb.connect(report_db, read_only=True) as con:
-        page = write_report(con, str(tmp_path / "report.html"), title="shadowd validation: gpu-host-1")
+        page = write_html(collect(con, title="shadowd validation: gpu-host-1"), str(tmp_path / "report.html"))
     text = Path(page).read_text()
 
     plots = re.findall(r'<figure class="plot" data-plot="([a-z-]+)">.*?<svg', text, flags=re.S)
@@ -154,8 +156,8 @@ def test_html_report_renders_in_headless_chromium(report_db, tmp_path):
 def test_empty_database_says_no_data_yet(tmp_path):
     with duckdb.connect(str(tmp_path / "empty.duckdb")) as con:
         migrate(con)
-        page = render_report(con, title="empty")
-        text = render_text_report(con, title="empty")
+        page = render_html(collect(con, title="empty"))
+        text = render_text(collect(con, title="empty"))
     assert "No data yet" in page and 'class="plot"' not in page
     assert "No data yet" in text
     (tmp_path / "empty.html").write_text(page)
@@ -168,15 +170,15 @@ def test_unattributed_steps_get_an_explanation_not_an_error(tmp_path):
     with duckdb.connect(str(tmp_path / "warm.duckdb")) as con:
         migrate(con)
         write_steps(con, batch, engine="e0", attribution=version.attribute(batch), warmup=50)
-        page = render_report(con, title="warming up")
+        page = render_html(collect(con, title="warming up"))
     assert "none is attributed yet" in page and "No data yet" not in page
     assert 'data-plot="scatter"' not in page
 
 
 def test_text_report_tables(report_db):
     with duckdb.connect(report_db, read_only=True) as con:
-        text = render_text_report(con, title="t", window=Window(engine_id="gpu-host-1"))
-        later = render_text_report(con, title="t", window=Window(since=str(START + dt.timedelta(hours=1))))
+        text = render_text(collect(con, Window(engine_id="gpu-host-1"), title="t"))
+        later = render_text(collect(con, Window(since=str(START + dt.timedelta(hours=1))), title="t"))
     lines = text.splitlines()
     acc = lines.index("Accuracy per step class (relative error |T̂−T|/T)")
     header = lines[acc + 2].split()
@@ -237,12 +239,52 @@ def test_report_over_parquet_exports_matches_the_database(report_db, tmp_path):
 
     with duckdb.connect(report_db, read_only=True) as con:
         export_parquet(con, tmp_path / "export", now=START + dt.timedelta(days=2))
-        direct = render_text_report(con, title="t")
+        direct = render_text(collect(con, title="t"))
     with duckdb.connect() as fleet:
         attach_exports(fleet, str(tmp_path / "export"))
-        fleet_text = render_text_report(fleet, title="t")
-        page = render_report(fleet, title="fleet")
+        fleet_text = render_text(collect(fleet, title="t"))
+        page = render_html(collect(fleet, title="fleet"))
     section = lambda text, name: text.split(name, 1)[1].split("\n\n", 1)[0].strip()  # noqa: E731
     for name in ("Accuracy per step class", "Per-tenant attributed GPU time"):
         assert section(fleet_text, name) == section(direct, name)
     assert "Drift events" not in fleet_text and 'data-plot="scatter"' in page
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "shadowd.cli", "report", *args], capture_output=True, text=True, timeout=180
+    )
+
+
+def test_html_honours_the_window_and_matches_the_json_report(report_db, tmp_path):
+    """One report model: ``--html --steps 500`` shows the same steps and accuracy as ``--json --steps 500``."""
+    page = tmp_path / "last500.html"
+    html_run = _cli("--db", report_db, "--steps", "500", "--html", str(page))
+    json_run = _cli("--db", report_db, "--steps", "500", "--json")
+    assert html_run.returncode == 0, html_run.stderr
+    assert json_run.returncode == 0, json_run.stderr
+    rep = json.loads(json_run.stdout)
+    assert rep["steps"] == 500 and rep["accuracy_source"] == "stored"
+    text = page.read_text()
+    overview = re.search(r"<h2>Overview</h2><table><tr>.*?</tr><tr>(.*?)</tr>", text, flags=re.S).group(1)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", overview)
+    assert int(cells[1].replace(",", "")) == 500  # steps in the window, not the whole file
+    acc_row = re.search(r"<tr><td class=\"t\">all</td>(.*?)</tr>", text, flags=re.S).group(1)
+    acc_cells = re.findall(r"<td[^>]*>(.*?)</td>", acc_row)
+    lv = rep["accuracy"]["all"]["llmvisor"]
+    assert int(acc_cells[0].replace(",", "")) == rep["accuracy"]["all"]["steps"]
+    assert acc_cells[1:4] == [f"{100 * lv[q]:.1f}%" for q in ("p50", "p90", "p99")]
+
+
+def test_tenant_names_are_drawn_as_written(tmp_path):
+    """A tenant label is someone else's input: ``$...$`` must not be parsed as mathtext."""
+    batch = synthetic_batch(steps=300, seed=3)
+    batch.tenant[:] = np.where(batch.tenant == "chat", "$\\frac{a}{$", batch.tenant)
+    version = fit(synthetic_batch(steps=300, seed=4), KEY)
+    with duckdb.connect(str(tmp_path / "odd.duckdb")) as con:
+        migrate(con)
+        write_steps(con, batch, engine="e0", attribution=version.attribute(batch))
+        page = render_html(collect(con, title="odd names"))
+    assert 'data-plot="tenant-time"' in page and "$\\frac{a}{$" in page
