@@ -45,7 +45,7 @@ from shadowd.daemon.metrics import IngestStats, MetricSources, registry_for
 from shadowd.daemon.pipeline import IngestPipeline
 from shadowd.daemon.receiver import FrameReceiver
 from shadowd.daemon.request_ids import RequestIdHasher, host_key
-from shadowd.daemon.routes import daemon_routes
+from shadowd.daemon.routes import ReportLimits, daemon_routes
 from shadowd.daemon.stability import stability_from_db
 from shadowd.daemon.status import DaemonStatus
 from shadowd.daemon.tenants import TenantRoster
@@ -318,7 +318,13 @@ class Daemon:
             log.info("resumed model %s", cal.model.version)
 
     def _start_http(self) -> None:
-        routes = daemon_routes(self.status, lambda: self.gatekeeper.last, self.writer.cursor)
+        rep = self.config.report
+        routes = daemon_routes(
+            self.status,
+            lambda: self.gatekeeper.last,
+            self.writer.cursor,
+            ReportLimits(rep.default_window_s, rep.max_window_s),
+        )
         api = self.config.api
         self.http = ApiServer(
             self.config.http,
