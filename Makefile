@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 export SHADOWD_SHARED ?= $(abspath ../shared)
 export HF_HUB_OFFLINE := 1
 
-.PHONY: setup system-deps demo test bench clean
+.PHONY: setup system-deps lint demo test bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -28,7 +28,13 @@ system-deps:
 demo: setup
 	$(VENV)/bin/shadowd demo
 
-test: setup system-deps
+# The layout rules: import contracts (pyproject.toml [tool.importlinter]) and ruff lint + format.
+lint: setup
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+test: setup system-deps lint
 	$(PY) -m pytest
 
 bench: setup

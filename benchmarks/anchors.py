@@ -30,9 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from shadowd.paths import data_dir
-
-from .model_shape import ModelShape
-from .step_latency import ReferenceEngine
+from shadowd.twin.model_shape import ModelShape
+from shadowd.twin.step_latency import ReferenceEngine
 
 QWEN3_32B = ModelShape(
     "qwen3-32b",
@@ -338,7 +337,7 @@ def inference_sim_rows() -> list[AnchorRow]:
 
 def weight_floor_ms(model: ModelShape, tp: int, gpu: str) -> float:
     """bf16 weight bytes per GPU over the datasheet HBM bandwidth: no decode step is faster."""
-    from .gpu_specs import gpu_spec
+    from shadowd.twin.gpu_specs import gpu_spec
 
     return model.weight_bytes() / tp / (gpu_spec(gpu).hbm_tbps * 1e12) * 1e3
 
@@ -404,7 +403,7 @@ def call_timing(repeats: int = 5, calls: int = 2000) -> str:
 
 def token_fit_table(steps: int = 600, seed: int = 11) -> str:
     """R^2 and p90 error of a token-count-only latency fit on sampled engine steps (noiseless)."""
-    from .step_samples import sample_steps, token_count_fit
+    from shadowd.twin.step_samples import sample_steps, token_count_fit
 
     lines = ["| platform | class | R^2 | p90 rel. error |", "|---|---|---:|---:|"]
     for platform in ("h100_sxm", "builtin", "a100_sxm"):

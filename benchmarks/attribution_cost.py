@@ -1,7 +1,7 @@
 """Attribution µs per step (256 requests), and its cost relative to the token baseline alone.
 
 ``benchmarks.attribution_timing.time_attribution``: synthetic vLLM-like steps of
-256 requests (``shadowd.attribution.synthetic``), a model version fitted on
+256 requests (``shadowd.attribution.synthetic_steps``), a model version fitted on
 them (not timed), then ``ModelVersion.attribute`` over all steps at once, as
 the daemon does per ingest batch; best of a few repeats, per step.
 """

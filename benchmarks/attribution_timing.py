@@ -17,7 +17,7 @@ from typing import Any
 
 from shadowd.attribution.model_version import ModelVersion, fit
 from shadowd.attribution.steprows import StepRows
-from shadowd.attribution.synthetic import synthetic_batch
+from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.steps.batch import StepBatch
 
 

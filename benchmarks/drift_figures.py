@@ -814,10 +814,10 @@ check is inconclusive, naming it and the way out (recalibrate on current traffic
 
 
 DOC_INTRO = """
-The gate (issue 4, DESIGN.md "Checks and the gate") answers one question: may attribution govern
-scheduling now? Three kinds of check feed it — drift of the latency model, stability of per-tenant
-shares, and evidence — and it fails closed. This page explains the detectors and gives their
-measured false-alarm rates and detection delays.
+The gate (issue 4; `checks/gate.py`, its policy in `checks/policy.py`) answers one question: may
+attribution govern scheduling now? Three kinds of check feed it — drift of the latency model,
+stability of per-tenant shares, and evidence — and it fails closed. This page explains the
+detectors and gives their measured false-alarm rates and detection delays.
 
 ## Drift detectors
 

@@ -44,6 +44,7 @@ class ClassAccuracy:
     p90: float | None = None
     p99: float | None = None
     r2: float | None = None
+    baseline_p50: float | None = None
     baseline_p90: float | None = None
     baseline_p99: float | None = None
 

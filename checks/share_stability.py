@@ -11,9 +11,10 @@ buckets weighted by rows. It is a magnitude, not a p-value: at these sample size
 dependence is "significant", what matters is how large it is.
 
 The confidence interval is a cluster bootstrap (all rows of one step drawn together when
-``groups`` gives step ids), computed from per-bucket moment matrices so a few hundred
-replicates over 10⁵ rows take about a second. ``stability_report`` scores several splits
-(e.g. 'llmvisor' and 'token_baseline') side by side with the same resamples, and gives
+``groups`` gives step ids), computed from per-bucket moment matrices: all replicates come
+from one product of resampling weights with the rows' moments and small solves, not a refit
+per replicate. ``stability_report`` scores several splits (e.g. 'llmvisor' and
+'token_baseline') side by side with the same resamples, and gives
 paired differences. ``cost_per_work_by_strata`` is the tenant-level view: cost per unit of
 work (e.g. ms per token) in low vs high batch-size strata, and their ratio.
 

@@ -4,18 +4,71 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
+import warnings
 from typing import Any
 
 import click
 
 EXIT_CONFIG = 2
+EXIT_USAGE = 2
 
 
-@click.group()
-@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
-def main(verbose: int) -> None:
+def _is_user_error(exc: BaseException) -> bool:
+    """Errors that mean "the input is wrong" (a path, a name, a locked file), not a bug."""
+    if isinstance(
+        exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, ValueError)
+    ):
+        return True
+    from urllib.error import URLError
+
+    from shadowd.steps.log_reader import DatabaseBusy
+
+    if isinstance(exc, (URLError, DatabaseBusy, ConnectionError)):
+        return True
+    return type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb") and type(exc).__name__ in (
+        "IOException",
+        "CatalogException",
+    )
+
+
+class ShadowdGroup(click.Group):
+    """Every user error is one line on stderr and exit 2; ``-v`` shows the traceback instead."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if not _is_user_error(exc) or (ctx.obj or {}).get("verbose"):
+                raise
+            click.echo(f"shadowd: error: {exc}", err=True)
+            ctx.exit(EXIT_USAGE)
+
+
+def _quiet_engine_imports() -> None:
+    """torch and vLLM announce deprecations and a missing CUDA on import; an operator needs none of it.
+
+    Only third-party loggers and warnings are lowered, and only for shadowd's own commands; shadowd's
+    loggers keep their level.  torch resets its loggers when it is first imported, hence the import.
+    """
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+    for module in ("torch", "vllm", "transformers"):
+        warnings.filterwarnings("ignore", module=rf"{module}(\.|$)")
+    import torch  # noqa: F401
+
+    for name in ("torch", "vllm", "transformers"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
+@click.group(cls=ShadowdGroup)
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug); tracebacks on errors.")
+@click.pass_context
+def main(ctx: click.Context, verbose: int) -> None:
     """shadowd: shadow-mode validation and drift monitoring of LLM latency attribution."""
+    ctx.obj = {"verbose": verbose}
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -208,7 +261,9 @@ def demo(
     as_json: bool,
 ) -> None:
     """The whole pipeline on the reference engine: real vLLM scheduler, tap, daemon, gate."""
-    from shadowd.demo.run import run_demo
+    if not click.get_current_context().find_root().obj.get("verbose"):
+        _quiet_engine_imports()
+    from shadowd.demo.scenario import run_demo
     from shadowd.demo.spec import DemoSpec
 
     try:
@@ -223,9 +278,9 @@ def demo(
             db_path=db_path,
             html_path=html_path,
         )
-    except ValueError as exc:
+    except (ValueError, FileNotFoundError) as exc:
         raise click.BadParameter(str(exc)) from None
-    result = run_demo(spec, progress=not as_json and sys.stderr.isatty())
+    result = run_demo(spec, progress=not as_json)
     if as_json:
         _echo_json(result)
     else:

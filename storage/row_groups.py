@@ -4,11 +4,12 @@ DuckDB stores a table in row groups of 122,880 rows.  An append that ends
 part-way into a row group makes a later checkpoint rewrite that group, and a
 large append that does not start on a boundary cannot keep the row groups DuckDB
 wrote ahead of the commit ("optimistic writes").  Measured on the
-``step_requests`` shape (``benchmarks/duckdb_append.py``, one DuckDB thread):
+``step_requests`` shape by ``benchmarks/duckdb_append.py`` (one DuckDB thread;
+the free-blocks table in docs/benchmarks.md, "Daemon end-to-end ingest"):
 appends of 131,072 rows left half of the file as free blocks after
-``CHECKPOINT``; appends of exactly 122,880 rows left none and were the cheapest
-(0.74 µs per row); alternating 122,680 / 123,080 rows cost 1.6 µs per row and
-appends of 65,536 rows 2.0.
+``CHECKPOINT``; appends of exactly one row group left none and were the
+cheapest per row; appends straddling the boundary, or of half a row group,
+cost more per row.
 
 So the writer cuts the request-row table where its last row group ends
 (``Alignment.take``) and keeps the rest for the next flush.  The cut may fall
@@ -176,8 +177,8 @@ class RowGroupCursor:
     own appends and asked of DuckDB only when unknown (at open; after a job changed the table's
     row count, e.g. retention's deletes) and checked once after the next commit: DuckDB starts a
     new row group instead of filling one that holds deleted rows, which a prediction cannot see.
-    Asking reads every segment's metadata (~40 ms per 10 M rows); ``count(*)`` reads only the
-    row groups' counts (~1 ms).
+    Asking reads every segment's metadata, which grows with the table; ``count(*)`` reads only
+    the row groups' counts.
     """
 
     def __init__(self, alignment: Alignment) -> None:

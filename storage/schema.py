@@ -8,7 +8,7 @@ transaction per migration, and records each in ``schema_migrations``.
 >>> import duckdb
 >>> con = duckdb.connect()
 >>> migrate(con)
-[1, 2, 3, 4]
+[1, 2, 3, 4, 5]
 >>> migrate(con)
 []
 """
@@ -127,6 +127,53 @@ MIGRATIONS: list[tuple[int, str]] = [
         engine_id  VARCHAR NOT NULL,
         run_id     VARCHAR NOT NULL,
         step_seq   BIGINT  NOT NULL
+    );
+    """,
+    ),
+    (
+        5,
+        """
+    -- One row per request that ended (finished, hit its length limit, or was aborted): the
+    -- service it received.  Times are milliseconds from vLLM's arrival time, so queueing in the
+    -- engine counts; NULL where the request never got that far (an abort before its first token).
+    CREATE TABLE requests (
+        engine_id      VARCHAR   NOT NULL,
+        run_id         VARCHAR   NOT NULL,
+        req_id         VARCHAR   NOT NULL,
+        tenant         VARCHAR   NOT NULL,
+        arrival_ts     TIMESTAMP,              -- wall clock (UTC) of Request.arrival_time
+        ended_ts       TIMESTAMP NOT NULL,     -- wall clock (UTC) when the engine let it go
+        queue_ms       DOUBLE,                 -- arrival -> first scheduled
+        ttft_ms        DOUBLE,                 -- arrival -> first output token
+        tpot_ms        DOUBLE,                 -- first -> last output token, per later token
+        e2e_ms         DOUBLE,                 -- arrival -> end
+        prompt_tokens  INTEGER   NOT NULL,
+        output_tokens  INTEGER   NOT NULL,
+        preemptions    SMALLINT  NOT NULL DEFAULT 0,
+        finish_reason  VARCHAR   NOT NULL,     -- 'stop' | 'length' | 'abort' | 'error'
+        first_step_seq BIGINT,                 -- step that first scheduled it
+        first_token_step_seq BIGINT,           -- step that produced its first output token
+        end_step_seq   BIGINT
+    );
+    -- Per-tenant per-minute latency histograms of ended requests, kept after retention drops the
+    -- raw rows: log-spaced buckets (storage.service_rollup) merge by addition, so quantiles over
+    -- any span of minutes can still be read back.
+    CREATE TABLE service_minutes (
+        minute     TIMESTAMP NOT NULL,
+        engine_id  VARCHAR   NOT NULL,
+        tenant     VARCHAR   NOT NULL,
+        metric     VARCHAR   NOT NULL,         -- 'queue_ms' | 'ttft_ms' | 'tpot_ms' | 'e2e_ms'
+        bucket     SMALLINT  NOT NULL,
+        count      BIGINT    NOT NULL
+    );
+    CREATE TABLE outcome_minutes (
+        minute         TIMESTAMP NOT NULL,
+        engine_id      VARCHAR   NOT NULL,
+        tenant         VARCHAR   NOT NULL,
+        finish_reason  VARCHAR   NOT NULL,
+        requests       BIGINT    NOT NULL,
+        output_tokens  BIGINT    NOT NULL,
+        preemptions    BIGINT    NOT NULL
     );
     """,
     ),

@@ -21,12 +21,13 @@ the error is counted and kept in ``stats``, and the next flush retries.
 Memory is bounded in rows, not only in queue items: ``append`` refuses (and
 counts) rows once ``queue_max_rows`` are queued and not yet taken by the
 writer thread, and the retry buffer holds at most ``buffer_max_rows``.  A
-queued request row costs ~150–300 bytes (numpy columns plus the Python strings
-they reference), so the defaults keep the writer's queue and buffers to
-~20–60 MB under sustained overload.  DuckDB's own memory (buffer pool,
-checkpoints) is bounded by ``memory_limit``; unset, DuckDB allows itself 80%
-of the host's RAM and used ~300 MB in a checkpoint during the overload
-benchmark (``docs/benchmarks.md``).
+queued request row costs its numpy columns plus the Python strings they
+reference, so the defaults bound the writer's queue and buffers under
+sustained overload.  DuckDB's own memory (buffer pool, checkpoints) is bounded
+by ``memory_limit``; unset, DuckDB allows itself 80% of the host's RAM (its
+documented default), and a checkpoint grows into that.  Peak RSS under
+overload, with and without the limit, is measured by ``benchmarks/overload.py``
+(docs/benchmarks.md, "Peak RSS under sustained overload").
 
 >>> import numpy as np, tempfile, os
 >>> path = os.path.join(tempfile.mkdtemp(), "t.duckdb")

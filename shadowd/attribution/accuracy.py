@@ -11,7 +11,7 @@ Per tenant: ``llmvisor_ms`` (shares of T̂ under the chosen fixed-term policy),
 latency), ``vtc_tokens`` (VTC counter) and ``requests`` (distinct ``req_id`` when the batch has
 them, else request rows).  ``fixed_term`` gives per-tenant ``llmvisor_ms`` under both policies.
 
->>> from shadowd.attribution.synthetic import synthetic_batch
+>>> from shadowd.attribution.synthetic_steps import synthetic_batch
 >>> r = out_of_sample_report(synthetic_batch(steps=600, seed=3), {"gpu": "test"})
 >>> sorted(r["accuracy"]), sorted(r["accuracy"]["all"])
 (['all', 'decode', 'mixed', 'prefill'], ['llmvisor', 'ratio', 'steps', 'token_baseline'])

@@ -1,7 +1,7 @@
 """LLMVisor: an additive, piecewise-linear step-latency model whose terms are per-request shares.
 
-The full paper is not public here; this reconstruction follows DESIGN.md ("Attribution") and the
-closest published form (DistServe's step model).  Choices made where the text is unknown:
+The full paper is not public here; this reconstruction follows its abstract, secondary readings
+and the closest published form (DistServe's step model).  Choices made where the text is unknown:
 
 **Terms.** A step ``s`` of batch ``B`` is predicted as
 ``T̂_s = β_k + Σ_{i∈B} θ_{k,phase(i)} · φ_i`` where ``k`` is the step's segment and each request row
@@ -26,10 +26,12 @@ one segment (too little data to split).
 ≥ 0.  Rows are weighted by ``1/T`` (minimising relative error, the metric reported) and columns are
 scaled to unit norm before solving, as the features span ten orders of magnitude.
 
-**Measured** on :mod:`shadowd.attribution.synthetic` (fit on 3000 steps, score the next 3000, 2%
-noise), out-of-sample p90/p99 relative error over all steps: this model 3.6%/5.9%; without ``p·c``
-8.8%/18% (prefill 12%/23%); one segment 6.1%/20%; absolute instead of relative weighting
-3.6%/5.8% (no difference here); without ``p²`` 3.7%/6.2%.
+**Ablations.**  On :mod:`shadowd.attribution.synthetic_steps` (fit on one window, score the
+next), leaving out ``p·c`` made out-of-sample relative error much worse (prefill above all) and
+one segment instead of two worsened it too, the p99 most; dropping ``p²``, or weighting by
+absolute instead of relative error, changed little there.  Those synthetic figures are not kept
+in a generated doc; the reference engine's (one segment; without ``p²`` and ``p·c``, on the
+CI-sized runs) are in ``docs/accuracy.md`` ("Reproduce"), from ``benchmarks/accuracy_study.py``.
 
 **Shares.** ``v_i = θ·φ_i`` per request (its own work: it depends on the rest of the batch only
 through the step's segment), plus a part of the step's fixed term by a stated policy (see
@@ -38,23 +40,24 @@ floor ``β₀`` (:attr:`LLMVisorModel.floor_ms`), not a compute-bound segment's 
 (a line's extrapolation to zero tokens, below the cost of running any step), and the rest of
 ``T̂`` is divided by *price*: ``v_i`` for prefill-like rows, the memory-bound ``θ₀·φ_i`` for
 decode-like rows (their one token costs GEMM time only because a chunk made the step
-compute-bound).  Chosen because it tracks the Shapley ground truth of the reference engine:
-per-tenant totals within 1.7% in the eight benchmark runs and the CI-sized ones, where the plain
-``β/|B|`` split was off by up to 6% (measured in :mod:`shadowd.attribution.shares`).  In the
+compute-bound).  Chosen because it tracks the Shapley ground truth of the reference engine
+more closely than the plain ``β/|B|`` split (the comparison, per run and per policy, is in
+``docs/accuracy.md``, "Against the ground truth" and "The model", measured by
+``benchmarks/accuracy_study.py``; see also :mod:`shadowd.attribution.shares`).  In the
 example the step is compute-bound (``T̂ = β₁ + 24 + 0.42 = 25.42``): the floor ``4`` is split
 equally, the other ``21.42`` in proportion to ``24 : 0.4`` (the decode at segment-0 prices).
 
-**On the reference engine** (``docs/accuracy.md``, ``benchmarks/accuracy.py``: the real vLLM
-scheduler, H100/A100 kernel tables, llama-3.1-8b and qwen2.5-14b, real traces, KV usage up to its
-capacity) the latency model itself is unchanged: out of sample it reaches R² ≥ 0.997 over all steps
-and p99 relative errors of 3.0–5.5% in the decode and mixed classes of the saturated runs (near the
-engine's jitter floor) and 3.9–7.5% in the light ones, but for one.  What it cannot carry is a step
-function of the step's *total* tokens: the A100 GEMM tables jump +44% between 128 and 129 tokens
-(tile quantisation; H100: +8%), so a lone 127-token chunk runs about as fast as a decode step and a
-129–160-token one 40% slower; no additive per-request term can follow that, and those steps set the
-prefill p99 (~13%) and the mixed p99 of the light A100 llama run (10.3%, the one above).  CUDA-graph
-padding (to multiples of 8/16 tokens up to 512) is the same kind of step function, but small.  A
-separate prefix-attention term is not needed: ``c`` and ``p·c`` carry it.
+**On the reference engine** (the real vLLM scheduler, H100/A100 kernel tables, llama-3.1-8b and
+qwen2.5-14b, real traces, KV usage up to its capacity; figures in ``docs/accuracy.md``, measured by
+``benchmarks/accuracy_study.py``) the latency model itself is unchanged: it meets the R² and
+per-class p99 targets out of sample, near the engine's jitter floor, in every run but the light A100
+llama-3.1-8b one.  What it cannot carry is a step function of the step's *total* tokens: the GEMM
+tables jump between 128 and 129 tokens (tile quantisation; far more on A100 than on H100), so a lone
+127-token chunk runs about as fast as a decode step and a slightly longer one much slower; no
+additive per-request term can follow that, and those steps set the prefill p99 and the mixed p99 of
+the light A100 llama run (the size of the jump and of those p99s: ``docs/accuracy.md``, "Targets
+missed").  CUDA-graph padding (to multiples of 8/16 tokens up to 512) is the same kind of step
+function, but small.  A separate prefix-attention term is not needed: ``c`` and ``p·c`` carry it.
 
 >>> import numpy as np
 >>> from shadowd.steps.batch import StepBatch

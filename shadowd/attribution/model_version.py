@@ -6,7 +6,7 @@ backend) and a content hash of key + coefficients as its id: refitting on identi
 same id, any coefficient or key change gives a new one, and every stored share can name the version
 that produced it.  The fit window and in-sample fit metrics travel with it but are not hashed.
 
->>> from shadowd.attribution.synthetic import synthetic_batch
+>>> from shadowd.attribution.synthetic_steps import synthetic_batch
 >>> key = {"gpu": "H100-SXM", "model": "llama-3.1-8b", "dtype": "bf16", "tp": 1,
 ...        "vllm": "0.33.0", "attention_backend": "FLASH_ATTN"}
 >>> v = fit(synthetic_batch(steps=400, seed=1), key)

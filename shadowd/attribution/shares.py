@@ -31,26 +31,16 @@ In a memory-bound step (segment 0) ``F = β₀`` and ``π = v`` with ``Σπ = T�
 so nothing changes there.  Shares stay ≥ 0 and sum to ``T̂``; ``v_i`` (the
 own-work share the stability check judges) is untouched.
 
-Measured against Monte Carlo Shapley values of the reference engine
-(``docs/accuracy.md``: H100/A100 × llama-3.1-8b/qwen2.5-14b × saturated/light,
-150 sampled steps each, plus the CI-sized runs of
-``tests/sim/test_accuracy_reference.py``), max per-tenant error / per-request p90:
-
-============================  =====================  =====================  ==================
-split                         8 benchmark runs        CI saturated, 8k-step  per-request p90
-                                                      light H100             (saturated runs)
-============================  =====================  =====================  ==================
-``β`` of own segment, equal   ≤ 2.9%                  3.6%, 1.9–6.1%         9–25%
-floor only (step 1)           ≤ 4.5%                  –, 0.2–0.7%            14–23%
-floor and prices (1 + 2)      ≤ 1.7%                  1.2%, 0.7%             6–17%
-``pro_rata``                  6–34%                   –                      –
-============================  =====================  =====================  ==================
-
-(the plain split overcharged short decodes beside a chunk in saturated steps and
-undercharged decodes beside a chunk in light ones, by up to ~20% each; the floor
-alone fixed the second and made the first worse).  On the synthetic function of
-:mod:`shadowd.attribution.synthetic` (3 seeds, 60 steps each): ``equal`` within
-0.1–2.8% of Shapley, ``pro_rata`` up to 12.6%, the token split up to 30%.
+Why: measured against Monte Carlo Shapley values of the reference engine, the plain split
+overcharged short decodes beside a chunk in saturated steps and undercharged decodes beside a
+chunk in light ones; the floor alone fixed the second and made the first worse; floor and prices
+together track the Shapley values in every run, and ``pro_rata`` is off by far more.  The figures
+(per run, per policy, per tenant and per request, and the plain split beside the two steps) are
+in ``docs/accuracy.md`` ("Against the ground truth", "The model"), measured by
+``benchmarks/accuracy_study.py``; ``tests/sim/test_accuracy_reference.py`` holds the CI-sized runs
+to the tenant-error target, and ``tests/attribution/test_ground_truth.py`` holds ``equal`` to the
+Shapley values of :mod:`shadowd.attribution.synthetic_steps`' latency function, with the token
+split further off.
 
 >>> import numpy as np
 >>> rows = StepRows(np.array([0, 0, 1]), num_steps=2)

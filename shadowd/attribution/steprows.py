@@ -2,8 +2,10 @@
 
 Attribution does a handful of "sum over each step's requests" and "give every request its step's
 value" per call.  Because a :class:`~shadowd.steps.batch.StepBatch` keeps each step's rows
-contiguous and in order, ``np.add.reduceat`` and ``np.repeat`` do both ~10× faster than
-``np.bincount(weights=...)`` and fancy indexing, which is what keeps attribution within its budget.
+contiguous and in order, ``np.add.reduceat`` and ``np.repeat`` do both without the scattered
+reads and writes of ``np.bincount(weights=...)`` and fancy indexing, which is what keeps
+attribution within its budget (measured by ``benchmarks/attribution_cost.py``: docs/benchmarks.md,
+"Attribution cost").
 
 >>> import numpy as np
 >>> rows = StepRows(np.array([0, 0, 2, 2, 2]), num_steps=4)   # step 1 and 3 have no rows

@@ -46,7 +46,7 @@ WITH e AS (
 SELECT coalesce(kind, 'all') AS kind, count(*) AS n,
        approx_quantile(abs(l - p) / l, [0.5, 0.9, 0.99]) AS q,
        1 - sum((l - p) ^ 2) / nullif(sum(l * l) - sum(l) ^ 2 / count(*), 0) AS r2,
-       approx_quantile(abs(l - b) / l, [0.9, 0.99]) AS bq
+       approx_quantile(abs(l - b) / l, [0.5, 0.9, 0.99]) AS bq
 FROM e
 GROUP BY ROLLUP (kind)
 """
@@ -56,13 +56,14 @@ def class_accuracy(con: duckdb.DuckDBPyConnection, version: str, window_s: float
     rows = con.execute(_ACCURACY_SQL, [version, version, float(window_s)]).fetchall()
     out = {}
     for k, n, q, r2, bq in rows:
-        (p50, p90, p99), (b90, b99) = q or (None,) * 3, bq or (None,) * 2
+        (p50, p90, p99), (b50, b90, b99) = q or (None,) * 3, bq or (None,) * 3
         out[k] = {
             "steps": int(n),
             "p50": p50,
             "p90": p90,
             "p99": p99,
             "r2": r2,
+            "baseline_p50": b50,
             "baseline_p90": b90,
             "baseline_p99": b99,
         }

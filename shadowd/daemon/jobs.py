@@ -44,17 +44,20 @@ def daemon_jobs(
 def run_retention(config: Config, writer: Writer) -> Any:
     """Roll up, then prune raw rows (never rows the Parquet export has not taken yet)."""
     from storage.export import first_unexported
-    from storage.retention import apply_retention
+    from storage.retention import apply_retention, utcnow
+    from storage.service_rollup import retire_requests
 
     r, export_dir = config.retention, config.export.dir
-    return writer.submit(
-        lambda con: apply_retention(
-            con,
-            raw_days=r.raw_days,
-            rollup_days=r.rollup_days,
-            protect_since=first_unexported(con, export_dir) if export_dir else None,
+
+    def retain(con: Any) -> Any:
+        protect = first_unexported(con, export_dir) if export_dir else None
+        result = apply_retention(con, raw_days=r.raw_days, rollup_days=r.rollup_days, protect_since=protect)
+        retire_requests(
+            con, raw_days=r.raw_days, rollup_days=r.rollup_days, now=utcnow(), protect_since=protect
         )
-    ).result()
+        return result
+
+    return writer.submit(retain).result()
 
 
 def run_export(config: Config, writer: Writer) -> Any:

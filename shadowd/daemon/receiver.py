@@ -41,9 +41,9 @@ def tune_gc_for_ingest() -> None:
     """Run CPython's young-generation collection every 50,000 allocations instead of 700.
 
     A decoded frame is a handful of lists of a few hundred items each, and a young-generation
-    pass walks every item of every young list: at the default it ran every ~80 frames and took
-    a quarter of decoding (0.44 -> 0.32 µs per request row alone; 0.51 -> 0.37 in
-    ``benchmarks.ingest``'s stage table).
+    pass walks every item of every young list: at the default it ran every few dozen frames and
+    took a large part of decoding (before and after: docs/benchmarks.md, "What was optimised"
+    under the daemon's ingest, from ``benchmarks/ingest.py``'s stage table).
     Cyclic garbage is still collected, just less often; process-wide, so set once by the
     process that ingests.
     """

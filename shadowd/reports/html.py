@@ -131,6 +131,28 @@ def plot_tenant_time(data: ReportData) -> str | None:
     return _svg(fig)
 
 
+def plot_service(data: ReportData) -> str | None:
+    """TTFT p99 per tenant over time, under the attributed-time plot's buckets."""
+    ss = data.service_series
+    if not len(ss.get("b", ())):
+        return None
+    fig = _figure(11, 3.2)
+    ax = fig.subplots()
+    tenants = [t["tenant"] for t in data.service[:MAX_TENANTS]]
+    for tenant in tenants:
+        m = ss["tenant"] == tenant
+        if m.any():
+            ax.step(ss["b"][m], ss["ttft_p99_ms"][m], where="post", label=tenant)
+    ax.set(
+        ylabel=f"TTFT p99 (ms) per {data.bucket_label}",
+        yscale="log",
+        title="Service received: time to first token, p99 per tenant",
+    )
+    ax.legend(loc="upper left", fontsize=8, ncols=min(4, max(1, len(tenants))))
+    ax.grid(True, alpha=0.3)
+    return _svg(fig)
+
+
 def plot_drift(data: ReportData) -> str | None:
     es = data.error_series
     if not data.drift and not len(es.get("b", ())):
@@ -177,6 +199,7 @@ PLOTS = (
     ("scatter", "Predicted vs measured step latency", plot_scatter),
     ("error-cdf", "Error CDFs per step class", plot_error_cdfs),
     ("tenant-time", "Per-tenant attributed time", plot_tenant_time),
+    ("service", "Per-tenant time to first token", plot_service),
     ("drift", "Drift timeline", plot_drift),
     ("gate", "Gate history", plot_gate),
 )

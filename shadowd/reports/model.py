@@ -73,6 +73,8 @@ class ReportData:
     error_series: dict[str, np.ndarray] = field(default_factory=dict)
     tenants: list[dict[str, Any]] = field(default_factory=list)
     tenant_series: dict[str, np.ndarray] = field(default_factory=dict)
+    service: list[dict[str, Any]] = field(default_factory=list)  # per tenant: service received
+    service_series: dict[str, np.ndarray] = field(default_factory=dict)  # TTFT p99 per bucket, tenant
     drift: list[tuple] = field(default_factory=list)
     gate: list[tuple] = field(default_factory=list)
     models: list[tuple] = field(default_factory=list)
@@ -163,6 +165,8 @@ def collect(
     _collect_accuracy(con, data, sw, sp)
     _collect_series(con, data, sw, sp, width)
     _collect_tenants(con, data, since, until, window.engine_id, width)
+    if _has(con, "requests"):
+        _collect_service(con, data, since, until, window.engine_id, width)
     if data.accuracy:
         data.accuracy_source = STORED
     elif data.has_steps:
@@ -306,6 +310,74 @@ def _collect_tenants(con, data: ReportData, since, until, engine, width: int) ->
         con.execute("DROP TABLE IF EXISTS _report_tm")
 
 
+SERVICE_QUANTILES = {
+    "queue_ms": (0.5, 0.99),
+    "ttft_ms": (0.5, 0.99),
+    "tpot_ms": (0.5, 0.99),
+    "e2e_ms": (0.99,),
+}
+
+
+def _collect_service(con, data: ReportData, since, until, engine, width: int) -> None:
+    """Service received per tenant: queue time, TTFT, TPOT, E2E and how requests ended.
+
+    From the raw ``requests`` rows of the window; when retention has already dropped them, from
+    the per-minute histograms (``storage.service_rollup``), which read back within a bucket.
+    """
+    rw, rp = _time_where("ended_ts", since, until, engine)
+    cols = ", ".join(
+        f"quantile_cont({m}, [{', '.join(str(q) for q in qs)}]) AS {m}" for m, qs in SERVICE_QUANTILES.items()
+    )
+    rows = con.execute(
+        f"""SELECT tenant, count(*), count(*) FILTER (finish_reason = 'abort'),
+                   count(*) FILTER (finish_reason = 'length'), sum(preemptions), sum(output_tokens), {cols}
+            FROM requests WHERE {rw} GROUP BY tenant ORDER BY tenant""",
+        rp,
+    ).fetchall()
+    source = "raw"
+    if not rows and _has(con, "service_minutes"):
+        rows, source = _service_from_rollups(con, since, until, engine), "rollup"
+    data.service = [
+        {
+            "tenant": t,
+            "requests": int(n),
+            "aborted": int(ab or 0),
+            "length_limited": int(ln or 0),
+            "preemptions": int(pre or 0),
+            "output_tokens": int(out or 0),
+            **{
+                f"{m.removesuffix('_ms')}_p{round(q * 100)}_ms": _num(v[i]) if v else None
+                for (m, qs), v in zip(SERVICE_QUANTILES.items(), vals)
+                for i, q in enumerate(qs)
+            },
+            "source": source,
+        }
+        for t, n, ab, ln, pre, out, *vals in rows
+    ]
+    if source == "raw" and rows:
+        data.service_series = con.execute(
+            f"""SELECT time_bucket(INTERVAL '{width} seconds', ended_ts) AS b, tenant,
+                       quantile_cont(ttft_ms, 0.99) AS ttft_p99_ms
+                FROM requests WHERE {rw} AND ttft_ms IS NOT NULL GROUP BY ALL ORDER BY b""",
+            rp,
+        ).fetchnumpy()
+
+
+def _service_from_rollups(con, since, until, engine) -> list[tuple]:
+    from storage.service_rollup import service_quantiles
+
+    kw = {"since": since, "until": until}
+    q = {m: service_quantiles(con, m, list(qs), **kw) for m, qs in SERVICE_QUANTILES.items()}
+    mw, mp = _time_where("minute", since, until, engine)
+    outcomes = con.execute(
+        f"""SELECT tenant, sum(requests), sum(requests) FILTER (finish_reason = 'abort'),
+                   sum(requests) FILTER (finish_reason = 'length'), sum(preemptions), sum(output_tokens)
+            FROM outcome_minutes WHERE {mw} GROUP BY tenant ORDER BY tenant""",
+        mp,
+    ).fetchall()
+    return [(*o, *(q[m].get(o[0]) for m in SERVICE_QUANTILES)) for o in outcomes]
+
+
 def _sec(ms: float | None) -> float | None:
     return None if ms is None else ms / 1000.0
 
@@ -398,6 +470,7 @@ def to_json(data: ReportData) -> dict[str, Any]:
         "accuracy_note": data.accuracy_note,
         "accuracy": accuracy,
         "tenants": data.tenants,
+        "service": data.service,
         "drift_events": [
             dict(
                 zip(

@@ -147,6 +147,8 @@ def tables(data: ReportData) -> list[Table]:
                 "by tokens would move between tenants.",
             )
         )
+    if data.service:
+        out.append(_service_table(data))
     if data.gate:
         last = data.gate[-1]
         changes = [g for i, g in enumerate(data.gate) if i == 0 or g[1] != data.gate[i - 1][1]]
@@ -180,3 +182,56 @@ def tables(data: ReportData) -> list[Table]:
             )
         )
     return out
+
+
+def _ms(v: float | None) -> str:
+    return "–" if v is None else (f"{v:,.0f} ms" if v >= 100 else f"{v:.3g} ms")
+
+
+def _service_table(data: ReportData) -> Table:
+    """Cost caused beside service received, one row per tenant."""
+    share = {t["tenant"]: t for t in data.tenants}
+    rows = []
+    for s in data.service:
+        cost = share.get(s["tenant"], {})
+        lv = cost.get("llmvisor_pct")
+        rows.append(
+            [
+                s["tenant"],
+                "–" if lv is None else f"{lv:.1f}%",
+                "–" if cost.get("vtc_pct") is None else f"{cost['vtc_pct']:.1f}%",
+                s["requests"],
+                _ms(s.get("queue_p99_ms")),
+                _ms(s.get("ttft_p50_ms")),
+                _ms(s.get("ttft_p99_ms")),
+                _ms(s.get("tpot_p50_ms")),
+                _ms(s.get("tpot_p99_ms")),
+                _ms(s.get("e2e_p99_ms")),
+                s["aborted"],
+                s["preemptions"],
+            ]
+        )
+    note = (
+        "Ended requests in the window (raw rows)."
+        if data.service[0]["source"] == "raw"
+        else ("Ended requests, read back from the per-minute histograms retention keeps (within one bucket).")
+    )
+    return Table(
+        "Cost caused and service received, per tenant",
+        [
+            "tenant",
+            "LLMVisor share",
+            "token share",
+            "requests",
+            "queue p99",
+            "TTFT p50",
+            "TTFT p99",
+            "TPOT p50",
+            "TPOT p99",
+            "E2E p99",
+            "aborted",
+            "preemptions",
+        ],
+        rows,
+        note + " A noisy neighbour shows as one tenant's share rising while another's TTFT p99 rises.",
+    )

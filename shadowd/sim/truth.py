@@ -12,7 +12,7 @@ policy and under every other policy too) and the token split of the measured lat
 Shapley values add up to the *noiseless* ``T(B)``, the measurement adds jitter, so each step's
 Shapley values are rescaled by ``T_measured / T(B)`` first: both sides then divide the same total
 and the error is about the division alone, not about the jitter of the step total (without the
-rescaling the figures move by the jitter's mean, ≈ +0.5% from the host-time tail).
+rescaling the figures move by the jitter's mean, which the host-time tail makes positive).
 
 **Tenant error** = ``|Σ attributed − Σ Shapley| / Σ Shapley`` over the sampled steps, per tenant;
 ``tenant_error_max`` is its maximum over tenants.  **Request error** = per request row
@@ -21,8 +21,8 @@ rescaling the figures move by the jitter's mean, ≈ +0.5% from the host-time ta
 **Sample.**  ``sample_steps`` steps spread over the whole batch: the batch is cut into that many
 equal runs of steps and one step is drawn at random (seeded) from each, so a long run is covered
 from end to end and a repeat with the same seed picks the same steps.  A sampled step's Shapley
-values take ``permutations · (n+1)`` sub-batch evaluations of width ``n``: 150 steps of ~100
-requests take 2–7 s on one core, of a few requests 0.3 s.
+values take ``permutations · (n+1)`` sub-batch evaluations of width ``n``, so the cost grows with
+the square of the batch size.
 
 >>> import numpy as np
 >>> spread_sample(10, 4, seed=0).tolist() == sorted(spread_sample(10, 4, seed=0).tolist())

@@ -2,7 +2,8 @@
 
 The scheduler needs no GPU and no weights: a model directory with only a
 ``config.json`` (``../shared/models``), ``skip_tokenizer_init`` and a
-``KVCacheConfig`` sized by hand are enough (DESIGN.md, "Facts about vLLM").
+``KVCacheConfig`` sized by hand are enough (the recipe of vLLM's own
+``tests/v1/core/utils.py``, in its sdist).
 The tap's classes are used, so whatever this builds records frames exactly
 as it would inside ``vllm serve``.
 """

@@ -6,7 +6,8 @@ work is limited to flattening the frames' lists (``np.fromiter`` over
 batch as a ``StepBatch`` for attribution and drift checks, and, on demand, the
 tenants as codes into a small name table (``tenant_index``), which is what
 per-tenant sums should group by: ``np.unique`` over an object array sorts
-Python strings, ~2 µs per row.
+Python strings, far dearer per row (``IngestStats.observe`` before and after,
+docs/benchmarks.md "What was optimised", from ``benchmarks/ingest.py``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 With async scheduling (a batch queue of two) step N+1 is scheduled while step
 N runs, so the time between scheduling and output arrival overstates N's GPU
 time.  Step N cannot start before step N-1's output was consumed nor before N
-itself was scheduled, hence (DESIGN.md)::
+itself was scheduled, hence::
 
     latency(N) = t_done(N) - max(t_done(N-1), t_sched_end(N))
 

@@ -8,9 +8,11 @@ a full queue into ``zmq.Again``, which we count as a drop.  zmq reconnects by
 itself, so a restarted daemon simply starts receiving again.
 
 A batch of frames goes as one message (``shadowd.tap.frame.encode_batch``):
-one zmq send costs the engine thread ~40 µs of CPU here whatever its size,
-and each further part of a multipart message ~12 µs more, so one message per
-batch is what makes batching pay.  zmq's high-water mark counts messages, not
+a zmq send costs the engine thread a fixed amount of CPU whatever its size
+(it wakes zmq's I/O thread), and each further part of a multipart message
+adds to it, so one message per batch is what makes batching pay (the costs:
+docs/benchmarks.md, tap cost, "What was optimised", measured by
+``benchmarks/tap_cost.py``).  zmq's high-water mark counts messages, not
 frames: it is set to ``hwm // 4`` messages.  Steps slower than the recorder's
 send interval (16 ms) go one frame per message, so ``hwm // 4`` frames queue
 (≥ 16 s of such steps at the default); faster steps share messages of up to

@@ -5,7 +5,8 @@ no source is read unless the operator names it: the ``extra_args`` key (only saf
 gateway overwrites it), the LoRA adapter name, or a request-id prefix before a separator.
 The first configured source that yields a label wins; with none configured, or none yielding
 a label, the tenant is ``"unknown"``.  Labels are truncated so a client cannot bloat frames;
-the daemon caps and folds the set of labels (``shadowd.daemon.tenants``).
+the daemon caps and folds the set of labels (``shadowd.daemon.tenants``).  The OpenAI
+``user`` field is not used: vLLM ignores it.
 
 >>> from types import SimpleNamespace as NS
 >>> r = NS(sampling_params=NS(extra_args={"tenant": "acme"}), lora_request=None, request_id="x")

@@ -1,14 +1,15 @@
 """The built-in analytic platform: a roofline from datasheet figures plus non-idealities.
 
 Needs no file, so the demo runs anywhere; its platform key says ``analytic``.  Peak
-figures come from :mod:`shadowd.twin.gpu_specs` (e.g. H100 SXM: 989.4 TFLOP/s dense
-BF16, 3.35 TB/s HBM3, 132 SMs, NVLink 450 GB/s per direction).  What makes it behave
-like hardware rather than a formula:
+figures (dense BF16 rate, HBM bandwidth, SM count, NVLink bandwidth per direction) are
+the datasheet figures in :mod:`shadowd.twin.gpu_specs`.  What makes it behave like
+hardware rather than a formula:
 
 * **launch floor**: every kernel costs at least a few microseconds (CUDA-graph replay);
-* **achievable fractions**: tensor cores reach ~85% of peak only for deep GEMMs
-  (``k / (k + 128)``), HBM ~85% only for large transfers (``bytes / (bytes + 2 MB)``),
-  FlashAttention ~60% of peak;
+* **achievable fractions** (assumed constants, not measured here): tensor cores reach
+  ``GEMM_EFF`` of peak only for deep GEMMs (``k / (k + 128)``), HBM ``HBM_EFF`` only
+  for large transfers (``bytes / (bytes + HBM_HALF_BYTES)``), FlashAttention
+  ``ATTN_EFF`` of peak;
 * **tile padding and wave quantisation**: a GEMM runs ``ceil(m/tm) * ceil(n/128)`` tiles
   in ``ceil(tiles / SMs)`` waves, so one token past a tile or wave boundary costs a whole
   tile row or wave;

@@ -1,7 +1,7 @@
 """Read a measured CSV into numpy columns, without pandas.
 
-The kernel tables are 0.4-2 MB; parsing them once with the csv module and
-caching the columns is fast enough and keeps the dependency list short.
+The kernel tables are small CSV files; parsing them once with the csv module
+and caching the columns is fast enough and keeps the dependency list short.
 """
 
 from __future__ import annotations

@@ -133,8 +133,9 @@ class ModelShape:
         """KV-cache tokens per engine, sized the way vLLM does it.
 
         vLLM gives the KV cache ``utilization * memory - weights - peak activation
-        (profiled) - non-torch memory``; ``activation_gib`` lumps the last two (about
-        1-3 GiB at the default 8k batched tokens on these models).
+        (profiled) - non-torch memory``; ``activation_gib`` lumps the last two.  It is an
+        assumed input: vLLM profiles them with a forward pass on the GPU, which cannot
+        run here.
         """
         free = gpu_memory_utilization * memory_gib * 2**30 - self.weight_bytes() / tp - activation_gib * 2**30
         return max(0, int(free // self.kv_bytes_per_token(tp)))

@@ -27,7 +27,7 @@ from pathlib import Path
 from shadowd.paths import data_dir
 
 from .request_spec import RequestSpec
-from .synthetic import KINDS, synthetic_stream
+from .synthetic_tenants import KINDS, synthetic_stream
 from .traces import load_azure, load_mooncake, load_servegen
 
 _SCHEMES = ("servegen", "synthetic")

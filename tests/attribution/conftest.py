@@ -6,7 +6,7 @@ import pytest
 
 from shadowd.attribution import fit
 from shadowd.attribution.accuracy import split_window
-from shadowd.attribution.synthetic import synthetic_batch
+from shadowd.attribution.synthetic_steps import synthetic_batch
 
 PLATFORM = {
     "gpu": "H100-SXM",
@@ -21,7 +21,7 @@ PLATFORM = {
 
 @pytest.fixture(scope="session")
 def workload():
-    """4000 vLLM-like steps (see shadowd.attribution.synthetic), split into fit and score windows."""
+    """4000 vLLM-like steps (see shadowd.attribution.synthetic_steps), split into fit and score windows."""
     return split_window(synthetic_batch(steps=4000, seed=11), 0.5)
 
 

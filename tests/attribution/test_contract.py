@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from shadowd.attribution import LLMVisorModel, TokenBaseline
-from shadowd.attribution.synthetic import synthetic_batch
+from shadowd.attribution.synthetic_steps import synthetic_batch
 
 
 @pytest.mark.parametrize("model_cls", [LLMVisorModel, TokenBaseline])

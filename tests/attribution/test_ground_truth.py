@@ -8,7 +8,7 @@ batches are evaluated in one vectorised call.  The reference engine repeats this
 import numpy as np
 import pytest
 
-from shadowd.attribution.synthetic import reference_latency
+from shadowd.attribution.synthetic_steps import reference_latency
 from shadowd.attribution.token_baseline import tenant_index
 from shadowd.steps.batch import StepBatch
 

@@ -6,7 +6,7 @@ import pytest
 from shadowd.attribution import LLMVisorModel
 from shadowd.attribution.llmvisor import COLUMNS
 from shadowd.attribution.shares import FIXED_TERM_POLICIES
-from shadowd.attribution.synthetic import synthetic_batch
+from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.steps.batch import StepBatch
 
 

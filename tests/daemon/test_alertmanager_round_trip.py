@@ -12,7 +12,7 @@ import dataclasses
 
 import numpy as np
 
-from shadowd.attribution.synthetic import synthetic_batch
+from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.daemon.calibrator import calibrate
 from shadowd.daemon.config import Config, Platform
 from shadowd.steps.batch import StepBatch

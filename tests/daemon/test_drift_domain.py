@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from shadowd.attribution.synthetic import synthetic_batch
+from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.daemon.calibrator import calibrate
 from shadowd.daemon.config import Config, Platform
 from tests.helpers import Pusher, frames_from_batch, make_daemon, wait_until

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from shadowd.attribution.synthetic import synthetic_batch
+from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.daemon.calibrator import calibrate
 from shadowd.daemon.drift_watch import DriftWatch
 from shadowd.steps.columns import frames_to_columns

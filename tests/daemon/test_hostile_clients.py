@@ -75,7 +75,7 @@ def test_random_tenant_labels_through_the_real_tap_are_folded(monkeypatch, ipc_e
     """10,000 requests with random ``vllm_xargs.tenant`` labels through the real vLLM scheduler and
     the tap: stored, /metrics and in-memory tenants stay bounded, the gate's new-tenant check
     does not move, and the folded rows are counted."""
-    from shadowd.attribution.synthetic import synthetic_batch
+    from shadowd.attribution.synthetic_steps import synthetic_batch
     from shadowd.daemon.calibrator import calibrate
     from shadowd.sim.driver import EngineDriver
     from shadowd.sim.vllm_scheduler import SchedulerSpec, build_scheduler

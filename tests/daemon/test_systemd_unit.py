@@ -153,7 +153,7 @@ except PermissionError:
 import numpy as np, duckdb, zmq, river.drift, apscheduler.schedulers.background, prometheus_client
 import shadowd.daemon.service, shadowd.daemon.calibrator, checks, alerts.config, storage.writer
 from shadowd.attribution.model_version import fit
-from shadowd.attribution.synthetic import synthetic_batch
+from shadowd.attribution.synthetic_steps import synthetic_batch
 v = fit(synthetic_batch(steps=300, seed=1), {"gpu": "x"})
 assert v.attribute(synthetic_batch(steps=20, seed=2)).predicted_ms.shape == (20,)
 con = duckdb.connect()

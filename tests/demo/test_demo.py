@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from shadowd.demo.run import run_demo
+from shadowd.demo.scenario import run_demo
 from shadowd.demo.spec import DemoSpec
 from shadowd.paths import data_dir
 
@@ -72,6 +72,8 @@ def test_summary_is_readable(stationary):
 
     text = render_summary(stationary[0])
     assert "verdict: GO" in text and "LLMVisor p50/p90/p99" in text and "scaled" in text
+    all_row = next(ln for ln in text.splitlines() if ln.strip().startswith("all "))
+    assert "n/a" not in all_row, all_row  # both models' p50/p90/p99 are computed
 
 
 def test_demo_json_has_the_documented_keys(stationary):
@@ -142,6 +144,8 @@ def test_real_traces_through_the_cli(tmp_path):
         timeout=900,
     )
     assert out.returncode == 0, out.stderr[-3000:]
+    for noise in ("_opaque_base", "vllm._C", "No CUDA runtime"):  # engine import chatter is silenced
+        assert noise not in out.stderr, out.stderr[-2000:]
     result = json.loads(out.stdout)
     assert result["tenants"] == ["chat", "code", "docs"]
     assert result["steps"] >= 1190 and result["model_version"]

@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from shadowd.attribution.synthetic import synthetic_batch
+from shadowd.attribution.synthetic_steps import synthetic_batch
 from storage.schema import migrate
 
 

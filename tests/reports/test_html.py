@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from shadowd.attribution.model_version import fit
-from shadowd.attribution.synthetic import synthetic_batch
+from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.reports.html import render_html, write_html
 from shadowd.reports.model import collect
 from shadowd.reports.text import render_text

@@ -2,7 +2,7 @@
 
 The real vLLM scheduler drives the H100 kernel-table engine (llama-3.1-8b) with three tenants from
 real traces (Azure code, Azure conversation, Mooncake conversation: long context, shared prefixes)
-in the two regimes of ``benchmarks/accuracy.py``, fitted on the first half of each run and scored on
+in the two regimes of ``benchmarks/accuracy_study.py``, fitted on the first half of each run and scored on
 the second:
 
 * ``saturated`` (the paper's regime): the KV cache full (median ≥ 80% over the scored window), 40–80
@@ -13,21 +13,21 @@ the second:
 * ``light``: idle gaps, prefill-only steps, small batches.
 
 The full study (two platforms, two models, the whole KV capacity, longer runs) is
-``python -m benchmarks.accuracy``; its figures are in ``docs/accuracy.md``.
+``python -m benchmarks.accuracy_study``; its figures are in ``docs/accuracy.md``.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from benchmarks.accuracy import quick_cases, run_case
+from benchmarks.accuracy_study import quick_cases, run_case
 
 pytestmark = pytest.mark.usefixtures("vllm")
 
 CLASSES = ("prefill", "decode", "mixed", "all")
 ENOUGH = 100  # scored steps a class needs before its p99 is held to the target
 
-CASES = {case.regime: case for case in quick_cases()}  # also `python -m benchmarks.accuracy --quick`
+CASES = {case.regime: case for case in quick_cases()}  # also `python -m benchmarks.accuracy_study --quick`
 
 
 @pytest.fixture(scope="module")

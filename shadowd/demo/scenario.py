@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 from shadowd.daemon.config import Config, Platform
 from shadowd.daemon.gate_evidence import class_accuracy
 from shadowd.daemon.service import Daemon
+from shadowd.demo.progress import NoProgress, Progress
 from shadowd.demo.spec import DemoSpec, Injection, demo_policy
 from shadowd.sim.reference_run import ReferenceRun, RunSpec
 from shadowd.twin.step_latency import ReferenceEngine
@@ -34,7 +34,7 @@ class DemoRun:
     def __init__(self, spec: DemoSpec, workdir: Path, *, progress: bool = False) -> None:
         self.spec = spec
         self.workdir = workdir
-        self.progress = progress
+        self.progress = Progress(spec.steps) if progress else NoProgress()
         self.endpoint = f"ipc://{workdir}/tap.sock"
         self.db = spec.db_path or str(workdir / "demo.duckdb")
         self.injected: list[dict[str, Any]] = []
@@ -142,8 +142,7 @@ class DemoRun:
             self._show(done, daemon)
             if done < target:  # the workload ran dry
                 break
-        if self.progress:
-            sys.stderr.write("\n")
+        self.progress.finish()
 
     def _sim_now(self, ref: ReferenceRun) -> float:
         tap = ref.scheduler.shadowd_tap
@@ -186,12 +185,9 @@ class DemoRun:
         )
 
     def _show(self, done: int, daemon: Daemon) -> None:
-        if not self.progress:
-            return
         verdict = self.decisions[-1]["verdict"] if self.decisions else "-"
         state = daemon.calibrator.state if daemon.calibrator else "-"
-        sys.stderr.write(f"\r  step {done:>6}/{self.spec.steps}  calibration {state:<11} gate {verdict:<12}")
-        sys.stderr.flush()
+        self.progress.update(done, f"calibration {state}, gate {verdict}")
 
     # -- results ---------------------------------------------------------------------
     def _result(self, ref: ReferenceRun, daemon: Daemon) -> dict[str, Any]:
@@ -300,7 +296,7 @@ def _accuracy_json(acc: dict[str, dict]) -> dict[str, Any]:
         out[cls] = {
             "steps": a["steps"],
             "llmvisor": {"r2": a["r2"], "p50": a["p50"], "p90": a["p90"], "p99": a["p99"]},
-            "token_baseline": {"p90": a["baseline_p90"], "p99": a["baseline_p99"]},
+            "token_baseline": {"p50": a["baseline_p50"], "p90": a["baseline_p90"], "p99": a["baseline_p99"]},
         }
     return out
 

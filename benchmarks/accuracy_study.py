@@ -17,9 +17,9 @@ against Monte Carlo Shapley values of the noiseless engine on steps spread over 
 (:func:`shadowd.sim.truth.tenant_truth_errors`); the targets of issue 8 checked run by run.  Also
 the attribution cost per 256-request step (:func:`benchmarks.attribution_timing.time_attribution`).
 
-    .venv/bin/python -m benchmarks.accuracy            # all runs (~6 min on 2 cores); writes
+    .venv/bin/python -m benchmarks.accuracy_study            # all runs (~6 min on 2 cores); writes
                                                        # docs/accuracy.md and docs/accuracy.json
-    .venv/bin/python -m benchmarks.accuracy --quick    # the 2 CI-sized runs, printed; --out PREFIX
+    .venv/bin/python -m benchmarks.accuracy_study --quick    # the 2 CI-sized runs, printed; --out PREFIX
                                                        # to write them
 """
 
@@ -43,7 +43,7 @@ os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 CLASSES = ("prefill", "decode", "mixed", "all")
 MIN_CLASS_STEPS = 100  # fewer scored steps in a class: its p99 is not held to the target
 TARGETS = {"r2_all": 0.99, "p99_class": 0.10, "ratio_all_mixed": 2.0, "truth_tenant": 0.03}
-PAPER = {  # LLMVisor paper, as quoted in DESIGN.md ("Attribution"): token / LLMVisor error ratios
+PAPER = {  # the LLMVisor paper's headline figures (paper not in this repo): token / LLMVisor error ratios
     "prefill": {"p90": 2.5, "p99": 3.3},
     "decode": {"p90": 3.5, "p99": 4.4},
     "token_decode_r2_low": 0.78,
@@ -521,7 +521,7 @@ def render(doc: dict[str, Any]) -> str:
         if t["passed"] is None and t["target"].startswith("llmvisor p99")
     ]
     miss = misses(results)
-    cmd = "`.venv/bin/python -m benchmarks.accuracy" + (" --quick`" if doc["quick"] else "`")
+    cmd = "`.venv/bin/python -m benchmarks.accuracy_study" + (" --quick`" if doc["quick"] else "`")
     parts = [
         "# Attribution accuracy on the reference engine",
         "",
@@ -661,9 +661,9 @@ def render(doc: dict[str, Any]) -> str:
         "## Reproduce",
         "",
         "```",
-        ".venv/bin/python -m benchmarks.accuracy          # this page and docs/accuracy.json",
-        ".venv/bin/python -m benchmarks.accuracy --quick  # the two CI-sized runs, printed",
-        ".venv/bin/python -m benchmarks.accuracy --render docs/accuracy.json   # page from stored figures",
+        ".venv/bin/python -m benchmarks.accuracy_study          # this page and docs/accuracy.json",
+        ".venv/bin/python -m benchmarks.accuracy_study --quick  # the two CI-sized runs, printed",
+        ".venv/bin/python -m benchmarks.accuracy_study --render docs/accuracy.json   # page from stored figures",
         ".venv/bin/python -m pytest -q tests/sim/test_accuracy_reference.py   # the CI-sized check",
         "```",
         "",

@@ -13,9 +13,9 @@ tokens (flat, a knee near 240 tokens, wave quantisation), prefill attention ∝ 
 worse efficiency for short chunks, decode attention ∝ ``Σc`` above a per-layer launch floor,
 per-request sampling, a fixed launch cost, and multiplicative log-normal noise.  The decode
 attention form, per layer ``max(0.0115, 0.006 + 1.34e-6·Σc + 1.4e-4·|B_dec|)`` ms, was read off
-AIConfigurator's vLLM 0.14 H100 table (32 heads, 8 KV heads; ``../shared/data/kernels``): within
-~5% for large batches, up to ~25% low for one or two sequences at long context.  It is *not* the
-reference engine (``shadowd.twin``), which uses measured kernel tables.
+AIConfigurator's vLLM 0.14 H100 table (32 heads, 8 KV heads; ``../shared/data/kernels``): close to
+it for large batches, low for one or two sequences at long context.  It is *not* the reference
+engine (``shadowd.twin``), which uses measured kernel tables.
 
 >>> b = synthetic_batch(steps=200, seed=0)
 >>> sorted(set(b.kind_names())) == ['decode', 'mixed', 'prefill'], bool((b.latency_ms > 0).all())
