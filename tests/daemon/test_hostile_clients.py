@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -371,7 +372,8 @@ def test_500_idle_connections_leave_gate_answering_and_are_closed(ipc_endpoint, 
     daemon = make_daemon(ipc_endpoint, db_path, api=dataclasses.replace(Config.default().api, timeout_s=2.0))
     daemon.start(jobs=False)
     threads_before = threading.active_count()
-    host, port = daemon.http.server_address
+    url = urllib.parse.urlsplit(daemon.http.url)
+    host, port = url.hostname, url.port
     idle = []
     try:
         for _ in range(500):
