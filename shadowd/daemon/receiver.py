@@ -5,7 +5,9 @@ A zmq PULL socket bound at the listen endpoint; one thread receives messages
 and hands batches of decoded frames to a consumer (the pipeline).  Bad input
 never stops it, and a bad frame in a batch costs only itself: oversized,
 undecodable, malformed and wrong-version frames are counted per kind, logged
-(rate-limited) and skipped.  Gaps in a run's ``step_seq`` that the tap's own drop counter does
+(rate-limited) and skipped.  A message over the size limit is refused by zmq itself while
+reading its header (``ZMQ_MAXMSGSIZE``), so it is never buffered: zmq drops that connection (the
+tap reconnects) and the steps lost with it show as a gap.  Gaps in a run's ``step_seq`` that the tap's own drop counter does
 not explain (frames lost in transit, e.g. across a daemon restart) are
 counted too, so no step is lost silently.
 """

@@ -51,13 +51,16 @@ Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]  # tokens: INTEGER colu
 Small = Annotated[int, msgspec.Meta(ge=0, le=2**15 - 1)]  # preemptions: SMALLINT
 Stamp = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]  # ns stamps, counters: BIGINT
 # Length limits, checked from the msgpack headers before anything is built: a forged frame
-# cannot make the daemon allocate beyond them.  Generous next to real engines (vLLM's
-# max_num_seqs is at most a few thousand; the tap truncates tenant labels to MAX_TENANT_LEN).
+# cannot make the daemon allocate beyond them.  Lists are what amplify (one wire byte per empty
+# element, many bytes per Python object), so every list is bounded, generously next to real
+# engines (vLLM's max_num_seqs is at most a few thousand).  Strings cost what they weigh on the
+# wire, already bounded by the message limit; ids the tap sets and labels it truncates
+# (MAX_TENANT_LEN) are bounded too.  Request ids are not: a client may choose them, and one long
+# id must not get its whole step rejected.
 MAX_ROWS = 16_384  # request rows per step
 MAX_BATCH = 256  # frames per message (the tap sends at most BATCH_FRAMES)
 EngineId = Annotated[str, msgspec.Meta(max_length=128)]
 RunId = Annotated[str, msgspec.Meta(max_length=64)]
-ReqId = Annotated[str, msgspec.Meta(max_length=1024)]
 Tenant = Annotated[str, msgspec.Meta(max_length=MAX_TENANT_LEN)]
 
 
@@ -78,7 +81,7 @@ class StepFrame(msgspec.Struct, array_like=True, frozen=True):
     t_prev_done: Stamp  # monotonic ns, previous step's t_done in this run (0 if none)
     wall_ns: Stamp  # wall clock (time.time_ns) at output arrival
     dropped_total: Stamp  # frames this tap has dropped so far in this run
-    req_ids: _rows(ReqId)
+    req_ids: _rows(str)
     tenants: _rows(Tenant)
     new_tokens: _rows(Count)  # tokens processed this step, speculative drafts included
     context_tokens: _rows(Count)  # tokens already in the KV cache before the step

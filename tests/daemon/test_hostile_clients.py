@@ -262,11 +262,13 @@ def test_frame_length_limits_reject_before_building():
     from shadowd.tap.frame import MAX_ROWS, decode_message
 
     f = make_frame(1, n=1)
-    long_id = msgspec.structs.replace(f, req_ids=["x" * 5000])
+    long_label = msgspec.structs.replace(f, tenants=["x" * 65])  # the tap cuts labels to 64
     too_many = msgspec.structs.replace(f, req_ids=f.req_ids * (MAX_ROWS + 1))
-    for bad in (long_id, too_many):
+    for bad in (long_label, too_many):
         frames, errors = decode_message(msgspec.msgpack.encode(bad))
         assert not frames and len(errors) == 1 and "length" in str(errors[0])
+    long_id = msgspec.structs.replace(f, req_ids=["x" * 5000])  # a client's choice: kept
+    assert decode_message(msgspec.msgpack.encode(long_id))[0] == [long_id]
     frames, errors = decode_message(msgspec.msgpack.encode([FRAME_VERSION + 4, "e"]))
     assert "unsupported frame version 5" in str(errors[0])
 
