@@ -83,7 +83,7 @@ def http_url(value: str) -> str | None:
     """Option check: an absolute http(s) URL.
 
     >>> http_url("127.0.0.1:9093")
-    "must start with http:// or https:// and name a host (got '127.0.0.1:9093' (14 characters))"
+    "must start with http:// or https:// and name a host (got '127.0.0.1:9093')"
     """
     parts = urllib.parse.urlsplit(value)
     if parts.scheme in ("http", "https") and parts.netloc:
@@ -95,11 +95,11 @@ def _shape(value: str) -> str:
     """What a rejected URL looked like, without its secret: a mistyped webhook URL still carries
     the token, and config problems go to the journal.
 
-    >>> _shape("hooks.slack.com/services/T0/B0/secret")
-    "'hooks.slack.com/…' (37 characters)"
+    >>> _shape("hooks.slack.com/services/T0/B0/secret"), _shape("127.0.0.1:9093")
+    ("'hooks.slack.com/…'", "'127.0.0.1:9093'")
     """
-    head = value.split("/", 1)[0][:40]
-    return f"{head + ('/…' if '/' in value else '')!r} ({len(value)} characters)"
+    head, path = value.split("/", 1)[0], "/" in value
+    return repr(head[:40] + ("/…" if path or len(head) > 40 else ""))
 
 
 def http_urls(value: list) -> str | None:

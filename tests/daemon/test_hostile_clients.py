@@ -189,7 +189,10 @@ def _vm_hwm_kib(pid: int) -> int:
 
 
 def _steps_ingested(url: str) -> float:
-    _, body = _get(url + "/metrics")
+    try:
+        _, body = _get(url + "/metrics")
+    except urllib.error.URLError:  # not listening yet
+        return -1.0
     for line in body.decode().splitlines():
         if line.startswith("shadowd_steps_ingested_total "):
             return float(line.split()[1])
