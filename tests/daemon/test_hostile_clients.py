@@ -509,3 +509,29 @@ def test_rejected_alert_urls_are_not_echoed():
     with pytest.raises(AlertConfigError) as exc:
         validate({"sinks": {"ops": {"type": "slack", "webhook_url": secret}}})
     assert "s3cr3t" not in str(exc.value) and "hooks.slack.com" in str(exc.value)
+
+
+def test_tenants_admitted_before_a_restart_are_admitted_first(ipc_endpoint, db_path):
+    """After a restart the cap is filled from the stored roll-ups, largest first, so a burst of
+    invented labels at start-up cannot take the places of the host's real tenants."""
+    from storage.schema import migrate
+
+    con = duckdb.connect(db_path)
+    migrate(con)
+    con.execute(
+        """INSERT INTO tenant_minutes (minute, engine_id, tenant, llmvisor_measured_ms)
+           VALUES (now(), 'e0', 'small', 1.0), (now(), 'e0', 'big', 900.0), (now(), 'e0', 'mid', 50.0)"""
+    )
+    con.close()
+    daemon = make_daemon(ipc_endpoint, db_path, tenants=TenantsConfig(max_distinct=2))
+    daemon.start(http=False, jobs=False)
+    try:
+        push = Pusher(ipc_endpoint)
+        push.send(msgspec.structs.replace(make_frame(1, n=3), tenants=["forged", "mid", "big"]))
+        push.close()
+        assert wait_until(lambda: daemon.pipeline.steps_ingested == 1)
+        daemon.writer.flush()
+        rows = daemon.writer.cursor().execute("SELECT tenant FROM step_requests ORDER BY req_id").fetchall()
+        assert [r[0] for r in rows] == ["other", "mid", "big"]
+    finally:
+        daemon.stop()
