@@ -559,8 +559,14 @@ def _resolve_paths(cfg: Config, base: Path) -> Config:
     export = (
         cfg.export if cfg.export.dir is None else dataclasses.replace(cfg.export, dir=rel(cfg.export.dir))
     )
+    key_file = cfg.privacy.request_id_key_file
+    privacy = (
+        cfg.privacy
+        if key_file is None
+        else dataclasses.replace(cfg.privacy, request_id_key_file=rel(key_file))
+    )
     return dataclasses.replace(
-        cfg, listen=listen, db=rel(cfg.db), state_file=rel(cfg.state_file), export=export
+        cfg, listen=listen, db=rel(cfg.db), state_file=rel(cfg.state_file), export=export, privacy=privacy
     )
 
 
