@@ -88,6 +88,7 @@ class MetricSources:
     drift: DriftWatch
     notifier: Notifier | None = None
     tenants: TenantRoster | None = None
+    http_refused: Callable[[], dict[str, int]] | None = None
 
 
 class DaemonCollector(Collector):
@@ -147,6 +148,15 @@ class DaemonCollector(Collector):
             for reason, n in src.tenants.folded.items():
                 folded.add_metric([reason], float(n))
             yield folded
+        if src.http_refused is not None:
+            refused = CounterMetricFamily(
+                "shadowd_http_refused",
+                "HTTP connections closed or refused: bad Host, evicted when full, idle timeout, bad request",
+                labels=["reason"],
+            )
+            for reason, n in src.http_refused().items():
+                refused.add_metric([reason], float(n))
+            yield refused
         de = CounterMetricFamily("shadowd_drift_events", "Drift detections", labels=["detector"])
         for det, n in src.drift.events_total.items():
             de.add_metric([det], float(n))

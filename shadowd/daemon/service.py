@@ -266,6 +266,7 @@ class Daemon:
             stats=self.stats,
             drift=self.drift,
             tenants=self.tenants,
+            http_refused=lambda: dict(self.http.refused) if self.http is not None else {},
             notifier=self.notifier,
         )
 

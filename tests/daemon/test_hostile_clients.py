@@ -407,6 +407,8 @@ def test_host_header_must_be_an_address_or_localhost(ipc_endpoint, db_path):
         assert _get(url, {"Host": "evil.example:9477"})[0] == 421
         assert _get(url, {"Host": "localhost:9477"})[0] == 200
         assert _get(url)[0] == 200
+        _, body = _get(daemon.http.url + "/metrics")
+        assert 'shadowd_http_refused_total{reason="host"} 1.0' in body.decode()
     finally:
         daemon.stop()
 
