@@ -226,10 +226,13 @@ def measure(
     model_dir = model_dir or str(models_dir() / "llama-3.1-8b")
     endpoint = f"ipc://{tempfile.mkdtemp(prefix='shd-bench-')}/tap.sock"
     sink = _start_sink(endpoint)
-    old = {k: os.environ.get(k) for k in ("SHADOWD_TAP", "SHADOWD_ENGINE_ID", "SHADOWD_TAP_HWM")}
+    old = {
+        k: os.environ.get(k)
+        for k in ("SHADOWD_TAP", "SHADOWD_ENGINE_ID", "SHADOWD_TAP_HWM", "SHADOWD_TENANT_KEY")
+    }
     try:
         total = warmup + blocks * block_steps + hook_steps
-        os.environ.update(SHADOWD_TAP=endpoint, SHADOWD_TAP_HWM="100000")
+        os.environ.update(SHADOWD_TAP=endpoint, SHADOWD_TAP_HWM="100000", SHADOWD_TENANT_KEY="tenant")
         pair = []
         for name in ("bench-engine-0", "bench-engine-1"):
             os.environ["SHADOWD_ENGINE_ID"] = name

@@ -60,6 +60,7 @@ from typing import Any
 import duckdb
 import numpy as np
 
+from storage.errors import redact_error
 from storage.row_groups import Alignment, RowGroupCursor
 
 log = logging.getLogger(__name__)
@@ -468,6 +469,7 @@ class Writer:
                 pass
 
     def _record_error(self, message: str) -> None:
+        message = redact_error(message)  # DuckDB quotes the values it failed on
         self.stats.errors += 1
         self.stats.last_error = message
         log.error("storage: %s", message)

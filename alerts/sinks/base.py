@@ -88,7 +88,18 @@ def http_url(value: str) -> str | None:
     parts = urllib.parse.urlsplit(value)
     if parts.scheme in ("http", "https") and parts.netloc:
         return None
-    return f"must start with http:// or https:// and name a host (got {value!r})"
+    return f"must start with http:// or https:// and name a host (got {_shape(value)})"
+
+
+def _shape(value: str) -> str:
+    """What a rejected URL looked like, without its secret: a mistyped webhook URL still carries
+    the token, and config problems go to the journal.
+
+    >>> _shape("hooks.slack.com/services/T0/B0/secret"), _shape("127.0.0.1:9093")
+    ("'hooks.slack.com/…'", "'127.0.0.1:9093'")
+    """
+    head, path = value.split("/", 1)[0], "/" in value
+    return repr(head[:40] + ("/…" if path or len(head) > 40 else ""))
 
 
 def http_urls(value: list) -> str | None:

@@ -121,9 +121,10 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def redact(url: str) -> str:
-    """Scheme and host only: webhook URLs carry their secret in the path."""
+    """Scheme and host only: webhook URLs carry their secret in the path, query or user info."""
     parts = urllib.parse.urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}/..."
+    host = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{host}/..."
 
 
 def post_json(
@@ -138,9 +139,10 @@ def post_json(
 
     ``timeout`` bounds the whole attempt (connect, send, response), not only each socket operation.
 
-    ``secret_url`` keeps the URL's path out of error messages (Slack webhooks).
+    Error messages name the URL's scheme and host only: any webhook may carry a token in its
+    path or query (``secret_url`` is kept for callers; every URL is treated so).
     """
-    shown = redact(url) if secret_url else url
+    shown = redact(url)
     request = urllib.request.Request(
         url,
         data=json.dumps(body, default=str).encode(),

@@ -52,6 +52,13 @@ RESTART_KEYS = (
     "tap.max_frame_bytes",
     "storage.memory_limit",
     "storage.threads",
+    "tenants.allow",
+    "tenants.max_distinct",
+    "privacy.hash_request_ids",
+    "privacy.request_id_key_file",
+    "api.workers",
+    "api.timeout_s",
+    "api.allowed_hosts",
 )
 DEFAULT_ALERTS: dict[str, Any] = {"sinks": {"journal": {"type": "log"}}}
 
@@ -171,6 +178,38 @@ class StorageConfig:
 @dataclass(frozen=True)
 class TapConfig:
     max_frame_bytes: int = key(8 << 20, between(1024, 1 << 30), "larger frames are dropped and counted")
+    clock_tolerance_s: float = key(
+        60.0, between(1.0, 86400.0), "a frame dated this far after receipt gets receipt time (counted)"
+    )
+
+
+@dataclass(frozen=True)
+class TenantsConfig:
+    """Tenant labels come from outside; the daemon bounds them (``shadowd.daemon.tenants``)."""
+
+    allow: tuple[str, ...] = key((), None, "if set, only these labels are kept; others become 'other'")
+    max_distinct: int = key(256, between(1, 100_000), "labels beyond this many become 'other' (counted)")
+
+
+@dataclass(frozen=True)
+class PrivacyConfig:
+    hash_request_ids: bool = key(False, None, "store keyed hashes of request ids, never the ids")
+    request_id_key_file: str | None = key(None, None, "the host's hashing key; default: beside the db")
+
+
+@dataclass(frozen=True)
+class ApiConfig:
+    workers: int = key(8, between(1, 64), "HTTP requests served at once; more wait in the listen queue")
+    timeout_s: float = key(10.0, between(0.1, 600.0), "a connection idle this long is closed")
+    allowed_hosts: tuple[str, ...] = key(
+        (), None, "Host header names accepted besides IP literals and localhost (DNS rebinding guard)"
+    )
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    default_window_s: float = key(3600.0, between(1.0, 366 * 86400.0), "window of /report without one")
+    max_window_s: float = key(86400.0, between(1.0, 366 * 86400.0), "longest window /report accepts")
 
 
 @dataclass(frozen=True)
@@ -191,6 +230,10 @@ class Config:
     export: ExportConfig = field(default_factory=ExportConfig)
     tap: TapConfig = field(default_factory=TapConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
+    tenants: TenantsConfig = field(default_factory=TenantsConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    api: ApiConfig = field(default_factory=ApiConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
     source: str | None = None  # the file it came from, for messages
 
     @classmethod
@@ -250,12 +293,17 @@ def parse_config(
     cfg = Config(**values, source=source)
     if base_dir is not None:
         cfg = _resolve_paths(cfg, base_dir)
-    problems += _check_endpoints(cfg)
+    problems += check_endpoints(cfg)
     if cfg.retention.rollup_days < cfg.retention.raw_days:
         problems.append(
             f"retention.rollup_days: {cfg.retention.rollup_days} is shorter than raw_days "
             f"({cfg.retention.raw_days}), so roll-ups would expire before the raw rows they "
             "summarise; make it ≥ raw_days"
+        )
+    if cfg.report.default_window_s > cfg.report.max_window_s:
+        problems.append(
+            f"report.default_window_s: {cfg.report.default_window_s:g} exceeds max_window_s "
+            f"({cfg.report.max_window_s:g}); make it ≤ max_window_s"
         )
     if check_paths:
         problems += check_config_paths(cfg)
@@ -327,6 +375,15 @@ def _section(
         tp = hints[name]
         if dataclasses.is_dataclass(tp):
             out[name] = tp(**_section(tp, value, here + ".", problems))
+            continue
+        if tp == tuple[str, ...]:
+            if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+                problems.append(
+                    f"{here}: expected an array of non-empty strings, got {_toml_value(value)}; "
+                    f'e.g. {name} = ["acme", "globex"]'
+                )
+            else:
+                out[name] = tuple(value)
             continue
         base = next((t for t in (bool, int, float, str) if t == tp or t in getattr(tp, "__args__", ())), None)
         ok, value = _coerce(base, value)
@@ -429,7 +486,7 @@ def split_host_port(text: str) -> tuple[str, int]:
     ('::1', 9477)
     """
     host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) < 65536:  # 0: any free port
         raise ValueError(text)
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
@@ -451,7 +508,8 @@ def ipc_path(endpoint: str) -> str | None:
     return endpoint[len("ipc://") :] if endpoint.startswith("ipc://") else None
 
 
-def _check_endpoints(cfg: Config) -> list[str]:
+def check_endpoints(cfg: Config) -> list[str]:
+    """Problems with ``listen`` and ``http``: malformed, or not loopback (the CLI's overrides too)."""
     problems = []
     try:
         host, _ = split_host_port(cfg.http)
@@ -504,8 +562,14 @@ def _resolve_paths(cfg: Config, base: Path) -> Config:
     export = (
         cfg.export if cfg.export.dir is None else dataclasses.replace(cfg.export, dir=rel(cfg.export.dir))
     )
+    key_file = cfg.privacy.request_id_key_file
+    privacy = (
+        cfg.privacy
+        if key_file is None
+        else dataclasses.replace(cfg.privacy, request_id_key_file=rel(key_file))
+    )
     return dataclasses.replace(
-        cfg, listen=listen, db=rel(cfg.db), state_file=rel(cfg.state_file), export=export
+        cfg, listen=listen, db=rel(cfg.db), state_file=rel(cfg.state_file), export=export, privacy=privacy
     )
 
 

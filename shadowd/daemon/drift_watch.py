@@ -18,6 +18,7 @@ import numpy as np
 
 import checks
 from shadowd.daemon.calibrator import Calibration
+from shadowd.daemon.tenants import OTHER
 from shadowd.steps.batch import StepBatch
 from shadowd.steps.columns import StepColumns
 
@@ -171,7 +172,9 @@ def _first_unseen_tenants(
     """Tenants neither calibration nor this monitor has seen, by the position (in ``idx``) of the
     first of the ``idx`` steps they appear in."""
     names, codes = cols.tenant_index
-    known = set(envelope.envelope.tenants) | set(envelope.new_tenants)
+    # ``other`` is the daemon's bucket for labels it did not admit (shadowd.daemon.tenants):
+    # labels anyone can choose must not count as new tenants one by one.
+    known = set(envelope.envelope.tenants) | set(envelope.new_tenants) | {OTHER}
     fresh = [c for c, name in enumerate(names.tolist()) if name not in known]
     if not fresh:
         return {}

@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from alerts.notifier import Notifier
 from shadowd.daemon.drift_watch import DriftWatch
 from shadowd.daemon.status import DaemonStatus
+from shadowd.daemon.tenants import TenantRoster
 from shadowd.steps.columns import StepColumns
 
 VERDICTS = ("GO", "NO_GO", "INCONCLUSIVE")
@@ -86,6 +87,8 @@ class MetricSources:
     stats: IngestStats
     drift: DriftWatch
     notifier: Callable[[], Notifier] | None = None  # read per scrape: a reload replaces it
+    tenants: TenantRoster | None = None
+    http_refused: Callable[[], dict[str, int]] | None = None
 
 
 class DaemonCollector(Collector):
@@ -106,7 +109,7 @@ class DaemonCollector(Collector):
         faults = CounterMetricFamily(
             "shadowd_ingest_faults", "Frames rejected or lost, by kind", labels=["kind"]
         )
-        for kind in ("malformed", "version", "oversized", "gap", "consumer"):
+        for kind in ("malformed", "version", "oversized", "gap", "consumer", "clock"):
             faults.add_metric([kind], float(status.faults.get(kind, 0)))
         yield faults
         yield GaugeMetricFamily(
@@ -141,6 +144,27 @@ class DaemonCollector(Collector):
         for tenant, sec in src.stats.tenants_capped().items():
             t.add_metric([tenant], sec)
         yield t
+        if src.tenants is not None:
+            yield GaugeMetricFamily(
+                "shadowd_tenants_admitted", "Distinct tenant labels admitted", value=src.tenants.distinct
+            )
+            folded = CounterMetricFamily(
+                "shadowd_tenant_rows_folded",
+                "Request rows stored as tenant 'other': label not allowed, or past tenants.max_distinct",
+                labels=["reason"],
+            )
+            for reason, n in src.tenants.folded.items():
+                folded.add_metric([reason], float(n))
+            yield folded
+        if src.http_refused is not None:
+            refused = CounterMetricFamily(
+                "shadowd_http_refused",
+                "HTTP connections closed or refused: bad Host, evicted when full, idle timeout, bad request",
+                labels=["reason"],
+            )
+            for reason, n in src.http_refused().items():
+                refused.add_metric([reason], float(n))
+            yield refused
         de = CounterMetricFamily("shadowd_drift_events", "Drift detections", labels=["detector"])
         for det, n in src.drift.events_total.items():
             de.add_metric([det], float(n))

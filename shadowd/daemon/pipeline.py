@@ -42,6 +42,7 @@ class IngestPipeline:
     def __init__(self, writer: Writer) -> None:
         self.writer = writer
         self.observers: list[Observer] = []
+        self.prepare: list[Observer] = []  # rewrite columns before anything uses them (tenants, ids)
         self.attributor: Attributor | None = None
         self.steps_ingested = 0
         self.rows_ingested = 0
@@ -54,6 +55,8 @@ class IngestPipeline:
 
     def __call__(self, frames: Sequence[StepFrame]) -> None:
         cols = frames_to_columns(frames)
+        for step in self.prepare:
+            step(cols)
         self._attribute(cols)
         # Steps and their request rows are stored (or dropped) together.  While the writer is
         # behind, wait a little: zmq's queue then fills and the tap drops and counts, which the

@@ -5,7 +5,9 @@ A zmq PULL socket bound at the listen endpoint; one thread receives messages
 and hands batches of decoded frames to a consumer (the pipeline).  Bad input
 never stops it, and a bad frame in a batch costs only itself: oversized,
 undecodable, malformed and wrong-version frames are counted per kind, logged
-(rate-limited) and skipped.  Gaps in a run's ``step_seq`` that the tap's own drop counter does
+(rate-limited) and skipped.  A message over the size limit is refused by zmq itself while
+reading its header (``ZMQ_MAXMSGSIZE``), so it is never buffered: zmq drops that connection (the
+tap reconnects) and the steps lost with it show as a gap.  Gaps in a run's ``step_seq`` that the tap's own drop counter does
 not explain (frames lost in transit, e.g. across a daemon restart) are
 counted too, so no step is lost silently.
 """
@@ -17,10 +19,11 @@ import logging
 import os
 import threading
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
 import zmq
 
 from shadowd.tap.frame import FrameError, StepFrame, decode_message
@@ -31,6 +34,8 @@ MAX_FRAME_BYTES = 8 << 20
 # single 256-request frames are ~9 MB; beyond it the tap's non-blocking send drops and counts.
 RCV_HWM_MESSAGES = 512
 BATCH_ROWS = 32_768  # request rows per hand-over to the pipeline (bounds memory per batch)
+MAX_RUNS = 1024  # (engine, run) pairs tracked for gap counting; the least recently seen go first
+CLOCK_TOLERANCE_S = 60.0  # a frame dated this far after receipt gets receipt time instead
 GC_YOUNG_THRESHOLD = 50_000  # allocations between young-generation collections (CPython: 700)
 
 
@@ -50,16 +55,32 @@ def tune_gc_for_ingest() -> None:
 
 
 class RunTracker:
-    """Per (engine, run): last step_seq and drop count seen, to find unexplained gaps."""
+    """Per (engine, run): last step_seq and drop count seen, to find unexplained gaps.
 
-    def __init__(self, known: dict[tuple[str, str], tuple[int, int]] | None = None) -> None:
-        self._last: dict[tuple[str, str], tuple[int, int]] = dict(known or {})
+    At most ``max_runs`` runs are tracked, least recently seen forgotten first: anything that
+    can reach the socket can invent runs, and a forgotten run only loses gap counting across
+    its next frame.
+    """
+
+    def __init__(
+        self, known: dict[tuple[str, str], tuple[int, int]] | None = None, max_runs: int = MAX_RUNS
+    ) -> None:
+        self.max_runs = max_runs
+        self._last: OrderedDict[tuple[str, str], tuple[int, int]] = OrderedDict()
+        for key, value in (known or {}).items():
+            self._remember(key, value)
+
+    def _remember(self, key: tuple[str, str], value: tuple[int, int]) -> None:
+        self._last[key] = value
+        self._last.move_to_end(key)
+        while len(self._last) > self.max_runs:
+            self._last.popitem(last=False)
 
     def observe(self, frame: StepFrame) -> int:
         """Steps missing before ``frame`` that neither the tap counted nor we received."""
         key = (frame.engine_id, frame.run_id)
         prev = self._last.get(key)
-        self._last[key] = (frame.step_seq, frame.dropped_total)
+        self._remember(key, (frame.step_seq, frame.dropped_total))
         if prev is None:
             return 0  # a run this database has never seen: what came before is unknowable
         seq, dropped = prev
@@ -92,6 +113,8 @@ class FrameReceiver:
         max_frame_bytes: int = MAX_FRAME_BYTES,
         socket_mode: int | None = 0o660,
         known_runs: dict[tuple[str, str], tuple[int, int]] | None = None,
+        clock_tolerance_s: float = CLOCK_TOLERANCE_S,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.endpoint = endpoint
         self.consume = consume
@@ -108,11 +131,18 @@ class FrameReceiver:
         self.last_frame_monotonic = 0.0
         self.last_loop_monotonic = time.monotonic()
         self.tracker = RunTracker(known_runs)
+        self.clock_tolerance_ns = int(clock_tolerance_s * 1e9)
+        self.wall_clock = wall_clock
         self._stop = threading.Event()
         self._ctx = zmq.Context()
         self._sock = self._ctx.socket(zmq.PULL)
         self._sock.setsockopt(zmq.RCVHWM, rcv_hwm)
         self._sock.setsockopt(zmq.LINGER, 0)
+        # zmq refuses a larger message while reading its header (and drops that connection; the
+        # tap reconnects), so an oversized message is never buffered whole.
+        self._sock.setsockopt(zmq.MAXMSGSIZE, max_frame_bytes)
+        if endpoint.startswith("tcp://["):
+            self._sock.setsockopt(zmq.IPV6, 1)
         self._bind()
         self._thread = threading.Thread(target=self._run, name="shadowd-ingest", daemon=True)
         self._last_log = 0.0
@@ -121,8 +151,13 @@ class FrameReceiver:
         if self.endpoint.startswith("ipc://"):
             path = Path(self.endpoint[len("ipc://") :])
             path.parent.mkdir(parents=True, exist_ok=True)
-            if path.exists():
+            if path.is_socket():
                 path.unlink()  # a stale socket from a previous daemon
+            elif path.exists() or path.is_symlink():
+                raise OSError(
+                    f"cannot listen on {self.endpoint}: {path} exists and is not a socket; "
+                    "remove it or pick another --listen path"
+                )
         try:
             self._sock.bind(self.endpoint)
         except zmq.ZMQError as exc:
@@ -195,6 +230,8 @@ class FrameReceiver:
             frames, errors = [], [FrameError(f"{type(exc).__name__}: {exc}")]
         for exc in errors:
             self._fault("version" if "version" in str(exc) else "malformed", str(exc))
+        if frames:
+            frames = self._clock_checked(frames)
         for frame in frames:
             gap = self.tracker.observe(frame)
             if gap:
@@ -204,6 +241,28 @@ class FrameReceiver:
             self.frames_received += len(frames)
             self.last_frame_monotonic = time.monotonic()
         return frames
+
+    def _clock_checked(self, frames: list[StepFrame]) -> list[StepFrame]:
+        """Frames dated more than the tolerance after receipt time get receipt time (counted).
+
+        Freshness, evidence windows and retention all read ``ts``, anchored at its maximum: one
+        future-dated frame (a clock step, a bad clock, a forged frame) would look fresh forever,
+        push real steps out of the windows and escape retention.  A frame dated in the past
+        moves none of these (it can only fall out of a window early), and replays and late
+        frames are legitimately old, so only the future is bounded.
+        """
+        now = int(self.wall_clock() * 1e9)
+        hi = now + self.clock_tolerance_ns
+        if all(f.wall_ns <= hi for f in frames):
+            return frames
+        out = []
+        for f in frames:
+            if f.wall_ns <= hi:
+                out.append(f)
+            else:
+                self._fault("clock", f"wall clock {(f.wall_ns - now) / 1e9:+.0f} s ahead of receipt time")
+                out.append(msgspec.structs.replace(f, wall_ns=now))
+        return out
 
     def _hand_over(self, batch: list[StepFrame]) -> None:
         self._batch_rows = 0
@@ -221,5 +280,5 @@ class FrameReceiver:
         now = time.monotonic()
         if now - self._last_log > 10.0:
             self._last_log = now
-            log.warning("ingest: %s frame skipped (%s); totals %s", kind, detail, dict(self.faults))
+            log.warning("ingest: %s frame (%s); fault totals %s", kind, detail, dict(self.faults))
         return None

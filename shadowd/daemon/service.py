@@ -46,10 +46,12 @@ from shadowd.daemon.jobs import daemon_jobs, reporting, reschedule, start_jobs
 from shadowd.daemon.metrics import IngestStats, MetricSources, registry_for
 from shadowd.daemon.pipeline import IngestPipeline
 from shadowd.daemon.receiver import FrameReceiver
-from shadowd.daemon.routes import daemon_routes
+from shadowd.daemon.request_ids import RequestIdHasher, host_key
+from shadowd.daemon.routes import ReportLimits, daemon_routes
 from shadowd.daemon.stability import stability_from_db
 from shadowd.daemon.status import WRITER_STALL_S, DaemonStatus
-from storage.queries import known_runs
+from shadowd.daemon.tenants import TenantRoster
+from storage.queries import known_runs, known_tenants
 from storage.records import latest_model_version, resolve_drift_events, save_drift_events, save_model_version
 from storage.row_groups import Alignment
 from storage.schema import migrate
@@ -86,6 +88,11 @@ class Daemon:
             alignment=Alignment(),
         )
         self.pipeline = IngestPipeline(self.writer)
+        self.tenants = TenantRoster(config.tenants.allow, config.tenants.max_distinct)
+        self.pipeline.prepare.append(self.tenants.fold)
+        if config.privacy.hash_request_ids:
+            key_file = config.privacy.request_id_key_file or f"{config.db}.request-id.key"
+            self.pipeline.prepare.append(RequestIdHasher(host_key(key_file)))
         self.stats = IngestStats()
         self.drift = DriftWatch(self._on_drift)
         self.platform_key = running_platform(config)
@@ -267,6 +274,8 @@ class Daemon:
             decision=lambda: self.gatekeeper.last,
             stats=self.stats,
             drift=self.drift,
+            tenants=self.tenants,
+            http_refused=lambda: dict(self.http.refused) if self.http is not None else {},
             notifier=lambda: self.notifier,
         )
 
@@ -305,11 +314,16 @@ class Daemon:
         self.writer.start()
         self._resume_calibration()
         known = self.writer.submit(known_runs).result()
+        cap = self.config.tenants.max_distinct
+        for name in self.writer.submit(lambda con: known_tenants(con, cap)).result():
+            self.tenants.label(name)
+        self.tenants.folded.update(over_cap=0, not_allowed=0)
         self.receiver = FrameReceiver(
             self.config.listen,
             self.pipeline,
             known_runs=known,
             max_frame_bytes=self.config.tap.max_frame_bytes,
+            clock_tolerance_s=self.config.tap.clock_tolerance_s,
         )
         self.receiver.start()
         if http:
@@ -329,8 +343,22 @@ class Daemon:
             log.info("resumed model %s", cal.model.version)
 
     def _start_http(self) -> None:
-        routes = daemon_routes(self.status, lambda: self.gatekeeper.last, self.writer.cursor)
-        self.http = ApiServer(self.config.http, routes, registry_for(self.metric_sources()))
+        rep = self.config.report
+        routes = daemon_routes(
+            self.status,
+            lambda: self.gatekeeper.last,
+            self.writer.cursor,
+            ReportLimits(rep.default_window_s, rep.max_window_s),
+        )
+        api = self.config.api
+        self.http = ApiServer(
+            self.config.http,
+            routes,
+            registry_for(self.metric_sources()),
+            workers=api.workers,
+            timeout_s=api.timeout_s,
+            allowed_hosts=api.allowed_hosts,
+        )
         self.http.start()
 
     def on_stop(self, fn: Callable[[], None]) -> None:

@@ -45,7 +45,12 @@ class DemoRun:
     def _reference(self) -> ReferenceRun:
         """The engine, its scheduler tapped through the same environment variables an operator sets."""
         s = self.spec
-        env = {"SHADOWD_TAP": self.endpoint, "SHADOWD_ENGINE_ID": "demo-engine", "SHADOWD_TAP_HWM": "200000"}
+        env = {
+            "SHADOWD_TAP": self.endpoint,
+            "SHADOWD_ENGINE_ID": "demo-engine",
+            "SHADOWD_TAP_HWM": "200000",
+            "SHADOWD_TENANT_KEY": "tenant",
+        }
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:

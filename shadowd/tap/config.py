@@ -3,8 +3,14 @@
 ``SHADOWD_TAP``          zmq endpoint of the daemon (e.g. ``ipc:///run/shadowd/tap.sock``);
                          unset means the tap is off.
 ``SHADOWD_ENGINE_ID``    names this engine; default ``<hostname>-dp<data-parallel rank>``.
-``SHADOWD_TENANT_KEY``   the ``extra_args`` key holding the tenant (default ``tenant``).
-``SHADOWD_TENANT_PREFIX_SEP``  optional: take the tenant from the request id before this separator.
+
+Tenant sources (``shadowd.tap.tenant``), each off unless set; the first that yields a label wins:
+
+
+``SHADOWD_TENANT_KEY``   the ``extra_args`` key holding the tenant (``vllm_xargs``: any client can
+                         set it, so only with a gateway that overwrites it).
+``SHADOWD_TENANT_LORA``  ``1``: the LoRA adapter name.
+``SHADOWD_TENANT_PREFIX_SEP``  the request id's prefix before this separator.
 ``SHADOWD_TAP_HWM``      frames queued for a slow daemon before dropping (default 4096, bounded to
                          ``HWM_RANGE``; a value that is not a whole number, or out of range, is
                          replaced by the default or the nearest bound, with a warning).
@@ -31,8 +37,9 @@ HWM_RANGE = (16, 1_000_000)  # below: drops at the first hiccup; above: unbounde
 class TapConfig:
     endpoint: str | None
     engine_id: str
-    tenant_key: str = "tenant"
+    tenant_key: str | None = None
     tenant_prefix_sep: str | None = None
+    tenant_lora: bool = False
     hwm: int = DEFAULT_HWM
 
     @classmethod
@@ -42,8 +49,9 @@ class TapConfig:
         return cls(
             endpoint=env.get("SHADOWD_TAP") or None,
             engine_id=env.get("SHADOWD_ENGINE_ID") or f"{socket.gethostname()}-dp{dp_rank}",
-            tenant_key=env.get("SHADOWD_TENANT_KEY") or "tenant",
+            tenant_key=env.get("SHADOWD_TENANT_KEY") or None,
             tenant_prefix_sep=env.get("SHADOWD_TENANT_PREFIX_SEP") or None,
+            tenant_lora=env.get("SHADOWD_TENANT_LORA", "") in ("1", "true", "yes"),
             hwm=hwm,
         )
 

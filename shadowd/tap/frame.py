@@ -47,6 +47,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from shadowd.tap.tenant import MAX_TENANT_LEN
+
 FRAME_VERSION = 2
 READABLE_VERSIONS = (1, 2)  # version 1: no ``requests`` section
 
@@ -56,6 +58,22 @@ READABLE_VERSIONS = (1, 2)  # version 1: no ``requests`` section
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]  # tokens: INTEGER columns
 Small = Annotated[int, msgspec.Meta(ge=0, le=2**15 - 1)]  # preemptions: SMALLINT
 Stamp = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]  # ns stamps, counters: BIGINT
+# Length limits, checked from the msgpack headers before anything is built: a forged frame
+# cannot make the daemon allocate beyond them.  Lists are what amplify (one wire byte per empty
+# element, many bytes per Python object), so every list is bounded, generously next to real
+# engines (vLLM's max_num_seqs is at most a few thousand).  Strings cost what they weigh on the
+# wire, already bounded by the message limit; ids the tap sets and labels it truncates
+# (MAX_TENANT_LEN) are bounded too.  Request ids are not: a client may choose them, and one long
+# id must not get its whole step rejected.
+MAX_ROWS = 16_384  # request rows per step
+MAX_BATCH = 256  # frames per message (the tap sends at most BATCH_FRAMES)
+EngineId = Annotated[str, msgspec.Meta(max_length=128)]
+RunId = Annotated[str, msgspec.Meta(max_length=64)]
+Tenant = Annotated[str, msgspec.Meta(max_length=MAX_TENANT_LEN)]
+
+
+def _rows(item: Any) -> Any:
+    return Annotated[list[item], msgspec.Meta(max_length=MAX_ROWS)]
 
 
 FinishReason = Literal["stop", "length", "abort", "error", "repetition", "unknown"]
@@ -73,7 +91,7 @@ class RequestRecord(msgspec.Struct, array_like=True, frozen=True):
     """
 
     req_id: Label  # as in the step columns (shortened if over-long)
-    tenant: Label
+    tenant: Tenant
     arrival_wall_ns: Stamp
     first_sched_seq: Stamp  # the step that first scheduled it
     t_first_sched: Stamp  # that step's schedule() entry
@@ -90,8 +108,8 @@ class StepFrame(msgspec.Struct, array_like=True, frozen=True):
     """One engine step as the tap saw it (version ``FRAME_VERSION``)."""
 
     version: int  # FRAME_VERSION; first on the wire
-    engine_id: str
-    run_id: str
+    engine_id: EngineId
+    run_id: RunId
     step_seq: Stamp  # per run, increments once per non-empty step
     t_sched_start: Stamp  # monotonic ns, schedule() entry
     t_sched_end: Stamp  # monotonic ns, schedule() return
@@ -99,16 +117,16 @@ class StepFrame(msgspec.Struct, array_like=True, frozen=True):
     t_prev_done: Stamp  # monotonic ns, previous step's t_done in this run (0 if none)
     wall_ns: Stamp  # wall clock (time.time_ns) at output arrival
     dropped_total: Stamp  # frames this tap has dropped so far in this run
-    req_ids: list[str]
-    tenants: list[str]
-    new_tokens: list[Count]  # tokens processed this step, speculative drafts included
-    context_tokens: list[Count]  # tokens already in the KV cache before the step
-    prompt_tokens: list[Count]
-    spec_tokens: list[Count]  # speculative draft tokens scheduled this step
-    prefill: list[bool]  # prefill-like work (prompt chunk or recompute after preemption)
-    preemptions: list[Small]  # times this request has been preempted so far
+    req_ids: _rows(str)
+    tenants: _rows(Tenant)
+    new_tokens: _rows(Count)  # tokens processed this step, speculative drafts included
+    context_tokens: _rows(Count)  # tokens already in the KV cache before the step
+    prompt_tokens: _rows(Count)
+    spec_tokens: _rows(Count)  # speculative draft tokens scheduled this step
+    prefill: _rows(bool)  # prefill-like work (prompt chunk or recompute after preemption)
+    preemptions: _rows(Small)  # times this request has been preempted so far
     # Requests that finished since the last frame; nil when none (absent in version 1 frames).
-    requests: list[RequestRecord] | None = None
+    requests: Annotated[list[RequestRecord], msgspec.Meta(max_length=MAX_ROWS)] | None = None
 
 
 class FrameError(ValueError):
@@ -117,8 +135,8 @@ class FrameError(ValueError):
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(StepFrame)
-_batch_decoder = msgspec.msgpack.Decoder(list[StepFrame])
-_raw_list_decoder = msgspec.msgpack.Decoder(list[msgspec.Raw])
+_batch_decoder = msgspec.msgpack.Decoder(Annotated[list[StepFrame], msgspec.Meta(max_length=MAX_BATCH)])
+_raw_list_decoder = msgspec.msgpack.Decoder(Annotated[list[msgspec.Raw], msgspec.Meta(max_length=MAX_BATCH)])
 _ARRAY_STARTS = frozenset(range(0x90, 0xA0)) | {0xDC, 0xDD}
 _COLUMNS = (
     "tenants",
@@ -222,11 +240,26 @@ def _each(check: Callable[[Any], StepFrame], items: list) -> tuple[list[StepFram
     return good, errors
 
 
-def _peek_version(data: bytes) -> int | None:
-    try:
-        head = msgspec.msgpack.decode(data)
-    except msgspec.DecodeError:
+_UINT_SIZES = {0xCC: 1, 0xCD: 2, 0xCE: 4, 0xCF: 8}
+
+
+def _peek_version(data: bytes | memoryview | msgspec.Raw) -> int | None:
+    """The first element of a msgpack array if it is a non-negative integer: reads a few bytes,
+    never the rest (a rejected frame is not decoded again in full).
+
+    >>> _peek_version(msgspec.msgpack.encode([7, "x"])), _peek_version(b"\\xc0")
+    (7, None)
+    """
+    data = memoryview(data)  # bytes, a memoryview or a msgspec.Raw
+    if len(data) < 2:
         return None
-    if isinstance(head, list) and head and isinstance(head[0], int):
-        return head[0]
-    return None
+    at = {0xDC: 3, 0xDD: 5}.get(data[0], 1 if 0x91 <= data[0] <= 0x9F else None)
+    if at is None or len(data) <= at:
+        return None
+    tag = data[at]
+    if tag <= 0x7F:
+        return tag
+    size = _UINT_SIZES.get(tag)
+    if size is None or len(data) < at + 1 + size:
+        return None
+    return int.from_bytes(bytes(data[at + 1 : at + 1 + size]), "big")

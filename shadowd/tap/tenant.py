@@ -1,19 +1,21 @@
-"""Which tenant a request belongs to, decided once per request.
+"""Which tenant a request belongs to, decided once per request, from configured sources only.
 
-Order: ``SamplingParams.extra_args[<key>]`` (the OpenAI server's
-``vllm_xargs``, set by a trusted gateway), else the LoRA adapter name, else a
-request-id prefix before a configured separator, else ``"unknown"``.  The
-OpenAI ``user`` field is not used: vLLM ignores it.  Labels are truncated so a
-hostile client cannot bloat frames or metrics.
+Any API client can put ``vllm_xargs`` (``SamplingParams.extra_args``) in its request body, so
+no source is read unless the operator names it: the ``extra_args`` key (only safe when a
+gateway overwrites it), the LoRA adapter name, or a request-id prefix before a separator.
+The first configured source that yields a label wins; with none configured, or none yielding
+a label, the tenant is ``"unknown"``.  Labels are truncated so a client cannot bloat frames;
+the daemon caps and folds the set of labels (``shadowd.daemon.tenants``).  The OpenAI
+``user`` field is not used: vLLM ignores it.
 
 >>> from types import SimpleNamespace as NS
 >>> r = NS(sampling_params=NS(extra_args={"tenant": "acme"}), lora_request=None, request_id="x")
->>> TenantResolver().resolve(r)
-'acme'
+>>> TenantResolver().resolve(r), TenantResolver(key="tenant").resolve(r)
+('unknown', 'acme')
 >>> TenantResolver(prefix_sep=":").resolve(NS(sampling_params=None, lora_request=None, request_id="beta:42"))
 'beta'
->>> TenantResolver().resolve(NS(sampling_params=None, lora_request=None, request_id="42"))
-'unknown'
+>>> TenantResolver(lora=True).resolve(NS(sampling_params=None, lora_request=NS(lora_name="sql"), request_id="1"))
+'sql'
 """
 
 from __future__ import annotations
@@ -23,21 +25,22 @@ UNKNOWN = "unknown"
 
 
 class TenantResolver:
-    def __init__(self, key: str = "tenant", prefix_sep: str | None = None) -> None:
-        self.key = key
+    def __init__(self, key: str | None = None, prefix_sep: str | None = None, lora: bool = False) -> None:
+        self.key = key or None
         self.prefix_sep = prefix_sep or None
+        self.lora = lora
 
     def resolve(self, request: object) -> str:
-        params = getattr(request, "sampling_params", None)
-        extra = getattr(params, "extra_args", None)
-        if isinstance(extra, dict):
-            value = extra.get(self.key)
-            if isinstance(value, str) and value:
-                return value[:MAX_TENANT_LEN]
-        lora = getattr(request, "lora_request", None)
-        name = getattr(lora, "lora_name", None)
-        if isinstance(name, str) and name:
-            return name[:MAX_TENANT_LEN]
+        if self.key is not None:
+            extra = getattr(getattr(request, "sampling_params", None), "extra_args", None)
+            if isinstance(extra, dict):
+                value = extra.get(self.key)
+                if isinstance(value, str) and value:
+                    return value[:MAX_TENANT_LEN]
+        if self.lora:
+            name = getattr(getattr(request, "lora_request", None), "lora_name", None)
+            if isinstance(name, str) and name:
+                return name[:MAX_TENANT_LEN]
         rid = getattr(request, "request_id", "")
         if self.prefix_sep and isinstance(rid, str) and self.prefix_sep in rid:
             return rid.split(self.prefix_sep, 1)[0][:MAX_TENANT_LEN] or UNKNOWN

@@ -95,7 +95,7 @@ def _make_recorder(scheduler: Any) -> StepRecorder | None:
         sender.send,
         engine_id=cfg.engine_id,
         requests=scheduler.requests,
-        tenants=TenantResolver(cfg.tenant_key, cfg.tenant_prefix_sep),
+        tenants=TenantResolver(cfg.tenant_key, cfg.tenant_prefix_sep, cfg.tenant_lora),
         # A KV connector can roll computed tokens back behind the tap's back (invalid blocks):
         # then every step's token columns are computed in full.
         sparse=getattr(scheduler, "connector", None) is None,

@@ -261,3 +261,30 @@ def test_storage_limits_are_checked_and_reach_duckdb(tmp_path):
         d.writer.close()
     value, unit = limit.split()
     assert threads == 2 and unit == "MiB" and abs(float(value) - 160e6 / 2**20) < 0.2, limit
+
+
+def test_hostile_input_bounds_are_configurable_and_checked(tmp_path):
+    cfg = load_config(
+        write(
+            tmp_path,
+            local(
+                tmp_path,
+                '[tenants]\nallow = ["acme", "globex"]\nmax_distinct = 32\n'
+                '[api]\nworkers = 4\nallowed_hosts = ["shadowd.internal"]\n'
+                "[report]\ndefault_window_s = 600\nmax_window_s = 7200\n",
+            ),
+        )
+    )
+    assert cfg.tenants.allow == ("acme", "globex") and cfg.tenants.max_distinct == 32
+    assert cfg.api.workers == 4 and cfg.api.allowed_hosts == ("shadowd.internal",)
+    assert (cfg.report.default_window_s, cfg.report.max_window_s) == (600.0, 7200.0)
+    got = problems(
+        tmp_path,
+        local(
+            tmp_path,
+            '[tenants]\nallow = "acme"\nmax_distinct = 0\n[report]\ndefault_window_s = 90000\n',
+        ),
+    )
+    assert any(p.startswith("tenants.allow: expected an array of non-empty strings") for p in got), got
+    assert any(p.startswith("tenants.max_distinct: must be between 1") for p in got), got
+    assert any(p.startswith("report.default_window_s: 90000 exceeds max_window_s") for p in got), got

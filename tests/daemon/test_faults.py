@@ -148,6 +148,7 @@ def test_engine_keeps_stepping_through_daemon_kill9(monkeypatch, ipc_endpoint, d
     proc = _spawn_daemon(ipc_endpoint, db_path, str(tmp_path / "daemon.log"))
     monkeypatch.setenv("SHADOWD_TAP", ipc_endpoint)
     monkeypatch.setenv("SHADOWD_ENGINE_ID", "kill9-engine")
+    monkeypatch.setenv("SHADOWD_TENANT_KEY", "tenant")
     sched = build_scheduler(
         SchedulerSpec(
             model_dir=llama_dir,

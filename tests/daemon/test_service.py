@@ -57,7 +57,12 @@ def test_metrics_scrape_parses_and_carries_the_verdict(ipc_endpoint, db_path):
         )
         assert cli.returncode == 2, cli.stderr
         rep = subprocess.run(
-            [sys.executable, "-m", "shadowd.cli", "report", "--daemon", daemon.http.url, "--json"],
+            # The frames are dated 2025-11-24 ~16:00 UTC; the daemon's default window is the
+            # last hour, so name theirs (with a space: the query must be URL-encoded).
+            [
+                *(sys.executable, "-m", "shadowd.cli", "report", "--daemon", daemon.http.url, "--json"),
+                *("--since", "2025-11-24 15:00", "--until", "2025-11-24 17:00"),
+            ],
             capture_output=True,
             text=True,
             timeout=120,

@@ -23,6 +23,7 @@ def test_reused_columns_and_batched_sends_are_exact(monkeypatch, llama_dir):
     from shadowd.sim.vllm_scheduler import SchedulerSpec, build_scheduler
 
     monkeypatch.setenv("SHADOWD_TAP", "ipc:///tmp/shadowd-nobody-listens.sock")
+    monkeypatch.setenv("SHADOWD_TENANT_KEY", "tenant")
     sched = build_scheduler(SchedulerSpec(model_dir=llama_dir, max_num_seqs=16, num_blocks=2000))
     driver = EngineDriver(sched, lambda st: 1.0, vocab_size=128256)
     driver.record_steps = True

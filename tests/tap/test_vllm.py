@@ -37,6 +37,7 @@ def _engine(
     monkeypatch.setenv("SHADOWD_TAP", endpoint)
     monkeypatch.setenv("SHADOWD_ENGINE_ID", "test-engine")
     monkeypatch.setenv("SHADOWD_TAP_HWM", "100000")
+    monkeypatch.setenv("SHADOWD_TENANT_KEY", "tenant")  # the workload's gateway sets it
     sched = build_scheduler(
         SchedulerSpec(
             model_dir=llama_dir,
