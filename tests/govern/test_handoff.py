@@ -112,7 +112,12 @@ def test_reads_the_file_a_real_daemon_writes(ipc_endpoint, db_path, tmp_path):
     from tests.helpers import make_daemon
 
     platform = Platform(
-        gpu="H100-SXM", model="llama-3.1-8b", dtype="bf16", tp=1, vllm="0.33.0", attention_backend="FLASH_ATTN"
+        gpu="H100-SXM",
+        model="llama-3.1-8b",
+        dtype="bf16",
+        tp=1,
+        vllm="0.33.0",
+        attention_backend="FLASH_ATTN",
     )
     cal = calibrate(synthetic_batch(steps=1500, seed=21, max_seqs=32), platform.as_key())
     state = tmp_path / "gate.json"

@@ -23,7 +23,9 @@ def test_per_tenant_shares_match_model_version_attribute():
         tenants = sorted(set(batch.tenant[rows]))
         sums = {t: TenantSums() for t in tenants}
         for r in rows:
-            sums[batch.tenant[r]].add(int(batch.new_tokens[r]), int(batch.context_tokens[r]), bool(batch.prefill[r]))
+            sums[batch.tenant[r]].add(
+                int(batch.new_tokens[r]), int(batch.context_tokens[r]), bool(batch.prefill[r])
+            )
         got = pricer.shares([sums[t] for t in tenants])
         want = [att.llmvisor_ms[rows][batch.tenant[rows] == t].sum() for t in tenants]
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9)
