@@ -19,10 +19,15 @@ class RequestService:
     tenant: str
     arrival_ns: int
     prompt_tokens: int
+    output_tokens: int
     request: Any  # the vLLM Request (preemption count), never its tokens
     first_token_ns: int | None = None
     finish_ns: int | None = None
     tokens: int = 0
+
+    @property
+    def done(self) -> bool:
+        return self.tokens >= self.output_tokens
 
     @property
     def ttft_s(self) -> float | None:
@@ -51,6 +56,7 @@ class ServiceDriver(EngineDriver):
             spec.tenant,
             self._origin_ns + int(round(float(spec.arrival_s) * 1e9)),
             int(spec.prompt_tokens),
+            max(1, int(spec.output_tokens)),
             request,
         )
         return request
