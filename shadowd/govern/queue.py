@@ -49,7 +49,7 @@ class FairRequestQueue(RequestQueue):
         self._facts = facts  # request -> its facts (created on first sight)
         self._kind = kind  # the counter admission follows now (VTC or ATTRIBUTED)
         self._price = prefill_price  # estimate per prompt token, in that counter's units
-        self._fifo: dict[int, deque] = {}  # tenant -> its waiting requests (non-empty only)
+        self._fifo: dict[int, deque] = {}  # tenant -> its waiting (seq, request)s (non-empty only)
         self.pending: dict[int, float] = {}  # tenant -> estimates of this step's admissions
         self._popped: list[RequestFacts] = []  # carrying an estimate this step
         self._size = 0
@@ -57,19 +57,19 @@ class FairRequestQueue(RequestQueue):
 
     # -- choice ----------------------------------------------------------------------------------
     def _choose(self) -> int | None:
-        if self._head is not None and self._head in self._fifo:
-            return self._head
-        ledger, kind, pending = self.ledger, self._kind(), self.pending
-        best, best_key = None, None
+        head = self._head
+        if head is not None:
+            return head
+        ledger, pending = self.ledger, self.pending
+        service, weight, cap = ledger.service[self._kind()], ledger.weight, ledger.cap
+        best, best_key, best_seq = None, 0.0, 0
         for t, fifo in self._fifo.items():
-            if ledger.held(t):
+            if cap[t] and ledger.held(t):
                 continue
-            key = (
-                (ledger.service[kind][t] + pending.get(t, 0.0)) / ledger.weight[t],
-                self._facts(fifo[0]).seq,
-            )
-            if best_key is None or key < best_key:
-                best, best_key = t, key
+            key = (service[t] + pending.get(t, 0.0)) / weight[t]
+            seq = fifo[0][0]
+            if best is None or key < best_key or (key == best_key and seq < best_seq):
+                best, best_key, best_seq = t, key, seq
         self._head = best
         return best
 
@@ -100,7 +100,8 @@ class FairRequestQueue(RequestQueue):
         fifo = self._fifo.get(f.tenant)
         if fifo is None:
             fifo = self._fifo[f.tenant] = deque()
-        fifo.appendleft(request) if left else fifo.append(request)
+        item = (f.seq, request)
+        fifo.appendleft(item) if left else fifo.append(item)
         self._size += 1
         self._head = None
 
@@ -109,7 +110,7 @@ class FairRequestQueue(RequestQueue):
         if t is None:
             raise IndexError("pop from an empty (or wholly held) queue")
         fifo = self._fifo[t]
-        request = fifo.popleft()
+        request = fifo.popleft()[1]
         if not fifo:
             del self._fifo[t]
         self._size -= 1
@@ -125,7 +126,7 @@ class FairRequestQueue(RequestQueue):
         t = self._choose()
         if t is None:
             raise IndexError("peek from an empty (or wholly held) queue")
-        return self._fifo[t][0]
+        return self._fifo[t][0][1]
 
     def prepend_request(self, request: Any) -> None:
         self._push(self._facts(request), request, left=True)
@@ -141,9 +142,10 @@ class FairRequestQueue(RequestQueue):
         for request in requests:
             f = self._facts(request)
             fifo = self._fifo.get(f.tenant)
-            if fifo is None or request not in fifo:
+            item = (f.seq, request)
+            if fifo is None or item not in fifo:
                 continue
-            fifo.remove(request)
+            fifo.remove(item)
             if not fifo:
                 del self._fifo[f.tenant]
             self._size -= 1
@@ -158,4 +160,4 @@ class FairRequestQueue(RequestQueue):
 
     def __iter__(self) -> Iterator[Any]:
         for fifo in list(self._fifo.values()):
-            yield from list(fifo)
+            yield from [request for _, request in fifo]
