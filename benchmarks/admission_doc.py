@@ -52,6 +52,8 @@ under the `equal` fixed-term policy whatever the daemon's attribution policy.
 * It orders **admission**.  Requests already running keep running (vLLM's own preemption under
   KV pressure is unchanged: it still preempts the last admitted request, not the most
   over-served tenant's).  Fairness is reached over many admissions, not within a step.
+  Waiting requests that already hold KV blocks (connector loads) stay in vLLM's own queue, which
+  vLLM drains first.
 * Shares are **attributed**, not isolated: a tenant's charge is its LLMVisor share of the steps
   it was in, which tracks its Shapley share of the GPU (`docs/accuracy.md`) but does not stop
   its batch-mates from slowing it down, nor it them.  Attribution is not isolation.
@@ -128,7 +130,7 @@ How the arrival rates are set: `shadowd/replay/scenarios.py`.
 * **noisy-neighbour**: `longdoc` (Mooncake conversation trace, real prefix sharing) offers 3× its
   entitlement; `code` and `chat` (Azure 2023 code and conversation traces) 1.2×; equal weights.
 * **decode-heavy**: `longgen` (Mooncake prompts, outputs lengthened to 1024 tokens: few VTC
-  tokens per GPU-ms, many KV reads) beside `code` and `chat`, all 1.2×; equal weights.  The gap
+  tokens per GPU-ms, many KV reads) beside `code` and `chat`, all 2×; equal weights.  The gap
   between VTC's shares and true GPU time is the point: VTC prices a decode token the same at
   any context length.
 """

@@ -1,5 +1,9 @@
 """What a policy did to each tenant: service received, and true GPU time against entitlement.
 
+**Attributed share**: the LLMVisor model's shares (the governed run's coefficients) of the same
+sampled steps: what the governor charges, beside what is true.  A governed tenant's gap to its
+entitlement is at least the model's error on it.
+
 **True GPU time** is the Shapley value of the reference engine's noiseless ``T`` on the steps
 the scheduler really formed (:func:`shadowd.sim.truth.step_shapley`), on ``sample_steps`` steps
 spread over the measurement window (one drawn per equal run of steps, so the estimate of each
@@ -89,6 +93,7 @@ def true_shares(
     sample_steps: int,
     seed: int = 0,
     permutations: int = 32,
+    attributed_ms: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Shapley shares of the sampled steps per tenant, backlog, normalised shares, Jain's index."""
     ends = np.asarray(driver.step_end_ns)
@@ -99,6 +104,10 @@ def true_shares(
     names = sorted(weights)
     gpu = {t: float(phi[tenants == t].sum()) for t in names}
     total = sum(gpu.values())
+    att: dict[str, float] = {}
+    if attributed_ms is not None:  # the model's shares of the same sampled steps
+        a = attributed_ms[rows]
+        att = {t: float(a[tenants == t].sum()) / float(a.sum()) for t in names}
     queued = _queued_fraction(driver, ends[idx], names)
     backlogged = [t for t in names if queued[t] >= BACKLOG_FRACTION]
     b_gpu = sum(gpu[t] for t in backlogged)
@@ -110,6 +119,7 @@ def true_shares(
         "per_tenant": {
             t: {
                 "true_share": gpu[t] / total if total > 0 else None,
+                "attributed_share": att.get(t),
                 "entitlement": weights[t] / sum(weights.values()),
                 "queued_fraction": queued[t],
                 "backlogged": t in x,

@@ -89,10 +89,13 @@ def replay(
             if policy not in policies:
                 continue
             t0 = driver._origin_ns + int(warmup * horizon_s * 1e9)
+            attributed = model.attribute(batch, "equal").llmvisor_ms
             result["policies"][policy] = {
                 "steps": batch.num_steps,
                 "service": tenant_service(driver, t0, driver.stop_ns),
-                "truth": true_shares(driver, batch, engine, weights, t0, sample_steps=sample_steps),
+                "truth": true_shares(
+                    driver, batch, engine, weights, t0, sample_steps=sample_steps, attributed_ms=attributed
+                ),
                 "governor": governor_status(driver),
                 "wall_s": time.monotonic() - started,
             }

@@ -7,6 +7,7 @@ from typing import Any
 COLUMNS = (
     ("tenant", "{:<10}"),
     ("ent", "{:>5}"),
+    ("attr", "{:>6}"),
     ("true", "{:>6}"),
     ("x/ent", "{:>6}"),
     ("backlog", "{:>7}"),
@@ -53,6 +54,7 @@ def render_table(result: dict[str, Any]) -> str:
             cells = (
                 tenant[:10],
                 _f(t.get("entitlement"), "{:.2f}", "{:>5}"),
+                _f(t.get("attributed_share"), "{:.3f}", "{:>6}"),
                 _f(t.get("true_share"), "{:.3f}", "{:>6}"),
                 _f(t.get("normalised_share"), "{:.3f}", "{:>6}"),
                 _f(t.get("queued_fraction"), "{:.0%}", "{:>7}"),
@@ -67,6 +69,7 @@ def render_table(result: dict[str, Any]) -> str:
             lines.append(" ".join(c if i else f"{c:<10}" for i, c in enumerate(cells)))
     lines += [
         "",
+        "attr = the LLMVisor model's share of the sampled steps (what the governor charges);",
         "true = Shapley share of GPU time; x/ent = share among backlogged tenants / their entitlement;",
         "backlog = fraction of sampled steps with a request waiting; unserved = no first token by the horizon.",
     ]
