@@ -1,14 +1,14 @@
 """What a policy did to each tenant: service received, and true GPU time against entitlement.
 
-**Attributed share**: the LLMVisor model's shares (the governed run's coefficients) of the same
-sampled steps: what the governor charges, beside what is true.  A governed tenant's gap to its
-entitlement is at least the model's error on it.
-
 **True GPU time** is the Shapley value of the reference engine's noiseless ``T`` on the steps
 the scheduler really formed (:func:`shadowd.sim.truth.step_shapley`), on ``sample_steps`` steps
-spread over the measurement window (one drawn per equal run of steps, so the estimate of each
-tenant's share is unbiased).  The window skips the first ``warmup`` fraction of the horizon (the
-engine filling up).
+spread over the measurement window (one drawn per equal run of steps).  The window skips the
+first ``warmup`` fraction of the horizon (the engine filling up).  A few hundred steps are too few
+on their own: one step with a long prompt chunk moves a tenant's sampled share by a percent.  So
+the per-tenant total is a **ratio estimate**: the LLMVisor model's shares summed over *every*
+step of the window, times the tenant's ratio of Shapley to LLMVisor on the sampled steps (the
+sample calibrates the model; with no model it is the sampled Shapley share alone).  Both the
+sampled Shapley share and the model's share on the sample are reported beside it.
 
 **Backlogged**: a tenant with a request that has arrived but not yet been scheduled at ≥ 90% of
 the sampled steps.  Only backlogged tenants can be held to their entitlement (a tenant asking
@@ -102,12 +102,20 @@ def true_shares(
     rows, phi = step_shapley(engine, batch, idx, permutations=permutations, seed=seed)
     tenants = batch.tenant[rows]
     names = sorted(weights)
-    gpu = {t: float(phi[tenants == t].sum()) for t in names}
-    total = sum(gpu.values())
-    att: dict[str, float] = {}
-    if attributed_ms is not None:  # the model's shares of the same sampled steps
+    sampled = {t: float(phi[tenants == t].sum()) for t in names}
+    gpu, att = dict(sampled), {}
+    if attributed_ms is not None:
         a = attributed_ms[rows]
         att = {t: float(a[tenants == t].sum()) / float(a.sum()) for t in names}
+        in_window = batch.req_step >= first
+        for t in names:  # ratio estimator: the model over every step, corrected by the sample
+            mine = in_window & (batch.tenant == t)
+            on_sample = float(a[tenants == t].sum())
+            gpu[t] = (
+                float(attributed_ms[mine].sum()) * (sampled[t] / on_sample) if on_sample > 0 else sampled[t]
+            )
+    total = sum(gpu.values())
+    sampled_total = sum(sampled.values())
     queued = _queued_fraction(driver, ends[idx], names)
     backlogged = [t for t in names if queued[t] >= BACKLOG_FRACTION]
     b_gpu = sum(gpu[t] for t in backlogged)
@@ -119,7 +127,8 @@ def true_shares(
         "per_tenant": {
             t: {
                 "true_share": gpu[t] / total if total > 0 else None,
-                "attributed_share": att.get(t),
+                "sampled_true_share": sampled[t] / sampled_total if sampled_total > 0 else None,
+                "attributed_share_on_sample": att.get(t),
                 "entitlement": weights[t] / sum(weights.values()),
                 "queued_fraction": queued[t],
                 "backlogged": t in x,

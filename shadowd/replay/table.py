@@ -7,7 +7,7 @@ from typing import Any
 COLUMNS = (
     ("tenant", "{:<10}"),
     ("ent", "{:>5}"),
-    ("attr", "{:>6}"),
+    ("sample", "{:>6}"),
     ("true", "{:>6}"),
     ("x/ent", "{:>6}"),
     ("backlog", "{:>7}"),
@@ -54,7 +54,7 @@ def render_table(result: dict[str, Any]) -> str:
             cells = (
                 tenant[:10],
                 _f(t.get("entitlement"), "{:.2f}", "{:>5}"),
-                _f(t.get("attributed_share"), "{:.3f}", "{:>6}"),
+                _f(t.get("sampled_true_share"), "{:.3f}", "{:>6}"),
                 _f(t.get("true_share"), "{:.3f}", "{:>6}"),
                 _f(t.get("normalised_share"), "{:.3f}", "{:>6}"),
                 _f(t.get("queued_fraction"), "{:.0%}", "{:>7}"),
@@ -69,8 +69,8 @@ def render_table(result: dict[str, Any]) -> str:
             lines.append(" ".join(c if i else f"{c:<10}" for i, c in enumerate(cells)))
     lines += [
         "",
-        "attr = the LLMVisor model's share of the sampled steps (what the governor charges);",
-        "true = Shapley share of GPU time; x/ent = share among backlogged tenants / their entitlement;",
+        "true = Shapley share of GPU time (ratio estimate over all steps); sample = Shapley share of",
+        "the sampled steps alone; x/ent = share among backlogged tenants / their entitlement;",
         "backlog = fraction of sampled steps with a request waiting; unserved = no first token by the horizon.",
     ]
     return "\n".join(lines)
