@@ -113,6 +113,21 @@ def _replay(name: str, section: dict[str, Any]) -> str:
             cells.append("not backlogged" if x["gap"] is None else f"{100 * x['gap']:.1f}%")
         jain = run["truth"]["jain"]
         lines.append(f"| {policy} | " + " | ".join(cells) + f" | {'-' if jain is None else f'{jain:.4f}'} |")
+    lines += [
+        "",
+        "What VTC counts against what the GPU spent, per tenant (share of VTC token units "
+        "`w_p·prompt + w_q·generated` in the window / true GPU-time share):",
+        "",
+        "| policy | " + " | ".join(sorted(r["tenants"])) + " |",
+        "|---|" + "---:|" * len(r["tenants"]),
+    ]
+    for policy, run in r["policies"].items():
+        cells = []
+        for t in sorted(r["tenants"]):
+            x = run["truth"]["per_tenant"][t]
+            tok, true = x.get("vtc_token_share"), x.get("true_share")
+            cells.append("-" if tok is None or true is None else f"{100 * tok:.1f}% / {100 * true:.1f}%")
+        lines.append(f"| {policy} | " + " | ".join(cells) + " |")
     lines += ["", _meta(section)]
     return "\n".join(lines)
 
@@ -125,6 +140,11 @@ memory) on the reference engine under FCFS (vLLM as shipped), VTC (`SHADOWD_GOVE
 governed policy (`SHADOWD_GOVERN=on`, with an LLMVisor model fitted on the FCFS run's steps as the
 daemon calibrates in shadow mode, published GO through a real state file).  Each run is scored
 against the **Shapley values** of the engine's step cost on sampled steps (`shadowd/replay/outcome.py`).
+A few hundred sampled steps alone are noisy (one long prompt chunk moves a tenant's sampled share
+by a percent), so "true" is a ratio estimate: the LLMVisor model's shares over *every* step of
+the window, times each tenant's Shapley-to-LLMVisor ratio on the sampled steps.  It leans on the
+model where the model agrees with Shapley on the sample; the column `sample` is the sampled
+Shapley share alone, for comparison.
 How the arrival rates are set: `shadowd/replay/scenarios.py`.
 
 * **noisy-neighbour**: `longdoc` (Mooncake conversation trace, real prefix sharing) offers 3× its
@@ -132,7 +152,14 @@ How the arrival rates are set: `shadowd/replay/scenarios.py`.
 * **decode-heavy**: `longgen` (Mooncake prompts, outputs lengthened to 1024 tokens: few VTC
   tokens per GPU-ms, many KV reads) beside `code` and `chat`, all 2×; equal weights.  The gap
   between VTC's shares and true GPU time is the point: VTC prices a decode token the same at
-  any context length.
+  any context length, while its GPU cost grows with the KV it reads (and a prompt token the same
+  whether it lands in a memory-bound or a compute-bound step), so equal token units are not
+  equal GPU time; the tables below set each tenant's token share beside its true share.
+
+Reading the tables: a policy can only be held to its promise for tenants that are backlogged
+(asking for more than their share); a tenant asking for less receives what it asks for, and the
+rest is shared among the others.  TTFT under overload grows with the backlog for every tenant
+that exceeds its share: fairness decides *whose* queue grows, not whether queues grow.
 """
 
 

@@ -34,6 +34,7 @@ from shadowd.steps.batch import StepBatch
 from shadowd.twin.step_latency import ReferenceEngine
 
 BACKLOG_FRACTION = 0.9
+VTC_W_P, VTC_W_Q = 1.0, 2.0
 
 
 def _pct(x: list[float], q: float) -> float | None:
@@ -103,11 +104,14 @@ def true_shares(
     tenants = batch.tenant[rows]
     names = sorted(weights)
     sampled = {t: float(phi[tenants == t].sum()) for t in names}
+    in_window = batch.req_step >= first
+    tokens = np.where(batch.prefill, VTC_W_P, VTC_W_Q) * batch.new_tokens  # what VTC charges
+    vtc = {t: float(tokens[in_window & (batch.tenant == t)].sum()) for t in names}
+    vtc_total = sum(vtc.values())
     gpu, att = dict(sampled), {}
     if attributed_ms is not None:
         a = attributed_ms[rows]
         att = {t: float(a[tenants == t].sum()) / float(a.sum()) for t in names}
-        in_window = batch.req_step >= first
         for t in names:  # ratio estimator: the model over every step, corrected by the sample
             mine = in_window & (batch.tenant == t)
             on_sample = float(a[tenants == t].sum())
@@ -128,6 +132,7 @@ def true_shares(
             t: {
                 "true_share": gpu[t] / total if total > 0 else None,
                 "sampled_true_share": sampled[t] / sampled_total if sampled_total > 0 else None,
+                "vtc_token_share": vtc[t] / vtc_total if vtc_total > 0 else None,
                 "attributed_share_on_sample": att.get(t),
                 "entitlement": weights[t] / sum(weights.values()),
                 "queued_fraction": queued[t],
