@@ -51,7 +51,7 @@ class Governor:
         self.facts: dict[str, RequestFacts] = {}
         self._seq = itertools.count()
         self.verdict = VTC_ONLY if self.reader is None else Verdict("missing")
-        self.queue = FairRequestQueue(self.ledger, self.facts_of, self.kind, self.prefill_price)
+        self.queue = FairRequestQueue(self.ledger, self.facts_of, self.kind(), self.prefill_price())
         self.switches: dict[str, int] = {}  # reason -> times the governor switched to it
         self.steps_charged = {"attributed": 0, "vtc": 0}
         self.errors = 0
@@ -102,6 +102,7 @@ class Governor:
                 f", model {verdict.model_version}" if verdict.model_version else "",
             )
         self.verdict = verdict
+        self.queue.kind, self.queue.price = self.kind(), self.prefill_price()
 
     def _charge(self, out: Any) -> None:
         if not out.total_num_scheduled_tokens:
@@ -110,7 +111,13 @@ class Governor:
         facts = self.facts
         sums: dict[int, TenantSums] = {}
         for new in out.scheduled_new_reqs:
-            self._add(sums, self._lookup(new.req_id), nst[new.req_id], new.num_computed_tokens)
+            rid = new.req_id
+            f = facts.get(rid) or self._lookup(rid)
+            s = sums.get(f.tenant)
+            if s is None:
+                s = sums[f.tenant] = TenantSums()
+            p, c = nst[rid], new.num_computed_tokens
+            s.add(p, c, c < f.prompt or p > 1)
         cached = out.scheduled_cached_reqs
         for rid, c in zip(cached.req_ids, cached.num_computed_tokens):
             f = facts.get(rid) or self._lookup(rid)
@@ -128,12 +135,6 @@ class Governor:
 
     def _lookup(self, rid: str) -> RequestFacts:
         return self.facts.get(rid) or self.facts_of(self.requests[rid])
-
-    def _add(self, sums: dict[int, TenantSums], f: RequestFacts, p: int, c: int) -> None:
-        s = sums.get(f.tenant)
-        if s is None:
-            s = sums[f.tenant] = TenantSums()
-        s.add(p, c, c < f.prompt or p > 1)
 
     def _charge_sums(self, sums: dict[int, TenantSums], total_tokens: int) -> None:
         pricer = self.verdict.pricer or (self.reader.pricer if self.reader is not None else None)

@@ -21,7 +21,7 @@ from typing import Any
 
 from vllm.v1.core.sched.request_queue import RequestQueue
 
-from shadowd.govern.ledger import Ledger
+from shadowd.govern.ledger import VTC, Ledger
 
 
 class RequestFacts:
@@ -42,14 +42,14 @@ class FairRequestQueue(RequestQueue):
         self,
         ledger: Ledger,
         facts: Callable[[Any], RequestFacts],
-        kind: Callable[[], int],
-        prefill_price: Callable[[], float],
+        kind: int = VTC,
+        prefill_price: float = 1.0,
     ) -> None:
         self.ledger = ledger
         self._facts = facts  # request -> its facts (created on first sight)
-        self._kind = kind  # the counter admission follows now (VTC or ATTRIBUTED)
-        self._price = prefill_price  # estimate per prompt token, in that counter's units
-        self._fifo: dict[int, deque] = {}  # tenant -> its waiting (seq, request)s (non-empty only)
+        self.kind = kind  # the counter admission follows now (VTC or ATTRIBUTED); set by the governor
+        self.price = prefill_price  # estimate per prompt token, in that counter's units
+        self._fifo: dict[int, deque] = {}  # tenant -> its waiting (seq, request, facts) (non-empty only)
         self.pending: dict[int, float] = {}  # tenant -> estimates of this step's admissions
         self._popped: list[RequestFacts] = []  # carrying an estimate this step
         self._size = 0
@@ -61,7 +61,7 @@ class FairRequestQueue(RequestQueue):
         if head is not None:
             return head
         ledger, pending = self.ledger, self.pending
-        service, weight, cap = ledger.service[self._kind()], ledger.weight, ledger.cap
+        service, weight, cap = ledger.service[self.kind], ledger.weight, ledger.cap
         best, best_key, best_seq = None, 0.0, 0
         for t, fifo in self._fifo.items():
             if cap[t] and ledger.held(t):
@@ -95,12 +95,14 @@ class FairRequestQueue(RequestQueue):
             if f.estimate:
                 self.pending[f.tenant] = self.pending.get(f.tenant, 0.0) - f.estimate
                 f.estimate = 0.0
+        elif self.ledger.active[f.tenant]:
+            self.ledger.active[f.tenant] += 1
         else:
-            self.ledger.activate(f.tenant)
+            self.ledger.activate(f.tenant)  # idle until now: the lift
         fifo = self._fifo.get(f.tenant)
         if fifo is None:
             fifo = self._fifo[f.tenant] = deque()
-        item = (f.seq, request)
+        item = (f.seq, request, f)
         fifo.appendleft(item) if left else fifo.append(item)
         self._size += 1
         self._head = None
@@ -110,13 +112,12 @@ class FairRequestQueue(RequestQueue):
         if t is None:
             raise IndexError("pop from an empty (or wholly held) queue")
         fifo = self._fifo[t]
-        request = fifo.popleft()[1]
+        _, request, f = fifo.popleft()
         if not fifo:
             del self._fifo[t]
         self._size -= 1
-        f = self._facts(request)
         f.running = True  # counted active as running until it finishes or comes back
-        f.estimate = max(0, f.prompt - request.num_computed_tokens) * self._price()
+        f.estimate = max(0, f.prompt - request.num_computed_tokens) * self.price
         self.pending[t] = self.pending.get(t, 0.0) + f.estimate
         self._popped.append(f)
         self._head = None
@@ -142,8 +143,8 @@ class FairRequestQueue(RequestQueue):
         for request in requests:
             f = self._facts(request)
             fifo = self._fifo.get(f.tenant)
-            item = (f.seq, request)
-            if fifo is None or item not in fifo:
+            item = next((x for x in fifo if x[1] is request), None) if fifo is not None else None
+            if item is None:
                 continue
             fifo.remove(item)
             if not fifo:
@@ -160,4 +161,4 @@ class FairRequestQueue(RequestQueue):
 
     def __iter__(self) -> Iterator[Any]:
         for fifo in list(self._fifo.values()):
-            yield from [request for _, request in fifo]
+            yield from [item[1] for item in fifo]
