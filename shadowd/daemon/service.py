@@ -40,7 +40,7 @@ from shadowd.daemon.calibrator import (
 from shadowd.daemon.config import Config
 from shadowd.daemon.drift_watch import DriftWatch
 from shadowd.daemon.gate_evidence import DaemonFacts
-from shadowd.daemon.gatekeeper import GateKeeper
+from shadowd.daemon.gatekeeper import GateKeeper, published_model
 from shadowd.daemon.http_server import ApiServer
 from shadowd.daemon.jobs import daemon_jobs, reporting, reschedule, start_jobs
 from shadowd.daemon.metrics import IngestStats, MetricSources, registry_for
@@ -107,7 +107,11 @@ class Daemon:
             calibration_max_age_s=config.calibration.max_age_s,
         )
         self.gatekeeper = GateKeeper(
-            config.gate.policy, self.writer, self.facts, state_file=config.state_file
+            config.gate.policy,
+            self.writer,
+            self.facts,
+            state_file=config.state_file,
+            model=self.published_model,
         )
         self.gatekeeper.listeners.append(self.rules.on_decision)
         self.calibrator = self._new_calibrator(run_job)
@@ -180,6 +184,21 @@ class Daemon:
             self.calibrator.state = "done"  # a model is in force; no warm-up fit over it
         self.rules.on_calibrated()
         log.info("model %s in force for %s", cal.model.version, cal.platform_key)
+
+    def published_model(self) -> dict[str, Any] | None:
+        """The model in force as the state file publishes it to the governor (None: uncalibrated)."""
+        cal = self.calibration
+        if cal is None or self.calibrated_at is None:
+            return None
+        c = self.config.calibration
+        return published_model(
+            cal.model.version,
+            cal.platform_key,
+            cal.model.llmvisor.to_dict(),
+            c.policy,
+            self.calibrated_at,
+            c.max_age_s,
+        )
 
     def facts(self) -> DaemonFacts:
         cal = self.calibration
