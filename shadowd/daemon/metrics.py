@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from alerts.notifier import Notifier
 from shadowd.daemon.drift_watch import DriftWatch
+from shadowd.daemon.service_stats import ServiceStats
 from shadowd.daemon.status import DaemonStatus
 from shadowd.daemon.tenants import TenantRoster
 from shadowd.steps.columns import StepColumns
@@ -89,6 +90,7 @@ class MetricSources:
     notifier: Callable[[], Notifier] | None = None  # read per scrape: a reload replaces it
     tenants: TenantRoster | None = None
     http_refused: Callable[[], dict[str, int]] | None = None
+    service: ServiceStats | None = None
 
 
 class DaemonCollector(Collector):
@@ -170,6 +172,8 @@ class DaemonCollector(Collector):
             de.add_metric([det], float(n))
         yield de
         yield from _drift_watch_metrics(src.drift.state().get("residual"))
+        if src.service is not None:
+            yield from _service_metrics(src.service)
         if src.notifier is not None:
             yield _notification_metrics(src.notifier())
 
@@ -198,6 +202,28 @@ def _residual_metrics(stats: IngestStats) -> Iterator[Any]:
         for qq, v in zip(QUANTILES, values):
             q.add_metric([kind, str(qq)], v)
     yield q
+
+
+def _service_metrics(service: ServiceStats) -> Iterator[Any]:
+    """Service received per tenant: recent queue/TTFT/TPOT quantiles, ended requests by outcome."""
+    for metric, name in (("queue_ms", "queue"), ("ttft_ms", "ttft"), ("tpot_ms", "tpot")):
+        g = GaugeMetricFamily(
+            f"shadowd_tenant_{name}_seconds",
+            f"Recent {name.upper()} of each tenant's ended requests (quantiles over the last requests)",
+            labels=["tenant", "quantile"],
+        )
+        for tenant, values in service.quantiles(metric).items():
+            for q, v in zip(QUANTILES, values):
+                g.add_metric([tenant, str(q)], v / 1e3)
+        yield g
+    c = CounterMetricFamily(
+        "shadowd_tenant_requests_ended",
+        "Requests that ended, by tenant and finish reason",
+        labels=["tenant", "reason"],
+    )
+    for (tenant, reason), n in service.outcomes().items():
+        c.add_metric([tenant, reason], float(n))
+    yield c
 
 
 def _notification_metrics(notifier: Notifier) -> CounterMetricFamily:

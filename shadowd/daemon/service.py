@@ -48,6 +48,7 @@ from shadowd.daemon.pipeline import IngestPipeline
 from shadowd.daemon.receiver import FrameReceiver
 from shadowd.daemon.request_ids import RequestIdHasher, host_key
 from shadowd.daemon.routes import ReportLimits, daemon_routes
+from shadowd.daemon.service_stats import ServiceStats
 from shadowd.daemon.stability import stability_from_db
 from shadowd.daemon.status import WRITER_STALL_S, DaemonStatus
 from shadowd.daemon.tenants import TenantRoster
@@ -94,6 +95,7 @@ class Daemon:
             key_file = config.privacy.request_id_key_file or f"{config.db}.request-id.key"
             self.pipeline.prepare.append(RequestIdHasher(host_key(key_file)))
         self.stats = IngestStats()
+        self.service_stats = ServiceStats()
         self.drift = DriftWatch(self._on_drift)
         self.platform_key = running_platform(config)
         self.calibration: Calibration | None = None
@@ -115,7 +117,12 @@ class Daemon:
         )
         self.gatekeeper.listeners.append(self.rules.on_decision)
         self.calibrator = self._new_calibrator(run_job)
-        self.pipeline.observers += [self._observe_calibration, self.drift.observe, self.stats.observe]
+        self.pipeline.observers += [
+            self._observe_calibration,
+            self.drift.observe,
+            self.stats.observe,
+            self.service_stats.observe,
+        ]
         self.jobs: Any = None
         self.http: Any = None
         self.job_errors = 0
@@ -292,6 +299,7 @@ class Daemon:
             status=self.status,
             decision=lambda: self.gatekeeper.last,
             stats=self.stats,
+            service=self.service_stats,
             drift=self.drift,
             tenants=self.tenants,
             http_refused=lambda: dict(self.http.refused) if self.http is not None else {},
