@@ -37,6 +37,7 @@ class IngestStats:
     def __init__(self, window: int = 4096, max_tenants: int = 20) -> None:
         self.max_tenants = max_tenants
         self.tenant_seconds: dict[str, float] = {}
+        self.tenant_tokens: dict[str, tuple[float, float]] = {}  # VTC weighted tokens, token-split ms
         self.residuals = {k: deque(maxlen=window) for k in ("prefill", "decode", "mixed")}
         self.lag_s = float("nan")
         self._lock = threading.Lock()
@@ -60,6 +61,33 @@ class IngestStats:
                 )
                 for name, ms in zip(names.tolist(), sums.tolist()):
                     self.tenant_seconds[name] = self.tenant_seconds.get(name, 0.0) + ms / 1e3
+            self._count_tokens(cols)
+
+    def _count_tokens(self, cols: StepColumns) -> None:
+        """Per tenant, VTC's weighted tokens and the token split's ms (both kept, like the governor)."""
+        vtc, split = cols.requests.get("vtc_tokens"), cols.requests.get("vtc_ms")
+        if vtc is None or not np.isfinite(vtc).any():
+            return
+        names, inv = cols.tenant_index
+        k = len(names)
+        tokens = np.bincount(inv, weights=np.nan_to_num(vtc.astype(np.float64)), minlength=k)
+        ms = np.bincount(inv, weights=np.nan_to_num(split.astype(np.float64)), minlength=k)
+        for name, t, v in zip(names.tolist(), tokens.tolist(), ms.tolist()):
+            old_t, old_v = self.tenant_tokens.get(name, (0.0, 0.0))
+            self.tenant_tokens[name] = (old_t + t, old_v + v)
+
+    def tenant_counters(self) -> dict[str, dict[str, float]]:
+        """Per tenant since start: attributed GPU ms (LLMVisor), VTC weighted tokens, token-split ms."""
+        with self._lock:
+            names = set(self.tenant_seconds) | set(self.tenant_tokens)
+            return {
+                n: {
+                    "attributed_gpu_ms": 1e3 * self.tenant_seconds.get(n, 0.0),
+                    "vtc_tokens": self.tenant_tokens.get(n, (0.0, 0.0))[0],
+                    "token_split_ms": self.tenant_tokens.get(n, (0.0, 0.0))[1],
+                }
+                for n in sorted(names)
+            }
 
     def tenants_capped(self) -> dict[str, float]:
         with self._lock:

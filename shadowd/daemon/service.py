@@ -376,6 +376,7 @@ class Daemon:
             lambda: self.gatekeeper.last,
             self.writer.cursor,
             ReportLimits(rep.default_window_s, rep.max_window_s),
+            tenant_counters=self.stats.tenant_counters,
         )
         api = self.config.api
         self.http = ApiServer(
