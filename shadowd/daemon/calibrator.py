@@ -47,6 +47,16 @@ class Calibration:
     holdout_residuals: dict[str, np.ndarray] = field(default_factory=dict)
     unwatched: dict[str, str] = field(default_factory=dict)  # class -> why no drift detectors
 
+    def partially_watched(self) -> dict[str, str]:
+        """Watched classes where a detector could not be calibrated: what the gate relies on."""
+        return {
+            cls: f"watched by {' and '.join(d.detector_names)} only ("
+            + "; ".join(f"{k} not calibratable: {v}" for k, v in d.unavailable.items())
+            + ")"
+            for cls, d in self.drift.items()
+            if d.unavailable
+        }
+
     @property
     def platform_key(self) -> str:
         return platform_key_string(self.model.platform_key)
@@ -58,6 +68,7 @@ class Calibration:
             "fit_window": self.model.fit_window,
             "drift_classes": sorted(self.drift),
             "unwatched_classes": self.unwatched,
+            "partially_watched_classes": self.partially_watched(),
             "drift_allowance": {k: round(v.allowance, 5) for k, v in self.drift.items()},
             "envelope": self.envelope.limits(),
         }

@@ -188,6 +188,7 @@ class Daemon:
             calibrated_at_s=self.calibrated_at,
             watched_classes=tuple(c for c in cal.drift if c not in blind) if cal else (),
             unwatched_why={**(cal.unwatched if cal else {}), **blind},
+            drift_partial=cal.partially_watched() if cal else None,
         )
 
     def _on_drift(self, events: list[Any]) -> None:

@@ -226,6 +226,7 @@ class DemoRun:
             "verdict": last["verdict"],
             "reason": last.get("reason"),
             "checks": last.get("checks", []),
+            "advantage": (last.get("details") or {}).get("advantage", {}),
             "gate_history": [
                 {"evaluated_at": d["evaluated_at"], "verdict": d["verdict"]} for d in self.decisions
             ],
