@@ -71,6 +71,7 @@ class Evidence:
     shadow_duration_s: float | None = None
     tenants_seen: int | None = None
     max_context_seen: int | None = None
+    calibrated_max_context: int | None = None  # longest context the calibration window held
     unresolved_drift_events: int | None = None
     drift_blind: dict[str, str] = field(default_factory=dict)  # required class -> why not watched
     drift_partial: dict[str, str] = field(default_factory=dict)  # class -> detectors relied on, why

@@ -136,9 +136,12 @@ def evidence_minimums(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckRe
         _at_least("evidence.duration", ev.shadow_duration_s, pol.min_duration_s, "shadow duration (s)")
     )
     out.append(_at_least("evidence.tenants", ev.tenants_seen, pol.min_tenants, "tenants seen"))
-    out.append(
-        _at_least("evidence.max_context", ev.max_context_seen, pol.min_max_context, "longest context seen")
-    )
+    # Evidence must reach long contexts, or the longest the model was calibrated on when the
+    # workload is shorter: contexts beyond calibration are the envelope check's to judge.
+    need, what = pol.min_max_context, "longest context seen"
+    if ev.calibrated_max_context is not None and ev.calibrated_max_context < need:
+        need, what = ev.calibrated_max_context, "longest context seen (vs the calibration window's)"
+    out.append(_at_least("evidence.max_context", ev.max_context_seen, need, what))
     return out
 
 

@@ -89,6 +89,11 @@ class CalibrationSettings:
     noise_from_window: bool = True  # thresholds from the whole window's residual dynamics
     detrend_steps: int = 100  # detectors judge changes against a baseline of this time constant
     settle_steps: int = 0  # steps ignored before the warm-up window starts
+    # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
+    # carrying >= cover_class_share of its steps has min_class_steps held-out steps: a class the
+    # gate requires must not be left without drift detectors because one window was short of it.
+    cover_class_share: float = 0.25
+    max_window_factor: float = 3.0
 
 
 def calibrate(
@@ -185,26 +190,35 @@ class WarmupCalibrator:
         self.last_error: str | None = None
         self._parts: list[StepBatch] = []
 
+    @property
+    def max_window_steps(self) -> int:
+        return max(self.warmup_steps, int(self.warmup_steps * self.settings.max_window_factor))
+
     def observe(self, cols: Any) -> None:
         if self.state != "warming_up":
             return
-        # Exactly the steps (settle_steps, settle_steps + warmup_steps]: however ingest happens
-        # to batch frames, the same traffic gives the same model.
+        # Exactly the steps (settle_steps, settle_steps + n]: however ingest happens to batch
+        # frames, the same traffic gives the same window and so the same model.
         first = self.seen
         self.seen += cols.num_steps
         index = first + np.arange(cols.num_steps)
-        keep = (index >= self.settings.settle_steps) & (
-            index < self.settings.settle_steps + self.warmup_steps
-        )
+        start = self.settings.settle_steps
+        keep = (index >= start) & (index < start + self.max_window_steps)
         if not keep.any():
             return
         batch = cols.batch.select_steps(keep & np.isfinite(cols.batch.latency_ms))
         self._parts.append(batch)
         self.buffered += int(keep.sum())
-        if self.buffered >= self.warmup_steps:
-            self.state = "calibrating"
-            parts, self._parts = self._parts, []
-            self.run_job(lambda: self._calibrate(StepBatch.concat(parts)))
+        if self.buffered < self.warmup_steps:
+            return
+        whole = StepBatch.concat(self._parts)
+        n = window_length(whole.kind, self.warmup_steps, self.settings)
+        if n is None and self.buffered < self.max_window_steps:
+            return  # a common class is still short of held-out steps: widen the window
+        self.state = "calibrating"
+        self._parts = []
+        chosen = whole if n is None else whole.select_steps(np.arange(whole.num_steps) < n)
+        self.run_job(lambda: self._calibrate(chosen))
 
     def _calibrate(self, batch: StepBatch) -> None:
         try:
@@ -215,6 +229,33 @@ class WarmupCalibrator:
             return
         self.on_calibrated(result)
         self.state = "done"
+
+
+def window_length(kind: np.ndarray, minimum: int, settings: CalibrationSettings) -> int | None:
+    """The shortest window of at least ``minimum`` steps (a prefix of ``kind``) whose held-out
+    part holds ``min_class_steps`` steps of every class carrying ``cover_class_share`` of it;
+    ``None`` if no prefix does.
+
+    >>> s = CalibrationSettings(min_class_steps=3, holdout_fraction=0.5)
+    >>> kind = np.array([2] * 3 + [1] * 7 + [2] * 10)  # class 2 common, its held-out part short
+    >>> window_length(kind, 10, s)
+    13
+    >>> window_length(np.array([1] * 10), 4, s), window_length(np.array([1, 2] * 3), 4, s)
+    (5, None)
+    """
+    n_total = len(kind)
+    if n_total < minimum:
+        return None
+    ns = np.arange(minimum, n_total + 1)
+    cut = np.rint(ns * (1.0 - settings.holdout_fraction)).astype(int)  # as split_window rounds
+    ok = np.ones(len(ns), dtype=bool)
+    for code in np.unique(kind):
+        cum = np.concatenate(([0], np.cumsum(kind == code)))
+        share = cum[ns] / ns
+        held = cum[ns] - cum[cut]
+        ok &= (share < settings.cover_class_share) | (held >= settings.min_class_steps)
+    hit = np.flatnonzero(ok)
+    return int(ns[hit[0]]) if hit.size else None
 
 
 def model_body(cal: Calibration) -> str:

@@ -32,6 +32,7 @@ class DaemonFacts:
     watched_classes: tuple[str, ...] = ()  # step classes with calibrated drift detectors
     unwatched_why: dict[str, str] | None = None  # class -> why its drift detectors cannot speak
     drift_partial: dict[str, str] | None = None  # watched class -> detectors relied on, and why
+    calibrated_max_context: int | None = None  # longest context in the calibration window
 
 
 # One aggregate pass in bounded memory: t-digest quantiles (approx_quantile: well under 1 % rank
@@ -85,6 +86,7 @@ def gather(
         "calibrated_platform_key": facts.calibrated_platform_key,
         "running_platform_key": facts.running_platform_key,
         "stability": facts.stability or {},
+        "calibrated_max_context": facts.calibrated_max_context,
     }
     last = con.execute("SELECT epoch(max(ts)) FROM steps").fetchone()[0]
     ev["last_step_ts"] = float(last) if last is not None else None

@@ -189,7 +189,15 @@ class Daemon:
             watched_classes=tuple(c for c in cal.drift if c not in blind) if cal else (),
             unwatched_why={**(cal.unwatched if cal else {}), **blind},
             drift_partial=cal.partially_watched() if cal else None,
+            calibrated_max_context=self._calibrated_max_context(cal),
         )
+
+    def _calibrated_max_context(self, cal: Any) -> int | None:
+        """The longest context the calibration window held (its envelope limit less the margin)."""
+        if cal is None:
+            return None
+        settings = self.calibrator.settings if self.calibrator is not None else CalibrationSettings()
+        return int(cal.envelope.max_context / (1.0 + settings.envelope_margin))
 
     def _on_drift(self, events: list[Any]) -> None:
         engine = None

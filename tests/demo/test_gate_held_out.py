@@ -1,0 +1,40 @@
+"""Two CI-sized scenarios of the gate's held-out set (benchmarks/gate_matrix.py, docs/validation.md).
+
+Same platform (H200 tables), model (llama-3.1-70b at tensor parallelism 4), ServeGen tenants
+and seeds as the held-out rows, shortened to 2,400 engine steps: healthy traffic must reach GO
+and never page; a 15 % whole-step slowdown must end not GO with a residual drift event soon
+after it. The full-length rows, with the rest of the matrix, are in docs/validation.md.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.gate_matrix import RESIDUAL, ci_sized
+from shadowd.demo.run import run_demo
+from shadowd.demo.spec import DemoSpec
+from shadowd.paths import data_dir
+
+pytestmark = pytest.mark.usefixtures("vllm")
+SHARED = str(data_dir().parent)
+
+
+def _run(name: str) -> tuple[dict, int | None]:
+    s = ci_sized(name)
+    return run_demo(DemoSpec.build(**s.demo_kwargs(SHARED))), s.fault_step
+
+
+def test_held_out_healthy_steady_run_reaches_go_and_never_pages():
+    result, _ = _run("H-steady")
+    verdicts = [h["verdict"] for h in result["gate_history"]]
+    assert result["verdict"] == "GO", result["reason"]
+    assert "NO_GO" not in verdicts[verdicts.index("GO") :], verdicts
+    assert not [e for e in result["drift_events"] if e["detector"] in RESIDUAL]
+    assert result["model"] == "llama-3.1-70b" and result["tp"] == 4
+
+
+def test_held_out_whole_step_slowdown_ends_not_go_with_a_drift_event():
+    result, at = _run("F-step15")
+    hits = [e["step_seq"] for e in result["drift_events"] if e["detector"] in RESIDUAL]
+    assert result["verdict"] != "GO", result["reason"]
+    assert hits and at <= min(hits) <= at + 500, (at, hits)
