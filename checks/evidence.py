@@ -57,8 +57,9 @@ class ClassAccuracy:
 class Evidence:
     """Inputs of one gate evaluation. Times are seconds (``last_step_ts`` on the gate's clock).
 
-    ``stability`` maps split name → ``{'effect', 'ci_low', 'ci_high'[, 'computed_at']}`` as
-    produced by ``checks.share_stability``. ``extrapolated_fraction`` and ``new_tenants`` come
+    ``stability`` maps split name → ``{'effect', 'ci_low', 'ci_high'[, 'computed_at',
+    'baseline']}`` as produced by ``checks.share_stability``; ``baseline`` is the effect the
+    calibration window showed under the model in force (the check then judges growth over it). ``extrapolated_fraction`` and ``new_tenants`` come
     from ``checks.envelope.EnvelopeMonitor.summary()``; ``new_tenant_share`` is the share of the
     window's attributed time carried by those tenants (what coverage judges: one passing
     newcomer is not a new workload). ``drift_blind`` names required step classes the residual

@@ -46,6 +46,9 @@ class Calibration:
     envelope: checks.WorkloadEnvelope
     holdout_residuals: dict[str, np.ndarray] = field(default_factory=dict)
     unwatched: dict[str, str] = field(default_factory=dict)  # class -> why no drift detectors
+    # Share stability of the calibration window under this model (split -> effect, CI): what the
+    # gate's stability check judges growth against.
+    stability_baseline: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def partially_watched(self) -> dict[str, str]:
         """Watched classes where a detector could not be calibrated: what the gate relies on."""
@@ -71,6 +74,7 @@ class Calibration:
             "partially_watched_classes": self.partially_watched(),
             "drift_allowance": {k: round(v.allowance, 5) for k, v in self.drift.items()},
             "envelope": self.envelope.limits(),
+            "stability_baseline": self.stability_baseline,
         }
 
 
@@ -89,6 +93,7 @@ class CalibrationSettings:
     noise_from_window: bool = True  # thresholds from the whole window's residual dynamics
     detrend_steps: int = 100  # detectors judge changes against a baseline of this time constant
     settle_steps: int = 0  # steps ignored before the warm-up window starts
+    share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
     # carrying >= cover_class_share of its steps has min_class_steps held-out steps: a class the
     # gate requires must not be left without drift detectors because one window was short of it.
@@ -156,8 +161,32 @@ def calibrate(
         "calibrated %s on %d steps; drift thresholds for %s", model.version, batch.num_steps, sorted(drift)
     )
     return Calibration(
-        model=model, drift=drift, envelope=envelope, holdout_residuals=usable, unwatched=unwatched
+        model=model,
+        drift=drift,
+        envelope=envelope,
+        holdout_residuals=usable,
+        unwatched=unwatched,
+        stability_baseline=stability_baseline(batch, model, settings),
     )
+
+
+def stability_baseline(
+    batch: StepBatch, model: ModelVersion, settings: CalibrationSettings
+) -> dict[str, dict[str, float]]:
+    """The calibration window's share stability under the fitted model, per split (empty if it
+    cannot be computed: the gate then judges the absolute effect)."""
+    from shadowd.daemon.stability import stability_of
+
+    try:
+        rep = stability_of(batch, model.attribute(batch, settings.share_policy), n_boot=100, seed=1)
+    except Exception as exc:  # too few rows or buckets: no baseline, the absolute check applies
+        log.warning("no stability baseline from the calibration window: %s", exc)
+        return {}
+    return {
+        k: {"effect": float(v["effect"]), "ci_low": float(v["ci_low"]), "ci_high": float(v["ci_high"])}
+        for k, v in rep.items()
+        if isinstance(v, dict) and v.get("effect") is not None and k in ("llmvisor", "llmvisor_total")
+    }
 
 
 def _detrended(resid: np.ndarray, holdout: np.ndarray, settings: CalibrationSettings) -> np.ndarray:
@@ -264,6 +293,7 @@ def model_body(cal: Calibration) -> str:
     body["drift"] = {k: v.to_dict() for k, v in cal.drift.items()}
     body["envelope"] = cal.envelope.to_dict()
     body["unwatched"] = cal.unwatched
+    body["stability_baseline"] = cal.stability_baseline
     return json.dumps(body)
 
 
@@ -272,11 +302,13 @@ def calibration_from_body(text: str) -> Calibration:
     drift = {k: checks.DriftCalibration.from_dict(v) for k, v in body.pop("drift", {}).items()}
     env = checks.WorkloadEnvelope.from_dict(body.pop("envelope")) if "envelope" in body else None
     unwatched = body.pop("unwatched", {})
+    baseline = body.pop("stability_baseline", {})
     model = ModelVersion.from_dict(body)
     return Calibration(
         model=model,
         drift=drift,
         unwatched=unwatched,
+        stability_baseline=baseline,
         envelope=env or checks.WorkloadEnvelope.from_calibration([0], [0], [0]),
     )
 

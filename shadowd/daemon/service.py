@@ -118,6 +118,7 @@ class Daemon:
             drift_sim_steps=d.sim_steps,
             adwin_sim_steps=d.adwin_sim_steps,
             min_class_steps=d.min_class_steps,
+            share_policy=c.policy,
         )
         runner = run_job or (
             lambda fn: threading.Thread(target=fn, name="shadowd-calibrate", daemon=True).start()
@@ -173,6 +174,11 @@ class Daemon:
                     "ci_low": v.get("ci_low"),
                     "ci_high": v.get("ci_high"),
                     "computed_at": self.stability.get("computed_at"),
+                    **(
+                        {"baseline": cal.stability_baseline[k]["effect"]}
+                        if cal is not None and k in cal.stability_baseline
+                        else {}
+                    ),
                 }
                 for k, v in self.stability.items()
                 if isinstance(v, dict) and "effect" in v

@@ -1,6 +1,6 @@
-"""Two CI-sized scenarios of the gate's held-out set (benchmarks/gate_matrix.py, docs/validation.md).
+"""Two CI-sized scenarios of the gate's held-out set 2 (benchmarks/gate_matrix.py, docs/validation.md).
 
-Same platform (H200 tables), model (llama-3.1-70b at tensor parallelism 4), ServeGen tenants
+Same platform (H200 tables), model (qwen2.5-72b at tensor parallelism 4), ServeGen tenants
 and seeds as the held-out rows, shortened to 2,400 engine steps: healthy traffic must reach GO
 and never page; a 15 % whole-step slowdown must end not GO with a residual drift event soon
 after it. The full-length rows, with the rest of the matrix, are in docs/validation.md.
@@ -25,16 +25,16 @@ def _run(name: str) -> tuple[dict, int | None]:
 
 
 def test_held_out_healthy_steady_run_reaches_go_and_never_pages():
-    result, _ = _run("H-steady")
+    result, _ = _run("H2-steady")
     verdicts = [h["verdict"] for h in result["gate_history"]]
     assert result["verdict"] == "GO", result["reason"]
     assert "NO_GO" not in verdicts[verdicts.index("GO") :], verdicts
     assert not [e for e in result["drift_events"] if e["detector"] in RESIDUAL]
-    assert result["model"] == "llama-3.1-70b" and result["tp"] == 4
+    assert result["model"] == "qwen2.5-72b" and result["tp"] == 4
 
 
 def test_held_out_whole_step_slowdown_ends_not_go_with_a_drift_event():
-    result, at = _run("F-step15")
+    result, at = _run("F2-step15")
     hits = [e["step_seq"] for e in result["drift_events"] if e["detector"] in RESIDUAL]
     assert result["verdict"] != "GO", result["reason"]
     assert hits and at <= min(hits) <= at + 500, (at, hits)
