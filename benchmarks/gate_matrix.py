@@ -113,6 +113,8 @@ DESIGN = [
     "summary, the report), not judged.",
     "A detector that cannot reach the false-alarm target on a class is dropped for that class and the "
     "other watches it alone (the drift check names which); only when none can is the class blind.",
+    "Share stability pages on growth of the composition effect over the calibration window's own "
+    "effect under the model in force (design r2); design r1 judged the absolute effect.",
     "The warm-up window widens (up to `max_window_factor` x `warmup_steps`; in the demo, up to 60 % "
     "of the run) until every step class carrying >= 25 % of its steps has enough held-out steps for "
     "drift detectors.",
@@ -448,6 +450,8 @@ def outcome(row: dict[str, Any]) -> tuple[bool, str]:
         return True, ""
     if row["final"] == "GO":
         return False, "ended GO"
+    if row.get("first_go_step") is None or row["first_go_step"] >= s["fault_step"]:
+        return False, "not a test: the gate was never GO before the fault"
     inj = (s["injects"] or [""])[0]
     if inj.startswith("step-slowdown:0.08") and (
         row["drift_delay_steps"] is None or row["drift_delay_steps"] > 500
@@ -514,7 +518,7 @@ def markdown(res: dict[str, Any]) -> str:
         "are scaled to the run's length (the policy note of each run says by how much). Healthy",
         "scenarios inject nothing; fault scenarios inject after the gate could reach GO.",
         "",
-        "## The gate as validated here (this revision, committed before the held-out runs)",
+        "## The gate as validated here (design r2; r1 differed only in the stability check)",
         "",
         *(f"- {d}" for d in DESIGN),
         "",
@@ -548,8 +552,8 @@ def markdown(res: dict[str, Any]) -> str:
     lines += [
         "",
         "Targets: a healthy scenario ends GO and raises no NO_GO (page) after its first GO; a fault",
-        "scenario ends not GO, and an 8 % whole-step slowdown raises a residual drift event within 500",
-        "engine steps.",
+        "scenario is a test only if the gate was GO before the fault, and then must end not GO; an 8 %",
+        "whole-step slowdown must also raise a residual drift event within 500 engine steps.",
         "",
         "## Per scenario",
         "",
