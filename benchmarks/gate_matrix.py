@@ -616,6 +616,15 @@ def markdown(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _merged(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` plus the stored rows of (scenario, design) pairs they do not replace."""
+    if not out.with_suffix(".json").exists():
+        return rows
+    old = json.loads(out.with_suffix(".json").read_text())["rows"]
+    ran = {(r["scenario"]["name"], r.get("design", "r1")) for r in rows}
+    return [r for r in old if (r["scenario"]["name"], r.get("design", "r1")) not in ran] + rows
+
+
 def _document(rows: list[dict[str, Any]], args: str, wall: float) -> dict[str, Any]:
     from benchmarks.machine import machine
 
@@ -646,9 +655,10 @@ def main(argv: list[str] | None = None) -> int:
         res = json.loads(Path(a.from_json).read_text())
     elif a.from_partial:
         rows = [json.loads(x) for x in Path(a.from_partial).read_text().splitlines() if x.strip()]
-        res = _document(
-            rows, "--from-partial (interrupted run)", sum(r.get("wall_seconds") or 0 for r in rows)
-        )
+        wall = sum(r.get("wall_seconds") or 0 for r in rows) / max(a.jobs, 1)
+        if a.merge:
+            rows = _merged(out, rows)
+        res = _document(rows, "--merge (rows of an interrupted run, saved as they finished)", wall)
         out.with_suffix(".json").write_text(json.dumps(res, indent=1, default=str) + "\n")
     else:
         chosen = [s for s in SCENARIOS if a.set in ("all", s.set)]
@@ -661,10 +671,8 @@ def main(argv: list[str] | None = None) -> int:
         chosen.sort(key=lambda s: (s.set != "held_out_2", s.set))  # the unseen set first
         t0 = time.perf_counter()
         rows = run_all(chosen, a.jobs, out.with_suffix(".partial.jsonl"))
-        if a.merge and out.with_suffix(".json").exists():
-            old = json.loads(out.with_suffix(".json").read_text())["rows"]
-            ran = {(r["scenario"]["name"], r["design"]) for r in rows}
-            rows = [r for r in old if (r["scenario"]["name"], r.get("design", "r1")) not in ran] + rows
+        if a.merge:
+            rows = _merged(out, rows)
         res = _document(rows, " ".join(argv or sys.argv[1:]), time.perf_counter() - t0)
         out.with_suffix(".json").write_text(json.dumps(res, indent=1, default=str) + "\n")
     out.with_suffix(".md").write_text(markdown(res))
