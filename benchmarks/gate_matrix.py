@@ -483,6 +483,41 @@ def _episodes(row: dict[str, Any]) -> str:
     )
 
 
+CAUSES = {
+    "stability": "share stability (compare the share error vs Shapley in the next table)",
+    "coverage.extrapolation": "traffic beyond the calibrated envelope (INCONCLUSIVE; way out: recalibrate)",
+    "drift": "drift (residual detectors fired, or were blind: most recent steps of a required class "
+    "outside the batch compositions calibration saw)",
+    "accuracy": "accuracy beyond its limits on a step class",
+    "coverage.new_tenants": "tenants calibration never saw carrying a real share of the recent time",
+    "evidence": "evidence minimums not yet met",
+    "platform": "platform mismatch",
+}
+
+
+def findings(rows: list[dict[str, Any]]) -> list[str]:
+    """Per missed row, the kinds of checks behind its non-GO episodes (computed, not written)."""
+    out = []
+    for r in rows:
+        ok, why = outcome(r)
+        if ok:
+            continue
+        kinds = sorted(
+            {
+                next((k for k in CAUSES if c == k or c.startswith(k + ".") or c.startswith(k)), c)
+                for e in r.get("episodes") or []
+                if r["scenario"].get("fault_step") is None or e["first_step"] < r["scenario"]["fault_step"]
+                for c in e["causes"]
+            }
+        )
+        what = "; ".join(CAUSES.get(k, k) for k in kinds) or "no non-GO episode"
+        when = " before the fault" if r["scenario"].get("fault_step") else ""
+        out.append(f"- {r['scenario']['name']} ({r.get('design', 'r1')}): {why}. Non-GO{when}: {what}.")
+    if not out:
+        out.append("- none: every scenario met its target.")
+    return out
+
+
 def _host(m: dict[str, Any]) -> str:
     return f"{m.get('nproc')} CPUs ({m.get('cpu_model')}), vLLM {m.get('versions', {}).get('vllm')}"
 
@@ -609,6 +644,8 @@ def markdown(res: dict[str, Any]) -> str:
             f"{_pct(lv.get('p90'))} / {_pct(lv.get('p99'))} | {_pct(tb.get('p90'))} / {_pct(tb.get('p99'))} | "
             f"{adv or '–'} | {_pct(truth)} | {_f(r.get('wall_seconds'))} |"
         )
+    lines += ["", "## What the misses say", ""]
+    lines += findings(rows)
     lines += ["", "## Commands", ""]
     for r in rows:
         lines.append(f"- {r['scenario']['name']}: `{r['command']}`")
