@@ -460,6 +460,15 @@ def outcome(row: dict[str, Any]) -> tuple[bool, str]:
     return True, ""
 
 
+def share_error(split: dict[str, Any] | None) -> float | None:
+    """Largest |attributed - Shapley| of a tenant, as a fraction of the Shapley total."""
+    per = (split or {}).get("per_tenant") or {}
+    total = sum(v["shapley_ms"] for v in per.values())
+    if not per or total <= 0:
+        return None
+    return max(abs(v["attributed_ms"] - v["shapley_ms"]) for v in per.values()) / total
+
+
 def _f(x: Any, nd: int = 0) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
@@ -629,11 +638,11 @@ def markdown(res: dict[str, Any]) -> str:
         "LLMVisor's out-of-sample relative step-latency error over the run's attributed steps (all",
         "classes). Advantage: token-baseline p90 / LLMVisor p90 per class, reported, not judged.",
         "Share error: per-tenant totals of attributed time against Monte Carlo Shapley values of the",
-        "noiseless engine on sampled steps after calibration (`shadowd.sim.truth.tenant_truth_errors`,",
-        "relative to each tenant's true total, so a tenant with a sliver of the sampled time can show a",
-        "large relative error); all steps, not only multi-request ones.",
+        "noiseless engine on sampled steps after calibration (`shadowd.sim.truth.tenant_truth_errors`),",
+        "as the largest difference of a tenant's share of the sampled total (points of the total);",
+        "all sampled steps, not only multi-request ones.",
         "",
-        "| scenario | requests/step (min–max block) | steps attributed | LLMVisor p90 / p99 | tokens p90 / p99 | advantage | share error vs Shapley, max over tenants: LLMVisor / token split | wall s |",
+        "| scenario | requests/step (min–max block) | steps attributed | LLMVisor p90 / p99 | tokens p90 / p99 | advantage | share error vs Shapley (points of total), max over tenants: LLMVisor / token split | wall s |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
@@ -641,8 +650,8 @@ def markdown(res: dict[str, Any]) -> str:
         acc = (r.get("accuracy") or {}).get("all") or {}
         lv, tb = acc.get("llmvisor") or {}, acc.get("token_baseline") or {}
         adv = ", ".join(f"{k} {v['ratio']:.2f}" for k, v in sorted((r.get("advantage") or {}).items()))
-        truth = ((r.get("truth") or {}).get("llmvisor") or {}).get("tenant_error_max")
-        token = ((r.get("truth") or {}).get("token_baseline") or {}).get("tenant_error_max")
+        truth = share_error((r.get("truth") or {}).get("llmvisor"))
+        token = share_error((r.get("truth") or {}).get("token_baseline"))
         lines.append(
             f"| {r['scenario']['name']} | {_f(reg.get('min_block_requests'), 1)}–"
             f"{_f(reg.get('max_block_requests'), 1)} | {_f(acc.get('steps'))} | "
