@@ -377,6 +377,7 @@ def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
         simulated_seconds=r.get("simulated_seconds"),
         wall_seconds=r.get("wall_seconds"),
         drift_events=r.get("drift_events", [])[:40],
+        tenants_run=r.get("tenants"),
     )
     return out
 
@@ -453,6 +454,14 @@ def outcome(row: dict[str, Any]) -> tuple[bool, str]:
     if row.get("first_go_step") is None or row["first_go_step"] >= s["fault_step"]:
         return False, "not a test: the gate was never GO before the fault"
     inj = (s["injects"] or [""])[0]
+    if inj.startswith("tenant:"):
+        name = inj.split(":", 1)[1].split("=", 1)[0]
+        ran = row.get("tenants_run")
+        sampled = ((row.get("truth") or {}).get("llmvisor") or {}).get("per_tenant")
+        if ran is not None and name not in ran:
+            return False, f"not a test: tenant {name!r} never ran a step"
+        if ran is None and sampled is not None and name not in sampled:
+            return False, f"not a test: tenant {name!r} is in none of the steps sampled after calibration"
     if inj.startswith("step-slowdown:0.08") and (
         row["drift_delay_steps"] is None or row["drift_delay_steps"] > 500
     ):
