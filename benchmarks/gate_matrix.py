@@ -449,8 +449,6 @@ def outcome(row: dict[str, Any]) -> tuple[bool, str]:
         if row["pages_after_first_go"]:
             return False, f"{row['pages_after_first_go']} NO_GO evaluations after the first GO"
         return True, ""
-    if row["final"] == "GO":
-        return False, "ended GO"
     if row.get("first_go_step") is None or row["first_go_step"] >= s["fault_step"]:
         return False, "not a test: the gate was never GO before the fault"
     inj = (s["injects"] or [""])[0]
@@ -462,6 +460,8 @@ def outcome(row: dict[str, Any]) -> tuple[bool, str]:
             return False, f"not a test: tenant {name!r} never ran a step"
         if ran is None and sampled is not None and name not in sampled:
             return False, f"not a test: tenant {name!r} is in none of the steps sampled after calibration"
+    if row["final"] == "GO":
+        return False, "ended GO"
     if inj.startswith("step-slowdown:0.08") and (
         row["drift_delay_steps"] is None or row["drift_delay_steps"] > 500
     ):
