@@ -95,7 +95,10 @@ PROTOCOL = {
         ],
         "note": (
             "Named after the r2 design change and before any run of it; rates sized from the "
-            "clients' native request rates and lengths only (no gate run)."
+            "clients' native request rates and lengths only (no gate run). Its fault runs first "
+            "injected at step 4200, before most runs had reached their first GO (not a test); "
+            "they were re-run with the fault at step 5000, nothing else changed. The superseded "
+            "rows are kept in docs/validation.json (superseded_rows) and listed at the end."
         ),
     },
 }
@@ -141,7 +144,10 @@ DEV_BASE = dict(
     tenants=("chat=synthetic:chat:18", "code=synthetic:code:8", "docs=synthetic:longdoc:1.2"),
     steps=6000,
 )
-FAULT_AT = {6000: 4200, 2400: 1700}  # engine step of the fault, by run length
+# Engine step of the fault, by run length. 4200 (of 6000) was declared first; most runs had not
+# reached their first GO by then (calibration may widen to 60 % of the run), so those fault rows
+# tested nothing; the faults were re-run at 5000 (no gate setting changed).
+FAULT_AT = {6000: 5000, 2400: 1700}  # engine step of the fault, by run length
 
 
 @dataclass(frozen=True)
@@ -672,11 +678,36 @@ def markdown(res: dict[str, Any]) -> str:
         )
     lines += ["", "## What the misses say", ""]
     lines += findings(rows)
+    old = res.get("superseded_rows") or []
+    if old:
+        lines += ["", "## Superseded runs (kept, not counted above)", ""]
+        lines += ["| scenario | design | fault at | final | target |", "|---|---|---|---|---|"]
+        for r in old:
+            ok, why = outcome(r)
+            lines.append(
+                f"| {r['scenario']['name']} | {r.get('design', 'r1')} | {_f(r['scenario'].get('fault_step'))} | "
+                f"{r['final']} | {'met' if ok else 'missed: ' + why} |"
+            )
     lines += ["", "## Commands", ""]
     for r in rows:
         lines.append(f"- {r['scenario']['name']}: `{r['command']}`")
     lines.append("")
     return "\n".join(lines)
+
+
+def _superseded(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stored rows replaced by ``rows`` whose scenario changed (e.g. the fault step), plus the
+    stored document's own superseded rows: what a re-run replaced stays on record."""
+    if not out.with_suffix(".json").exists():
+        return []
+    stored = json.loads(out.with_suffix(".json").read_text())
+    new = {(r["scenario"]["name"], r.get("design", "r1")): r["scenario"] for r in rows}
+    replaced = [
+        r
+        for r in stored["rows"]
+        if (key := (r["scenario"]["name"], r.get("design", "r1"))) in new and new[key] != r["scenario"]
+    ]
+    return list(stored.get("superseded_rows") or []) + replaced
 
 
 def _merged(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -737,6 +768,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.merge:
             rows = _merged(out, rows)
         res = _document(rows, " ".join(argv or sys.argv[1:]), time.perf_counter() - t0)
+        res["superseded_rows"] = _superseded(out, rows)
         out.with_suffix(".json").write_text(json.dumps(res, indent=1, default=str) + "\n")
     out.with_suffix(".md").write_text(markdown(res))
     print(f"wrote {out.with_suffix('.md')}", file=sys.stderr)
