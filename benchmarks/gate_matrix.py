@@ -514,9 +514,16 @@ CAUSES = {
     "outside the batch compositions calibration saw)",
     "accuracy": "accuracy beyond its limits on a step class",
     "coverage.new_tenants": "tenants calibration never saw carrying a real share of the recent time",
-    "evidence": "evidence minimums not yet met",
+    "evidence": "evidence minimums not yet met (too few steps of a class to judge, shadow time, tenants)",
     "platform": "platform mismatch",
 }
+
+
+def _kind(check: str, verdict: str) -> str:
+    """The kind of a check behind an episode; an accuracy check that is inconclusive lacks steps."""
+    if check.startswith("accuracy") and verdict == "INCONCLUSIVE":
+        return "evidence"
+    return next((k for k in CAUSES if check == k or check.startswith(k + ".")), check.split(".")[0])
 
 
 def findings(rows: list[dict[str, Any]]) -> list[str]:
@@ -528,7 +535,7 @@ def findings(rows: list[dict[str, Any]]) -> list[str]:
             continue
         kinds = sorted(
             {
-                next((k for k in CAUSES if c == k or c.startswith(k + ".") or c.startswith(k)), c)
+                _kind(c, e["verdict"])
                 for e in r.get("episodes") or []
                 if r["scenario"].get("fault_step") is None or e["first_step"] < r["scenario"]["fault_step"]
                 for c in e["causes"]
