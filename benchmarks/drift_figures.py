@@ -690,8 +690,8 @@ def markdown(res: dict[str, Any]) -> str:
             f"`{demo['command']}` ({demo['wall_seconds']:.0f} s wall, exit {demo['exit_code']}): the "
             f"real scheduler → tap → daemon → drift watch → gate, {demo['steps']} steps, "
             f"{demo['settle_steps']} ramp-up steps, calibration on the next {demo['warmup_steps']} "
-            f"(the demo calibrates to 1e-4 false alarms per step, not 1e-5: a 2400-step run cannot "
-            f"afford the 400k-step simulations; its log says so). Residual drift events before the "
+            f"(the demo calibrates to the daemon's configured false-alarm target, "
+            f"`[drift] target_false_alarm_rate` in shadowd/daemon/config.py). Residual drift events before the "
             f"slowdown: {demo['residual_events_before_shift']}. First residual drift event after it: "
             f"step {demo['first_event_after_shift']}, **{_fmt(demo['delay_steps'])} steps** after the "
             f"slowdown began (Page-Hinkley {_fmt(fb.get('page_hinkley'))}, ADWIN "
@@ -916,12 +916,19 @@ bound is beyond it, and is inconclusive while the interval straddles it.
 ## The gate
 
 `checks/gate.py`, `checks/rules.py`, `checks/policy.py` (defaults in code, overridable in config).
-Every evaluation runs every check — accuracy per step class, advantage over the token baseline,
-evidence minimums (steps per class, shadow duration, tenants, longest context seen), no unresolved
-drift events, stability within bounds, calibrated platform key equal to the running engine's, data
-health (tap drop rate, freshness) — and each yields pass / fail / inconclusive with its value and
-threshold. The round is *fail* if any check fails, *inconclusive* if none fails but some is
-inconclusive, else *pass*. Then:
+Every evaluation runs every check — accuracy per step class, evidence minimums (steps per class,
+shadow duration, tenants, longest context seen), no unresolved drift events, stability within
+bounds, calibrated platform key equal to the running engine's, data health (tap drop rate,
+freshness), coverage (steps beyond the calibrated envelope, share of recent attributed time carried
+by tenants calibration never saw) — and each yields pass / fail / inconclusive with its value and
+threshold. A *fail* is evidence that attribution is wrong now (accuracy, drift, stability,
+platform, data health) and pages; missing or thin evidence, traffic outside the calibrated envelope
+and unseen tenants are *inconclusive*, each with the way out in its reason (wait, recalibrate).
+The advantage over the token baseline (its p90 error over the model's, per class) is reported
+beside the verdict (`details.advantage`, `/metrics` `shadowd_gate_advantage_ratio`, the report), not
+judged. A step class one detector cannot be calibrated for stays watched by the other, and the
+drift check names what it relies on. The round is *fail* if any check fails, *inconclusive* if none
+fails but some is inconclusive, else *pass*. Then:
 
 - a failing round → `NO_GO` at once, and the pass count is reset;
 - `GO` only after `consecutive_passes` passing rounds in a row (a pass counts only if
@@ -955,7 +962,9 @@ file; `shadowd gate [--db PATH | --daemon URL] [--json]` exits 0 GO, 1 NO_GO, 2 
   the drift evidence is missing and the drift check is inconclusive. Of the policy's
   `required_step_classes` (all three by default) the daemon requires those carrying ≥ 25 % of the
   attributed steps (`GateKeeper.min_class_share`): a class that is a sliver of the traffic cannot
-  gather evidence and governs little. A longer `warmup_steps` watches more classes.
+  gather evidence and governs little. A longer `warmup_steps` watches more classes; the warm-up
+  window also widens by itself (up to `max_window_factor` × `warmup_steps`) until every class
+  carrying ≥ 25 % of its steps has enough held-out steps.
 - **Delay model.** The offline delay figures slow the residuals of steps the scheduler formed at full
   speed; in the engine a slowdown also changes what the scheduler forms next (more arrivals per
   step, bigger batches), which the end-to-end demo figure includes. The delays also depend on how long

@@ -25,6 +25,7 @@ from checks.gate import Gate, GateState
 from checks.page_hinkley import PageHinkleyDetector
 from checks.policy import STEP_CLASSES, GatePolicy
 from checks.residual_drift import DriftMonitor, relative_residual
+from checks.rules import advantage_report
 from checks.share_stability import (
     composition_effect,
     cost_per_work_by_strata,
@@ -64,6 +65,7 @@ __all__ = [
     "ResidualDetector",
     "STEP_CLASSES",
     "WorkloadEnvelope",
+    "advantage_report",
     "allowance",
     "block_spread",
     "calibrate",

@@ -48,6 +48,9 @@ class DriftCalibration:
     envelope check speaks for them).  With ``detrend_steps``, the detectors are fed the clipped
     z-scores relative to a slow baseline of their own past (``checks.detrend``).
 
+    ``unavailable`` names requested detectors that no threshold could hold to ``target_rate``
+    (they are not in ``detector_names``: the others watch the class alone).
+
     ``estimates`` records, per detector, the false-alarm rate measured during calibration
     (alarms, exposure in steps, point rate and 95 % upper bound, noise model), so a threshold
     always travels with the evidence for it.
@@ -70,6 +73,7 @@ class DriftCalibration:
     domain: dict[str, tuple[float, float]] = field(default_factory=dict)
     detrend_steps: int = 0  # time constant of the baseline the detectors see changes against (0: none)
     detector_names: tuple[str, ...] = ("page_hinkley", "adwin")
+    unavailable: dict[str, str] = field(default_factory=dict)  # detector -> why it could not calibrate
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:

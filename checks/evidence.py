@@ -58,19 +58,25 @@ class ClassAccuracy:
 class Evidence:
     """Inputs of one gate evaluation. Times are seconds (``last_step_ts`` on the gate's clock).
 
-    ``stability`` maps split name → ``{'effect', 'ci_low', 'ci_high'[, 'computed_at']}`` as
-    produced by ``checks.share_stability``. ``extrapolated_fraction`` and ``new_tenants`` come
-    from ``checks.envelope.EnvelopeMonitor.summary()`` over the evaluation window. ``drift_blind``
-    names required step classes the residual detectors cannot speak for, and why (then
-    ``unresolved_drift_events`` is missing).
+    ``stability`` maps split name → ``{'effect', 'ci_low', 'ci_high'[, 'computed_at',
+    'baseline']}`` as produced by ``checks.share_stability``; ``baseline`` is the effect the
+    calibration window showed under the model in force (the check then judges growth over it). ``extrapolated_fraction`` and ``new_tenants`` come
+    from ``checks.envelope.EnvelopeMonitor.summary()``; ``new_tenant_share`` is the share of the
+    window's attributed time carried by those tenants (what coverage judges: one passing
+    newcomer is not a new workload). ``drift_blind`` names required step classes the residual
+    detectors cannot speak for, and why (then ``unresolved_drift_events`` is missing);
+    ``drift_partial`` names watched classes where one detector could not be calibrated and
+    the gate relies on the other(s).
     """
 
     accuracy: dict[str, ClassAccuracy] = field(default_factory=dict)
     shadow_duration_s: float | None = None
     tenants_seen: int | None = None
     max_context_seen: int | None = None
+    calibrated_max_context: int | None = None  # longest context the calibration window held
     unresolved_drift_events: int | None = None
     drift_blind: dict[str, str] = field(default_factory=dict)  # required class -> why not watched
+    drift_partial: dict[str, str] = field(default_factory=dict)  # class -> detectors relied on, why
     stability: dict[str, dict[str, Any]] = field(default_factory=dict)
     calibrated_platform_key: str | None = None
     running_platform_key: str | None = None
@@ -78,6 +84,7 @@ class Evidence:
     last_step_ts: float | None = None
     extrapolated_fraction: float | None = None
     new_tenants: int | None = None
+    new_tenant_share: float | None = None
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:
@@ -89,6 +96,7 @@ class Evidence:
         }
         d["stability"] = {str(k): dict(v) for k, v in (d.get("stability") or {}).items()}
         d["drift_blind"] = {str(k): str(v) for k, v in (d.get("drift_blind") or {}).items()}
+        d["drift_partial"] = {str(k): str(v) for k, v in (d.get("drift_partial") or {}).items()}
         return cls(**d)
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,7 +2,9 @@
 
 Modelled on Argo Rollouts analysis. Each evaluation runs every check
 (``checks.rules.evaluate_checks``) and classifies the round as *fail* (any check fails),
-*inconclusive* (none fails, some inconclusive) or *pass*. The verdict then follows:
+*inconclusive* (none fails, some inconclusive) or *pass*. A fail is evidence that attribution
+is wrong now (it pages); inconclusive means the gate cannot vouch yet, and each such check
+names the way out (``checks.rules``). The verdict then follows:
 
 - a failing round → ``NO_GO`` at once, pass count reset;
 - GO only after ``consecutive_passes`` passing rounds in a row (a pass counts only if
@@ -25,13 +27,15 @@ State is a small dict (``state_dict``) so the daemon can restore it from ``gate_
 ...         "unresolved_drift_events": 0,
 ...         "stability": {"llmvisor": {"effect": 0.02, "ci_low": 0.01, "ci_high": 0.03}},
 ...         "calibrated_platform_key": "k", "running_platform_key": "k",
-...         "tap_drop_rate": 0.0, "extrapolated_fraction": 0.0, "new_tenants": 0}
+...         "tap_drop_rate": 0.0, "extrapolated_fraction": 0.0, "new_tenant_share": 0.0}
 >>> gate = Gate(GatePolicy(consecutive_passes=2))
 >>> [gate.evaluate({**good, "last_step_ts": t}, now=t).verdict for t in (0.0, 60.0, 120.0)]
 ['INCONCLUSIVE', 'GO', 'GO']
 >>> d = gate.evaluate({**good, "last_step_ts": 180.0, "unresolved_drift_events": 1}, now=180.0)
 >>> d.verdict, d.exit_code, d.reason
 ('NO_GO', 1, 'failed: drift (unresolved drift events 1 > 0)')
+>>> round(d.details["advantage"]["decode"]["ratio"], 2)  # reported, not judged
+3.33
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from checks.check_result import CheckResult
 from checks.decision import Decision
 from checks.evidence import Evidence
 from checks.policy import GatePolicy
-from checks.rules import evaluate_checks
+from checks.rules import advantage_report, evaluate_checks
 
 
 @dataclass
@@ -157,5 +161,9 @@ class Gate:
             valid_until=now + pol.decision_ttl_s,
             since=st.since,
             policy_scale=pol.scale,
-            details={"previous_verdict": prev, "scale": pol.describe_scale()},
+            details={
+                "previous_verdict": prev,
+                "scale": pol.describe_scale(),
+                "advantage": advantage_report(ev, pol),
+            },
         )

@@ -1,9 +1,13 @@
 """The gate's checks: evidence + policy → one ``CheckResult`` each. Pure functions.
 
-Missing evidence is inconclusive (``missing=True``), never a pass. Evidence minimums that are
-not yet met are inconclusive (more shadow time will settle them); accuracy is not judged on
-a class until its minimum step count is met, so a noisy first hour cannot fail the gate.
-Thresholds compare with ``<=`` for maxima and ``>=`` for minima.
+A fail (NO_GO, which pages) is evidence that attribution is wrong now: accuracy outside its
+limits, drift, share instability, a platform mismatch, a data-health failure. Missing evidence
+is inconclusive (``missing=True``), never a pass. Evidence minimums that are not yet met,
+traffic outside the calibrated envelope and tenants calibration never saw are inconclusive,
+with the way out in the reason (wait, recalibrate); accuracy is not judged on a class until
+its minimum step count is met, so a noisy first hour cannot fail the gate. The advantage over
+the token baseline is reported (``advantage_report``), not judged. Thresholds compare with
+``<=`` for maxima and ``>=`` for minima.
 
 >>> from checks.evidence import Evidence
 >>> from checks.policy import GatePolicy
@@ -56,7 +60,11 @@ def _at_least(name: str, value: float | None, minimum: float, what: str) -> Chec
     if value >= minimum:
         return CheckResult(name, "pass", value, minimum, f"{what} {value:g} ≥ {minimum:g}")
     return CheckResult(
-        name, "inconclusive", value, minimum, f"not enough evidence yet: {what} {value:g} < {minimum:g}"
+        name,
+        "inconclusive",
+        value,
+        minimum,
+        f"not enough evidence yet: {what} {value:g} < {minimum:g}; wait for more shadow traffic",
     )
 
 
@@ -128,9 +136,12 @@ def evidence_minimums(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckRe
         _at_least("evidence.duration", ev.shadow_duration_s, pol.min_duration_s, "shadow duration (s)")
     )
     out.append(_at_least("evidence.tenants", ev.tenants_seen, pol.min_tenants, "tenants seen"))
-    out.append(
-        _at_least("evidence.max_context", ev.max_context_seen, pol.min_max_context, "longest context seen")
-    )
+    # Evidence must reach long contexts, or the longest the model was calibrated on when the
+    # workload is shorter: contexts beyond calibration are the envelope check's to judge.
+    need, what = pol.min_max_context, "longest context seen"
+    if ev.calibrated_max_context is not None and ev.calibrated_max_context < need:
+        need, what = ev.calibrated_max_context, "longest context seen (vs the calibration window's)"
+    out.append(_at_least("evidence.max_context", ev.max_context_seen, need, what))
     return out
 
 
@@ -160,38 +171,26 @@ def accuracy(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
     return out
 
 
-def advantage(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
-    out = []
-    for cls in pol.required_step_classes:
-        acc = ev.accuracy.get(cls)
-        name = f"advantage.{cls}"
-        if not _enough_steps(acc, pol, cls):
-            out.append(
-                CheckResult(
-                    name,
-                    "inconclusive",
-                    None,
-                    pol.min_advantage,
-                    f"{cls}: too few steps to compare with the token baseline",
-                    missing=acc is None,
-                )
-            )
-            continue
+def advantage_report(ev: Evidence, pol: GatePolicy) -> dict[str, dict[str, Any]]:
+    """Per step class, the token baseline's p90 error over the model's, against ``min_advantage``.
+
+    Reported beside the verdict (gate output, ``/metrics``, the report), never judged: the gate
+    asks whether attribution is right, and an accurate, stable, undrifted model may govern even
+    where token counts happen to be nearly as good. Classes without both errors are left out.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for cls, acc in sorted(ev.accuracy.items()):
         if acc.p90 is None or acc.baseline_p90 is None:
-            out.append(_missing(name, f"{cls} p90 error of model or token baseline", pol.min_advantage))
             continue
         ratio = math.inf if acc.p90 == 0 else acc.baseline_p90 / acc.p90
-        ok = ratio >= pol.min_advantage
-        out.append(
-            CheckResult(
-                name,
-                "pass" if ok else "fail",
-                ratio,
-                pol.min_advantage,
-                f"{cls}: token-baseline p90 error / model p90 error = {ratio:.2f} "
-                f"({'≥' if ok else '<'} {pol.min_advantage:g})",
-            )
-        )
+        out[cls] = {
+            "ratio": ratio,
+            "reference": pol.min_advantage,
+            "model_p90": acc.p90,
+            "baseline_p90": acc.baseline_p90,
+            "steps": acc.steps,
+            "below_reference": ratio < pol.min_advantage,
+        }
     return out
 
 
@@ -200,12 +199,17 @@ def drift(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
         why = "; ".join(f"{k}: {v}" for k, v in sorted(ev.drift_blind.items()))
         return [
             _missing(
-                "drift", f"residual drift detectors blind on required steps ({why})", pol.max_unresolved_drift
+                "drift",
+                f"residual drift detectors blind on required steps ({why}); way out: recalibrate "
+                "on a wider window holding enough of those steps (shadowd calibrate)",
+                pol.max_unresolved_drift,
             )
         ]
-    return [
-        _at_most("drift", ev.unresolved_drift_events, pol.max_unresolved_drift, "unresolved drift events")
-    ]
+    res = _at_most("drift", ev.unresolved_drift_events, pol.max_unresolved_drift, "unresolved drift events")
+    if ev.drift_partial and res.status == "pass":
+        relied = "; ".join(f"{k}: {v}" for k, v in sorted(ev.drift_partial.items()))
+        res = CheckResult(res.name, res.status, res.value, res.threshold, f"{res.reason} ({relied})")
+    return [res]
 
 
 def stability(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
@@ -227,6 +231,13 @@ def stability(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
         ]
     lo, hi = res["ci_low"], res["ci_high"]
     ci = f"[{lo:.3f}, {hi:.3f}]"
+    base = res.get("baseline")
+    if base is not None:
+        # Judged against the calibration window's own effect: a nonlinear engine's Shapley shares
+        # depend on batch-mates too, so what pages is shares depending on them more than when the
+        # model was validated, not the engine's physics.
+        lo, hi = lo - base, hi - base
+        ci = f"[{lo:.3f}, {hi:.3f}] above the calibration window's {base:.3f}"
     if hi <= thr:
         return [CheckResult(name, "pass", hi, thr, f"composition effect CI {ci} ≤ {thr:g}")]
     if lo > thr:
@@ -243,21 +254,41 @@ def stability(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
 
 
 def coverage(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
-    return [
-        _at_most(
-            "coverage.extrapolation",
-            ev.extrapolated_fraction,
-            pol.max_extrapolated_fraction,
-            "fraction of steps beyond the calibration envelope",
-        ),
-        _at_most(
-            "coverage.new_tenants",
-            ev.new_tenants,
-            pol.max_new_tenants,
-            "tenants not seen in calibration",
-            fail_status="inconclusive",
-        ),
-    ]
+    """Traffic the calibration never saw: the model is unqualified there, not proven wrong.
+
+    Both checks are inconclusive (no page) when exceeded, with the way out in the reason.
+    """
+    extra = _at_most(
+        "coverage.extrapolation",
+        ev.extrapolated_fraction,
+        pol.max_extrapolated_fraction,
+        "fraction of steps beyond the calibration envelope",
+        fail_status="inconclusive",
+    )
+    if extra.status == "inconclusive" and not extra.missing:
+        extra = _with_way_out(
+            extra, "traffic left the calibrated envelope; recalibrate on current traffic (shadowd calibrate)"
+        )
+    share = ev.new_tenant_share
+    who = f" ({ev.new_tenants} tenant{'s' if ev.new_tenants != 1 else ''})" if ev.new_tenants else ""
+    fresh = _at_most(
+        "coverage.new_tenants",
+        share,
+        pol.max_new_tenant_share,
+        f"share of recent attributed time by tenants not seen in calibration{who}",
+        fail_status="inconclusive",
+    )
+    if fresh.status == "inconclusive" and not fresh.missing:
+        fresh = _with_way_out(
+            fresh, "wait if the newcomers are passing, or recalibrate with them in the window"
+        )
+    return [extra, fresh]
+
+
+def _with_way_out(res: CheckResult, way_out: str) -> CheckResult:
+    return CheckResult(
+        res.name, res.status, res.value, res.threshold, f"{res.reason}: {way_out}", res.critical, res.missing
+    )
 
 
 RULES: tuple[Rule, ...] = (
@@ -266,7 +297,6 @@ RULES: tuple[Rule, ...] = (
     drop_rate,
     evidence_minimums,
     accuracy,
-    advantage,
     drift,
     stability,
     coverage,

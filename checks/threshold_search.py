@@ -230,6 +230,8 @@ def calibrate_class(
     second noise model: the AR sieve resamples it too, standardised like ``residuals``, and
     each detector gets the more conservative of the two thresholds. A longer series shows
     persistence a short held-out part lacks; the held-out part shows the out-of-sample scale.
+    A detector no threshold of which reaches ``target_rate`` is left out (``unavailable`` says
+    why) while another still can; ``ValueError`` only when none can.
     """
     r = np.asarray(residuals, dtype=float)
     r = r[np.isfinite(r)]
@@ -244,27 +246,49 @@ def calibrate_class(
     # Detectors not asked for never fire: an infinite threshold, a zero delta.
     params: dict[str, Any] = {"ph_threshold": float("inf"), "adwin_delta": 0.0}
     estimates: dict[str, dict[str, Any]] = {}
+    unavailable: dict[str, str] = {}
     for source, base in bases:
         z = np.clip((base[np.isfinite(base)] - mean) / std, -clip, clip)
-        if "page_hinkley" in detector_names:
-            h, est = calibrate_page_hinkley(
-                z,
-                target_rate,
-                ph_delta,
-                ph_min_instances,
-                ph_alpha,
-                n_steps,
-                segment_len,
-                clip,
-                rng,
-                detrend_steps=detrend_steps,
-            )
-            if "page_hinkley" not in estimates or h > params["ph_threshold"]:  # the higher wins
-                params["ph_threshold"], estimates["page_hinkley"] = h, {**est, "source": source}
-        if "adwin" in detector_names:
-            d, est = calibrate_adwin(z, target_rate, adwin_n_steps, clip, rng, detrend_steps=detrend_steps)
-            if "adwin" not in estimates or d < params["adwin_delta"]:  # the smaller wins
-                params["adwin_delta"], estimates["adwin"] = d, {**est, "source": source}
+        if "page_hinkley" in detector_names and "page_hinkley" not in unavailable:
+            try:
+                h, est = calibrate_page_hinkley(
+                    z,
+                    target_rate,
+                    ph_delta,
+                    ph_min_instances,
+                    ph_alpha,
+                    n_steps,
+                    segment_len,
+                    clip,
+                    rng,
+                    detrend_steps=detrend_steps,
+                )
+            except ValueError as exc:
+                unavailable["page_hinkley"] = f"{source}: {exc}"
+            else:
+                if "page_hinkley" not in estimates or h > params["ph_threshold"]:  # the higher wins
+                    params["ph_threshold"], estimates["page_hinkley"] = h, {**est, "source": source}
+        if "adwin" in detector_names and "adwin" not in unavailable:
+            try:
+                d, est = calibrate_adwin(
+                    z, target_rate, adwin_n_steps, clip, rng, detrend_steps=detrend_steps
+                )
+            except ValueError as exc:
+                unavailable["adwin"] = f"{source}: {exc}"
+            else:
+                if "adwin" not in estimates or d < params["adwin_delta"]:  # the smaller wins
+                    params["adwin_delta"], estimates["adwin"] = d, {**est, "source": source}
+    # A detector that cannot reach the target on either noise model is dropped, not the class:
+    # the other one still watches it at the stated rate. Only when none can is the class blind.
+    usable = tuple(n for n in detector_names if n not in unavailable)
+    if not usable:
+        why = "; ".join(f"{k}: {v}" for k, v in unavailable.items())
+        raise ValueError(f"{step_class}: no drift detector reaches {target_rate:g} false alarms ({why})")
+    for name in unavailable:
+        estimates.pop(name, None)
+        params["ph_threshold" if name == "page_hinkley" else "adwin_delta"] = (
+            float("inf") if name == "page_hinkley" else 0.0
+        )
     for est in estimates.values():
         est.update(resampler="ar_sieve", seed=seed)
     return DriftCalibration(
@@ -280,7 +304,8 @@ def calibrate_class(
         allowance=allowance,
         domain=dict(domain or {}),
         detrend_steps=int(detrend_steps),
-        detector_names=tuple(detector_names),
+        detector_names=usable,
+        unavailable=unavailable,
         estimates=estimates,
         **params,
     )

@@ -243,7 +243,14 @@ def twin_step(
     "injects",
     multiple=True,
     metavar="SPEC",
-    help="slowdown:FRACTION@STEP | platform:DIR@STEP | tenant:NAME=TRACE@STEP",
+    help="slowdown:FRACTION@STEP | step-slowdown:FRACTION@STEP | platform:DIR@STEP | tenant:NAME=TRACE@STEP",
+)
+@click.option(
+    "--load",
+    "loads",
+    multiple=True,
+    metavar="[TENANT=]PROFILE",
+    help="steady | ramp:LOW:HIGH:SECONDS | swing:LOW:HIGH:PERIOD (rate multiplier; all tenants by default)",
 )
 @click.option("--db", "db_path", type=click.Path(dir_okay=False))
 @click.option("--html", "html_path", type=click.Path(dir_okay=False))
@@ -256,6 +263,7 @@ def demo(
     steps: int,
     seed: int,
     injects: tuple[str, ...],
+    loads: tuple[str, ...],
     db_path: str | None,
     html_path: str | None,
     as_json: bool,
@@ -275,6 +283,7 @@ def demo(
             steps=steps,
             seed=seed,
             injects=injects,
+            loads=loads,
             db_path=db_path,
             html_path=html_path,
         )

@@ -45,6 +45,19 @@ class Calibration:
     envelope: checks.WorkloadEnvelope
     holdout_residuals: dict[str, np.ndarray] = field(default_factory=dict)
     unwatched: dict[str, str] = field(default_factory=dict)  # class -> why no drift detectors
+    # Share stability of the calibration window under this model (split -> effect, CI): what the
+    # gate's stability check judges growth against.
+    stability_baseline: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def partially_watched(self) -> dict[str, str]:
+        """Watched classes where a detector could not be calibrated: what the gate relies on."""
+        return {
+            cls: f"watched by {' and '.join(d.detector_names)} only ("
+            + "; ".join(f"{k} not calibratable: {v}" for k, v in d.unavailable.items())
+            + ")"
+            for cls, d in self.drift.items()
+            if d.unavailable
+        }
 
     @property
     def platform_key(self) -> str:
@@ -57,8 +70,10 @@ class Calibration:
             "fit_window": self.model.fit_window,
             "drift_classes": sorted(self.drift),
             "unwatched_classes": self.unwatched,
+            "partially_watched_classes": self.partially_watched(),
             "drift_allowance": {k: round(v.allowance, 5) for k, v in self.drift.items()},
             "envelope": self.envelope.limits(),
+            "stability_baseline": self.stability_baseline,
         }
 
 
@@ -77,6 +92,12 @@ class CalibrationSettings:
     noise_from_window: bool = True  # thresholds from the whole window's residual dynamics
     detrend_steps: int = 100  # detectors judge changes against a baseline of this time constant
     settle_steps: int = 0  # steps ignored before the warm-up window starts
+    share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
+    # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
+    # carrying >= cover_class_share of its steps has min_class_steps held-out steps: a class the
+    # gate requires must not be left without drift detectors because one window was short of it.
+    cover_class_share: float = 0.25
+    max_window_factor: float = 3.0
 
 
 def calibrate(
@@ -139,8 +160,32 @@ def calibrate(
         "calibrated %s on %d steps; drift thresholds for %s", model.version, batch.num_steps, sorted(drift)
     )
     return Calibration(
-        model=model, drift=drift, envelope=envelope, holdout_residuals=usable, unwatched=unwatched
+        model=model,
+        drift=drift,
+        envelope=envelope,
+        holdout_residuals=usable,
+        unwatched=unwatched,
+        stability_baseline=stability_baseline(batch, model, settings),
     )
+
+
+def stability_baseline(
+    batch: StepBatch, model: ModelVersion, settings: CalibrationSettings
+) -> dict[str, dict[str, float]]:
+    """The calibration window's share stability under the fitted model, per split (empty if it
+    cannot be computed: the gate then judges the absolute effect)."""
+    from shadowd.daemon.stability import stability_of
+
+    try:
+        rep = stability_of(batch, model.attribute(batch, settings.share_policy), n_boot=100, seed=1)
+    except Exception as exc:  # too few rows or buckets: no baseline, the absolute check applies
+        log.warning("no stability baseline from the calibration window: %s", exc)
+        return {}
+    return {
+        k: {"effect": float(v["effect"]), "ci_low": float(v["ci_low"]), "ci_high": float(v["ci_high"])}
+        for k, v in rep.items()
+        if isinstance(v, dict) and v.get("effect") is not None and k in ("llmvisor", "llmvisor_total")
+    }
 
 
 def _detrended(resid: np.ndarray, holdout: np.ndarray, settings: CalibrationSettings) -> np.ndarray:
@@ -173,26 +218,35 @@ class WarmupCalibrator:
         self.last_error: str | None = None
         self._parts: list[StepBatch] = []
 
+    @property
+    def max_window_steps(self) -> int:
+        return max(self.warmup_steps, int(self.warmup_steps * self.settings.max_window_factor))
+
     def observe(self, cols: Any) -> None:
         if self.state != "warming_up":
             return
-        # Exactly the steps (settle_steps, settle_steps + warmup_steps]: however ingest happens
-        # to batch frames, the same traffic gives the same model.
+        # Exactly the steps (settle_steps, settle_steps + n]: however ingest happens to batch
+        # frames, the same traffic gives the same window and so the same model.
         first = self.seen
         self.seen += cols.num_steps
         index = first + np.arange(cols.num_steps)
-        keep = (index >= self.settings.settle_steps) & (
-            index < self.settings.settle_steps + self.warmup_steps
-        )
+        start = self.settings.settle_steps
+        keep = (index >= start) & (index < start + self.max_window_steps)
         if not keep.any():
             return
         batch = cols.batch.select_steps(keep & np.isfinite(cols.batch.latency_ms))
         self._parts.append(batch)
         self.buffered += int(keep.sum())
-        if self.buffered >= self.warmup_steps:
-            self.state = "calibrating"
-            parts, self._parts = self._parts, []
-            self.run_job(lambda: self._calibrate(StepBatch.concat(parts)))
+        if self.buffered < self.warmup_steps:
+            return
+        whole = StepBatch.concat(self._parts)
+        n = window_length(whole.kind, self.warmup_steps, self.settings)
+        if n is None and self.buffered < self.max_window_steps:
+            return  # a common class is still short of held-out steps: widen the window
+        self.state = "calibrating"
+        self._parts = []
+        chosen = whole if n is None else whole.select_steps(np.arange(whole.num_steps) < n)
+        self.run_job(lambda: self._calibrate(chosen))
 
     def _calibrate(self, batch: StepBatch) -> None:
         try:
@@ -205,12 +259,40 @@ class WarmupCalibrator:
         self.state = "done"
 
 
+def window_length(kind: np.ndarray, minimum: int, settings: CalibrationSettings) -> int | None:
+    """The shortest window of at least ``minimum`` steps (a prefix of ``kind``) whose held-out
+    part holds ``min_class_steps`` steps of every class carrying ``cover_class_share`` of it;
+    ``None`` if no prefix does.
+
+    >>> s = CalibrationSettings(min_class_steps=3, holdout_fraction=0.5)
+    >>> kind = np.array([2] * 3 + [1] * 7 + [2] * 10)  # class 2 common, its held-out part short
+    >>> window_length(kind, 10, s)
+    13
+    >>> window_length(np.array([1] * 10), 4, s), window_length(np.array([1, 2] * 3), 4, s)
+    (5, None)
+    """
+    n_total = len(kind)
+    if n_total < minimum:
+        return None
+    ns = np.arange(minimum, n_total + 1)
+    cut = np.rint(ns * (1.0 - settings.holdout_fraction)).astype(int)  # as split_window rounds
+    ok = np.ones(len(ns), dtype=bool)
+    for code in np.unique(kind):
+        cum = np.concatenate(([0], np.cumsum(kind == code)))
+        share = cum[ns] / ns
+        held = cum[ns] - cum[cut]
+        ok &= (share < settings.cover_class_share) | (held >= settings.min_class_steps)
+    hit = np.flatnonzero(ok)
+    return int(ns[hit[0]]) if hit.size else None
+
+
 def model_body(cal: Calibration) -> str:
     """What ``model_versions.body`` holds: the model plus its drift calibration and envelope."""
     body = json.loads(cal.model.to_json())
     body["drift"] = {k: v.to_dict() for k, v in cal.drift.items()}
     body["envelope"] = cal.envelope.to_dict()
     body["unwatched"] = cal.unwatched
+    body["stability_baseline"] = cal.stability_baseline
     return json.dumps(body)
 
 
@@ -219,11 +301,13 @@ def calibration_from_body(text: str) -> Calibration:
     drift = {k: checks.DriftCalibration.from_dict(v) for k, v in body.pop("drift", {}).items()}
     env = checks.WorkloadEnvelope.from_dict(body.pop("envelope")) if "envelope" in body else None
     unwatched = body.pop("unwatched", {})
+    baseline = body.pop("stability_baseline", {})
     model = ModelVersion.from_dict(body)
     return Calibration(
         model=model,
         drift=drift,
         unwatched=unwatched,
+        stability_baseline=baseline,
         envelope=env or checks.WorkloadEnvelope.from_calibration([0], [0], [0]),
     )
 

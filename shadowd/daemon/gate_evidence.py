@@ -31,6 +31,8 @@ class DaemonFacts:
     calibrated_at_s: float | None = None
     watched_classes: tuple[str, ...] = ()  # step classes with calibrated drift detectors
     unwatched_why: dict[str, str] | None = None  # class -> why its drift detectors cannot speak
+    drift_partial: dict[str, str] | None = None  # watched class -> detectors relied on, and why
+    calibrated_max_context: int | None = None  # longest context in the calibration window
 
 
 # One aggregate pass in bounded memory: t-digest quantiles (approx_quantile: well under 1 % rank
@@ -85,13 +87,17 @@ def gather(
         "calibrated_platform_key": facts.calibrated_platform_key,
         "running_platform_key": facts.running_platform_key,
         "stability": facts.stability or {},
+        "calibrated_max_context": facts.calibrated_max_context,
     }
     last = con.execute("SELECT epoch(max(ts)) FROM steps").fetchone()[0]
     ev["last_step_ts"] = float(last) if last is not None else None
     ev["tap_drop_rate"] = drop_rate(con, window_s)
     if facts.envelope:
         ev["extrapolated_fraction"] = facts.envelope.get("extrapolated_fraction")
-        ev["new_tenants"] = len(facts.envelope.get("new_tenants", []))
+        fresh = list(facts.envelope.get("new_tenants", []))
+        ev["new_tenants"] = len(fresh)
+        if facts.model_version is not None:
+            ev["new_tenant_share"] = tenant_time_share(con, facts.model_version, fresh, window_s)
     if facts.model_version is None:
         return checks.Evidence.from_dict(ev)
     v = facts.model_version
@@ -108,6 +114,8 @@ def gather(
     ev["shadow_duration_s"] = float(span) if span is not None else None
     ev["tenants_seen"] = int(tenants) if tenants is not None else None
     ev["max_context_seen"] = int(reach) if reach is not None else None
+    if facts.drift_partial:
+        ev["drift_partial"] = {c: w for c, w in facts.drift_partial.items() if c in required_classes}
     blind = set(required_classes) - set(facts.watched_classes)
     if blind:
         why = facts.unwatched_why or {}
@@ -121,6 +129,31 @@ def gather(
             ).fetchone()[0]
         )
     return checks.Evidence.from_dict(ev)
+
+
+def tenant_time_share(
+    con: duckdb.DuckDBPyConnection, version: str, tenants: list[str], window_s: float
+) -> float | None:
+    """Share of the window's attributed time (LLMVisor shares of measured latency) that ``tenants``
+    carry: how much of the recent workload a model calibrated without them speaks for.
+    ``None`` when nothing is attributed in the window."""
+    if not tenants:
+        total = con.execute(
+            "SELECT count(*) FROM steps WHERE model_version = ? AND predicted_ms IS NOT NULL", [version]
+        ).fetchone()[0]
+        return 0.0 if total else None
+    row = con.execute(
+        """
+        SELECT sum(r.llmvisor_measured_ms) FILTER (WHERE list_contains(?, r.tenant)),
+               sum(r.llmvisor_measured_ms)
+        FROM step_requests r JOIN steps s USING (engine_id, run_id, step_seq)
+        WHERE r.model_version = ?
+          AND s.ts >= (SELECT max(ts) FROM steps WHERE model_version = ?) - to_seconds(?)""",
+        [tenants, version, version, float(window_s)],
+    ).fetchone()
+    if not row or not row[1]:
+        return None
+    return float(row[0] or 0.0) / float(row[1])
 
 
 def drop_rate(con: duckdb.DuckDBPyConnection, window_s: float) -> float | None:

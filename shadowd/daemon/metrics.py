@@ -8,6 +8,7 @@ receiver, writer, drift watch and gate keeper keep anyway.  Base units
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections import deque
@@ -218,6 +219,15 @@ def _gate_metrics(decision: dict[str, Any] | None) -> Iterator[Any]:
         for s in STATUSES:
             c.add_metric([check["name"], s], 1.0 if check["status"] == s else 0.0)
     yield c
+    adv = GaugeMetricFamily(
+        "shadowd_gate_advantage_ratio",
+        "Token-baseline p90 error / model p90 error per step class (reported, not a gate check)",
+        labels=["step_class"],
+    )
+    for cls, a in ((decision or {}).get("details") or {}).get("advantage", {}).items():
+        if a.get("ratio") is not None and math.isfinite(a["ratio"]):
+            adv.add_metric([cls], float(a["ratio"]))
+    yield adv
 
 
 def _residual_metrics(stats: IngestStats) -> Iterator[Any]:

@@ -147,6 +147,7 @@ class Daemon:
             drift_sim_steps=d.sim_steps,
             adwin_sim_steps=d.adwin_sim_steps,
             min_class_steps=d.min_class_steps,
+            share_policy=c.policy,
         )
         runner = run_job or (
             lambda fn: threading.Thread(target=fn, name="shadowd-calibrate", daemon=True).start()
@@ -217,6 +218,11 @@ class Daemon:
                     "ci_low": v.get("ci_low"),
                     "ci_high": v.get("ci_high"),
                     "computed_at": self.stability.get("computed_at"),
+                    **(
+                        {"baseline": cal.stability_baseline[k]["effect"]}
+                        if cal is not None and k in cal.stability_baseline
+                        else {}
+                    ),
                 }
                 for k, v in self.stability.items()
                 if isinstance(v, dict) and "effect" in v
@@ -232,7 +238,16 @@ class Daemon:
             calibrated_at_s=self.calibrated_at,
             watched_classes=tuple(c for c in cal.drift if c not in blind) if cal else (),
             unwatched_why={**(cal.unwatched if cal else {}), **blind},
+            drift_partial=cal.partially_watched() if cal else None,
+            calibrated_max_context=self._calibrated_max_context(cal),
         )
+
+    def _calibrated_max_context(self, cal: Any) -> int | None:
+        """The longest context the calibration window held (its envelope limit less the margin)."""
+        if cal is None:
+            return None
+        settings = self.calibrator.settings if self.calibrator is not None else CalibrationSettings()
+        return int(cal.envelope.max_context / (1.0 + settings.envelope_margin))
 
     def _on_drift(self, events: list[Any]) -> None:
         engine = None

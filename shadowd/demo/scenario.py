@@ -22,8 +22,9 @@ from shadowd.daemon.service import Daemon
 from shadowd.demo.progress import NoProgress, Progress
 from shadowd.demo.spec import DemoSpec, Injection, demo_policy
 from shadowd.sim.reference_run import ReferenceRun, RunSpec
+from shadowd.twin.request_spec import RequestSpec
 from shadowd.twin.step_latency import ReferenceEngine
-from shadowd.twin.workload import TenantSpec, load_stream
+from shadowd.twin.workload import TenantSpec, load_stream, merge_streams
 
 CATCH_UP_TIMEOUT_S = 120.0
 # The built-in three-tenant mix at the rates of a busy engine (tens of requests per batch).
@@ -39,6 +40,7 @@ class DemoRun:
         self.db = spec.db_path or str(workdir / "demo.duckdb")
         self.injected: list[dict[str, Any]] = []
         self.decisions: list[dict[str, Any]] = []
+        self.decision_steps: list[int] = []  # engine steps done at each decision
         self.policy_note = ""
 
     # -- set-up ----------------------------------------------------------------
@@ -110,12 +112,14 @@ class DemoRun:
         daemon = Daemon(self._config(ref.engine, probe / 1e3), run_job=lambda fn: fn())
         # The engine starts empty; calibrate on traffic at its working point, not on the ramp-up.
         daemon.calibrator.settings = dataclasses.replace(
-            daemon.calibrator.settings, settle_steps=self.spec.settle_steps
+            daemon.calibrator.settings,
+            settle_steps=self.spec.settle_steps,
+            max_window_factor=self.spec.max_window_factor,
         )
         daemon.start(http=False, jobs=False)
         try:
             time.sleep(0.2)  # PUSH connects to the bound PULL
-            ref.driver.submit(ref.workload(limit=self.spec.steps * 2))
+            ref.driver.submit(self._workload(ref))
             self._drive(ref, daemon)
             result = self._result(ref, daemon)
         finally:
@@ -123,6 +127,21 @@ class DemoRun:
         result["wall_seconds"] = time.perf_counter() - t0
         result.update(self._after_stop())
         return result
+
+    def _workload(self, ref: ReferenceRun) -> list[RequestSpec]:
+        """The tenants' merged requests, each re-timed by the load profile that names it (or ``*``)."""
+        reqs = ref.workload(limit=self.spec.steps * 2)
+        if not self.spec.loads:
+            return reqs
+        by_tenant: dict[str, list[RequestSpec]] = {}
+        for r in reqs:
+            by_tenant.setdefault(r.tenant, []).append(r)
+        for name, profile in self.spec.loads:
+            if name != "*" and name not in by_tenant:
+                raise ValueError(f"--load names tenant {name!r}; tenants: {sorted(by_tenant)}")
+            for t in by_tenant if name == "*" else (name,):
+                by_tenant[t] = profile.apply(by_tenant[t])
+        return merge_streams(by_tenant.values())
 
     def _drive(self, ref: ReferenceRun, daemon: Daemon) -> None:
         spec = self.spec
@@ -139,6 +158,7 @@ class DemoRun:
                 if not self.decisions or len(self.decisions) % 5 == 0:
                     daemon.run_stability()
                 self.decisions.append(daemon.evaluate_gate(now=self._sim_now(ref)))
+                self.decision_steps.append(done)
             self._show(done, daemon)
             if done < target:  # the workload ran dry
                 break
@@ -162,6 +182,8 @@ class DemoRun:
     def _inject(self, inj: Injection, ref: ReferenceRun, daemon: Daemon) -> None:
         if inj.kind == "slowdown":
             ref.engine.slowdown = float(inj.value)
+        elif inj.kind == "step-slowdown":
+            ref.step_slowdown = float(inj.value)
         elif inj.kind == "platform":
             old = ref.engine
             ref.engine = ReferenceEngine(
@@ -224,12 +246,21 @@ class DemoRun:
                 f"{', '.join(daemon.gatekeeper.required_classes)}"
             ),
             "injections": self.injected,
+            "loads": [f"{t}={p.kind}:{p.low:g}:{p.high:g}:{p.seconds:g}" for t, p in self.spec.loads],
             "verdict": last["verdict"],
             "reason": last.get("reason"),
             "checks": last.get("checks", []),
+            "advantage": (last.get("details") or {}).get("advantage", {}),
             "gate_history": [
-                {"evaluated_at": d["evaluated_at"], "verdict": d["verdict"]} for d in self.decisions
+                {
+                    "evaluated_at": d["evaluated_at"],
+                    "step": step,
+                    "verdict": d["verdict"],
+                    "causes": {c["name"]: c["status"] for c in d.get("checks", []) if c["status"] != "pass"},
+                }
+                for d, step in zip(self.decisions, self.decision_steps)
             ],
+            "check_reasons": _first_reasons(self.decisions),
             "db": self.spec.db_path,
         }
         if daemon.calibration is not None:
@@ -283,6 +314,16 @@ class DemoRun:
             write_html(data, self.spec.html_path)
             out["html"] = self.spec.html_path
         return out
+
+
+def _first_reasons(decisions: list[dict[str, Any]]) -> dict[str, str]:
+    """Per check that ever failed or was inconclusive, the first reason it gave."""
+    out: dict[str, str] = {}
+    for d in decisions:
+        for c in d.get("checks", []):
+            if c["status"] != "pass":
+                out.setdefault(f"{c['name']}:{c['status']}", c.get("reason") or "")
+    return out
 
 
 def _accuracy_json(acc: dict[str, dict]) -> dict[str, Any]:

@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import checks
+from shadowd.twin.load_profile import LoadProfile
 
 DEFAULT_STEPS = 4000
 
 
 @dataclass(frozen=True)
 class Injection:
-    """A change to the world at engine step ``step``: ``slowdown``, ``platform`` or ``tenant``."""
+    """A change to the world at engine step ``step``: ``slowdown`` (kernels only),
+    ``step-slowdown`` (the whole step, host time included), ``platform`` or ``tenant``."""
 
     kind: str
     value: str
@@ -36,10 +38,10 @@ class Injection:
         value, _, step = rest.rpartition("@")
         if not sep or not value or not step.isdigit():
             raise ValueError(
-                f"--inject {text!r}: expected slowdown:FRACTION@STEP, "
+                f"--inject {text!r}: expected slowdown:FRACTION@STEP, step-slowdown:FRACTION@STEP, "
                 "platform:DIR@STEP or tenant:NAME=TRACE@STEP"
             )
-        if kind == "slowdown":
+        if kind in ("slowdown", "step-slowdown"):
             try:
                 f = float(value)
             except ValueError:
@@ -50,7 +52,9 @@ class Injection:
             if "=" not in value:
                 raise ValueError(f"--inject {text!r}: expected tenant:NAME=TRACE@STEP")
         elif kind != "platform":
-            raise ValueError(f"--inject {text!r}: unknown scenario {kind!r} (slowdown, platform, tenant)")
+            raise ValueError(
+                f"--inject {text!r}: unknown scenario {kind!r} (slowdown, step-slowdown, platform, tenant)"
+            )
         return cls(kind, value, int(step))
 
 
@@ -63,6 +67,7 @@ class DemoSpec:
     steps: int = DEFAULT_STEPS
     seed: int = 0
     injects: tuple[Injection, ...] = ()
+    loads: tuple[tuple[str, LoadProfile], ...] = ()  # (tenant or "*", profile), applied in order
     db_path: str | None = None
     html_path: str | None = None
     warmup_fraction: float = 0.3
@@ -72,15 +77,23 @@ class DemoSpec:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, *, injects: tuple[str, ...] = (), tenants: tuple[str, ...] = (), **kw: Any) -> DemoSpec:
+    def build(
+        cls,
+        *,
+        injects: tuple[str, ...] = (),
+        tenants: tuple[str, ...] = (),
+        loads: tuple[str, ...] = (),
+        **kw: Any,
+    ) -> DemoSpec:
         parsed = tuple(sorted((Injection.parse(i) for i in injects), key=lambda i: i.step))
+        profiles = tuple(_parse_load(text) for text in loads)
         steps = int(kw.get("steps", DEFAULT_STEPS))
         if steps < 800:
             raise ValueError(f"--steps {steps}: the demo needs at least 800 steps (warm-up, then evidence)")
         for inj in parsed:
             if not 0 < inj.step < steps:
                 raise ValueError(f"--inject at step {inj.step} is outside the run (1..{steps - 1})")
-        return cls(injects=parsed, tenants=tuple(tenants), **kw)
+        return cls(injects=parsed, tenants=tuple(tenants), loads=profiles, **kw)
 
     @property
     def warmup_steps(self) -> int:
@@ -89,6 +102,21 @@ class DemoSpec:
     @property
     def settle_steps(self) -> int:
         return int(self.steps * 0.2)
+
+    @property
+    def max_window_factor(self) -> float:
+        """How far the warm-up window may widen for a short class: it ends by 60 % of the run, so
+        the gate has evidence time left (``CalibrationSettings.max_window_factor``)."""
+        return max(1.0, (0.6 * self.steps - self.settle_steps) / self.warmup_steps)
+
+
+def _parse_load(text: str) -> tuple[str, LoadProfile]:
+    """``[TENANT=]PROFILE`` → (tenant or ``*``, profile)."""
+    tenant, sep, profile = text.rpartition("=")
+    try:
+        return (tenant.strip() if sep else "*") or "*", LoadProfile.parse(profile)
+    except ValueError as exc:
+        raise ValueError(f"--load {text!r}: {exc}") from None
 
 
 def demo_policy(spec: DemoSpec, sim_seconds_per_step: float) -> tuple[checks.GatePolicy, str]:

@@ -47,6 +47,12 @@ def render_summary(r: dict[str, Any]) -> str:
         )
     )
     lines.append(f"  verdict: {r['verdict']}  ({r.get('reason') or ''})")
+    adv = r.get("advantage") or {}
+    if adv:
+        lines.append(
+            "  advantage over the token baseline (p90 ratio; reported, not judged): "
+            + ", ".join(f"{k} {v['ratio']:.2f}" for k, v in sorted(adv.items()))
+        )
     for c in r.get("checks", []):
         lines.append(f"    {c['status']:>12}  {c['name']}: {c.get('reason') or ''}")
     if r.get("db"):

@@ -89,12 +89,16 @@ class ReferenceRun:
         )
         self.driver.record_steps = spec.record_steps
         self.kv_usage: list[float] = []
+        # Whole-step slowdown (host time included), as a degraded node or a thermal cap would
+        # show it; ``engine.slowdown`` slows only the kernels.
+        self.step_slowdown = 0.0
 
     def step_time(self, step: ScheduledStep) -> float:
         """The engine's latency for a step the scheduler formed (ms, with jitter)."""
         if self.spec.record_steps:
             self.kv_usage.append(float(self.scheduler.kv_cache_manager.usage))
-        return self.engine.latency_ms(step.new_tokens, step.context_tokens, step.prefill)
+        ms = self.engine.latency_ms(step.new_tokens, step.context_tokens, step.prefill)
+        return ms * (1.0 + self.step_slowdown) if self.step_slowdown else ms
 
     def workload(
         self,

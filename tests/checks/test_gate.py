@@ -43,6 +43,7 @@ def good(now: float) -> dict:
         "last_step_ts": now - 1.0,
         "extrapolated_fraction": 0.001,
         "new_tenants": 0,
+        "new_tenant_share": 0.0,
     }
 
 
@@ -81,10 +82,8 @@ def test_go_only_after_n_consecutive_passes():
     [
         ("unresolved_drift_events", 1, "drift"),
         ("accuracy.mixed.p99", 0.5, "accuracy.mixed.p99"),
-        ("accuracy.decode.baseline_p90", 0.041, "advantage.decode"),
         ("stability.llmvisor", {"effect": 0.3, "ci_low": 0.25, "ci_high": 0.35}, "stability"),
         ("tap_drop_rate", 0.2, "drop_rate"),
-        ("extrapolated_fraction", 0.4, "coverage.extrapolation"),
         ("running_platform_key", "a100/llama-3.1-8b/bf16/tp1/pp1/vllm-0.33.0/flash-attn", "platform"),
     ],
 )
@@ -96,6 +95,51 @@ def test_any_failing_check_drops_go_at_once(path, value, name):
     failed = [c for c in d.checks if c.status == "fail"]
     assert [c.name for c in failed] == [name]
     assert name in d.reason
+
+
+@pytest.mark.parametrize(
+    "path,value,name,way_out",
+    [
+        ("extrapolated_fraction", 0.4, "coverage.extrapolation", "recalibrate"),
+        ("new_tenant_share", 0.4, "coverage.new_tenants", "recalibrate"),
+        ("shadow_duration_s", 60.0, "evidence.duration", "wait"),
+        ("accuracy.decode.steps", 10, "evidence.steps.decode", "wait"),
+    ],
+)
+def test_unqualified_traffic_is_inconclusive_with_a_way_out_never_a_page(path, value, name, way_out):
+    gate = Gate(GatePolicy(consecutive_passes=1))
+    verdicts = run(gate, [lambda now: with_(good(now), path, value)] * 4)
+    assert verdicts == ["INCONCLUSIVE"] * 4
+    d = gate.evaluate(with_(good(9000.0), path, value), 9000.0)
+    (check,) = [c for c in d.checks if c.name == name]
+    assert check.status == "inconclusive" and way_out in check.reason
+    assert not [c for c in d.checks if c.status == "fail"]
+
+
+def test_advantage_over_tokens_is_reported_not_judged():
+    ev = with_(good(0.0), "accuracy.decode.baseline_p90", 0.041)  # tokens nearly as good as the model
+    gate = Gate(GatePolicy(consecutive_passes=1))
+    d = gate.evaluate(ev, 0.0)
+    assert d.verdict == "GO" and not [c for c in d.checks if c.name.startswith("advantage")]
+    adv = d.details["advantage"]["decode"]
+    assert adv["ratio"] == pytest.approx(0.041 / 0.04) and adv["below_reference"]
+    assert not d.details["advantage"]["mixed"]["below_reference"]
+
+
+def test_a_newcomer_with_a_small_share_of_recent_time_does_not_block_go():
+    ev = with_(with_(good(0.0), "new_tenants", 1), "new_tenant_share", 0.01)
+    d = Gate(GatePolicy(consecutive_passes=1)).evaluate(ev, 0.0)
+    assert d.verdict == "GO"
+
+
+def test_drift_names_the_detectors_it_relies_on_when_one_is_uncalibratable():
+    ev = with_(good(0.0), "drift_partial", {"decode": "page_hinkley only (adwin: no delta reaches 1e-05)"})
+    d = Gate(GatePolicy(consecutive_passes=1)).evaluate(ev, 0.0)
+    (check,) = [c for c in d.checks if c.name == "drift"]
+    assert d.verdict == "GO" and "page_hinkley only" in check.reason
+    blind = with_(with_(good(0.0), "unresolved_drift_events", None), "drift_blind", {"decode": "x"})
+    (check,) = [c for c in Gate().evaluate(blind, 0.0).checks if c.name == "drift"]
+    assert check.status == "inconclusive" and "recalibrate" in check.reason
 
 
 def test_platform_mismatch_names_both_keys():
@@ -119,7 +163,9 @@ def test_platform_mismatch_names_both_keys():
         lambda ev, now: with_(ev, "accuracy.prefill.steps", 10),  # evidence too thin
         lambda ev, now: with_(ev, "shadow_duration_s", 60.0),
         lambda ev, now: with_(ev, "max_context_seen", 512),
-        lambda ev, now: with_(ev, "new_tenants", 2),  # unvalidated tenants
+        lambda ev, now: with_(ev, "new_tenant_share", 0.4),  # unvalidated tenants carry the load
+        lambda ev, now: with_(ev, "new_tenant_share", None),
+        lambda ev, now: with_(ev, "extrapolated_fraction", 0.4),  # beyond the calibrated envelope
     ],
     ids=[
         "empty",
@@ -135,6 +181,8 @@ def test_platform_mismatch_names_both_keys():
         "duration",
         "context",
         "new-tenants",
+        "new-tenant-share-missing",
+        "extrapolation",
     ],
 )
 def test_fail_closed_missing_or_stale_evidence_never_goes(mutate):
@@ -361,3 +409,17 @@ def test_gate_invariants(seq, need, grace):
                     break
                 trailing_undecided += 1
             assert trailing_undecided <= grace
+
+
+def test_stability_is_judged_against_the_calibration_windows_own_effect():
+    """A nonlinear engine's Shapley shares depend on batch-mates too: what pages is growth over
+    the effect the validated model showed at calibration, not the engine's physics."""
+    physics = {"effect": 0.46, "ci_low": 0.45, "ci_high": 0.48, "baseline": 0.44}
+    grown = {**physics, "effect": 0.62, "ci_low": 0.60, "ci_high": 0.64}
+    by = lambda st: {c.name: c for c in evaluate_checks(Evidence.from_dict(st), GatePolicy(), 0.0)}  # noqa: E731
+    ok = by(with_(good(0.0), "stability.llmvisor", physics))["stability"]
+    assert ok.status == "pass" and "calibration window" in ok.reason
+    bad = by(with_(good(0.0), "stability.llmvisor", grown))["stability"]
+    assert bad.status == "fail" and bad.value == pytest.approx(0.16)
+    absolute = {k: v for k, v in physics.items() if k != "baseline"}
+    assert by(with_(good(0.0), "stability.llmvisor", absolute))["stability"].status == "fail"

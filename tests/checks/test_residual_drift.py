@@ -80,6 +80,23 @@ def test_calibration_refuses_too_little_data():
         calibrate_class(np.zeros(100), "decode")
 
 
+def test_one_uncalibratable_detector_leaves_the_other_watching():
+    # 60k resampled steps cannot show ADWIN at 1e-5 even with zero alarms (95 % bound 5e-5);
+    # Page-Hinkley's 400k can: the class stays watched, by Page-Hinkley alone, and says so.
+    r = synthetic_residuals(3000, NOISE_STD, seed=11)
+    cal = calibrate_class(r, "decode", target_rate=1e-5, n_steps=400_000, adwin_n_steps=60_000, seed=1)
+    assert cal.detector_names == ("page_hinkley",) and "no ADWIN delta" in cal.unavailable["adwin"]
+    assert [d.name for d in cal.detectors()] == ["page_hinkley"] and "adwin" not in cal.estimates
+    assert DriftCalibration.from_dict(json.loads(json.dumps(cal.to_dict()))) == cal
+    events = DriftMonitor({"decode": cal}).update_many(
+        np.arange(3000), np.full(3000, "decode"), slowed(2000, 1000, 0.08, seed=4), np.arange(3000) * 0.02
+    )
+    assert events and {e.detector for e in events} == {"page_hinkley"}
+    assert min(e.step_seq for e in events) >= 2000
+    with pytest.raises(ValueError, match="no drift detector reaches"):
+        calibrate_class(r, "decode", target_rate=1e-5, n_steps=60_000, adwin_n_steps=60_000)
+
+
 @pytest.mark.parametrize("noise_std", [0.02, 0.05])
 def test_detection_delay_of_an_8_percent_slowdown_is_bounded(noise_std):
     r = synthetic_residuals(5000, noise_std, seed=3)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks.gate_eval import build
-from shadowd.daemon.gate_evidence import class_accuracy
+from shadowd.daemon.gate_evidence import class_accuracy, tenant_time_share
 
 
 @pytest.fixture(scope="module")
@@ -50,3 +50,19 @@ def test_class_accuracy_runs_within_a_small_memory_limit(day_db):
     con.execute("SET threads = 1")
     con.execute("SET memory_limit = '8MB'")
     assert class_accuracy(con, "v-bench", 86400.0)["decode"]["steps"] > 40_000
+
+
+def test_new_tenant_share_is_their_part_of_recent_attributed_time(day_db):
+    """Coverage judges newcomers by the time they carry in the window, not by a lifetime count."""
+    con = duckdb.connect(day_db, read_only=True)
+    df = con.execute(
+        "SELECT r.tenant, r.llmvisor_measured_ms AS ms, epoch(s.ts) AS t FROM step_requests r "
+        "JOIN steps s USING (engine_id, run_id, step_seq)"
+    ).fetchnumpy()
+    recent = df["t"] >= df["t"].max() - 600.0
+    mine = np.isin(df["tenant"], ["tenant-3", "tenant-5"])
+    want = df["ms"][recent & mine].sum() / df["ms"][recent].sum()
+    got = tenant_time_share(con, "v-bench", ["tenant-3", "tenant-5"], 600.0)
+    assert got == pytest.approx(want, rel=1e-6) and 0.15 < got < 0.35
+    assert tenant_time_share(con, "v-bench", [], 600.0) == 0.0
+    assert tenant_time_share(con, "v-none", ["tenant-3"], 600.0) is None

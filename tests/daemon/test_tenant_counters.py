@@ -27,7 +27,9 @@ def _counters(url: str) -> dict:
 def test_counters_grow_per_tenant_and_name_the_unit_in_force(ipc_endpoint, db_path):
     cal = calibrate(synthetic_batch(steps=1500, seed=21, max_seqs=32), PLATFORM.as_key())
     daemon = make_daemon(
-        ipc_endpoint, db_path, calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM)
+        ipc_endpoint,
+        db_path,
+        calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM),
     )
     daemon.start(jobs=False)
     try:

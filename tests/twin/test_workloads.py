@@ -9,6 +9,7 @@ import pytest
 
 from shadowd.paths import data_dir
 from shadowd.twin import DEFAULT_TENANTS, RequestSpec, TenantSpec, build_workload, load_stream
+from shadowd.twin.load_profile import LoadProfile
 from shadowd.twin.request_spec import BLOCK_TOKENS
 from shadowd.twin.traces import load_azure, load_mooncake, load_servegen, servegen_paths
 
@@ -126,3 +127,20 @@ def test_request_capping():
     assert c.prompt_tokens + c.output_tokens <= 8192 and c.output_tokens >= 1
     assert len(c.prefix_blocks) == -(-c.prompt_tokens // BLOCK_TOKENS)
     assert r.capped(None) is r and r.capped(100_000) is r
+
+
+def test_load_profile_retimes_arrivals_to_follow_the_rate_multiplier():
+    """A swing between x0.3 and x3 packs arrivals densely at its peak and thinly at its trough,
+    keeping every request and their order (held-out regimes in benchmarks/gate_matrix.py)."""
+    reqs = build_workload(("a=synthetic:chat:10",), seed=5, limit=4000)
+    swing = LoadProfile.parse("swing:0.3:3:100")
+    out = swing.apply(reqs)
+    t = np.array([r.arrival_s for r in out])
+    assert len(out) == len(reqs) and np.all(np.diff(t) >= 0)
+    assert [r.prompt_tokens for r in out] == [r.prompt_tokens for r in reqs]
+    phase = np.mod(t, 100.0)
+    peak = np.sum((phase > 40) & (phase < 60))  # around m = 3
+    trough = np.sum((phase < 10) | (phase > 90))  # around m = 0.3
+    assert peak > 5 * trough
+    with pytest.raises(ValueError, match="LOW/HIGH"):
+        LoadProfile.parse("ramp:0:3:10")

@@ -1,0 +1,795 @@
+"""The gate's confusion matrix on declared development and held-out scenarios (docs/validation.md).
+
+Each scenario is one ``shadowd demo`` run (real vLLM scheduler on simulated time, reference
+engine, tap -> daemon -> calibration -> drift watch -> gate), run as the CLI command the
+document prints beside it. Healthy scenarios inject nothing and should reach GO; fault scenarios
+inject a change after the gate had its chance to reach GO and should end not GO. Per scenario:
+the final verdict, the engine step of the first GO, NO_GO and INCONCLUSIVE episodes with the
+checks behind them, NO_GO evaluations after the first GO (pages on healthy traffic), residual
+drift events before any fault per judged step (false alarms), and the delay from the fault to
+the first residual drift event and to the first not-GO evaluation.
+
+The sets are declared in ``SCENARIOS`` and ``PROTOCOL`` below and committed before the held-out
+runs; the document renders them from the stored result. Never retune on the held-out set: a
+design change made after seeing held-out results needs a new held-out set (``PROTOCOL``).
+
+    .venv/bin/python -m benchmarks.gate_matrix                  # all scenarios, 2 at a time;
+                                                                # writes docs/validation.{json,md}
+    .venv/bin/python -m benchmarks.gate_matrix --set held_out --only H-steady,F-step8
+    .venv/bin/python -m benchmarks.gate_matrix --from-json docs/validation.json   # re-render only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+KERNELS = "$SHADOWD_SHARED/data/kernels/aiconfigurator-vllm-0.14.0"
+RESIDUAL = ("page_hinkley", "adwin", "coefficient")
+
+# -- the protocol, declared before the held-out runs ------------------------------------------
+
+PROTOCOL = {
+    "development": {
+        "platforms": ["builtin analytic profile", "A100 SXM tables", "H100 SXM tables"],
+        "models": ["llama-3.1-8b tp1", "qwen2.5-14b tp1"],
+        "tenants": [
+            "synthetic chat/code/longdoc",
+            "Azure 2023 code and conversation",
+            "Mooncake",
+            "ServeGen clients 0, 13, 14, 27",
+        ],
+        "seeds": "0-199",
+        "regimes": ["steady load at trace or fixed rates"],
+        "note": (
+            "Everything the design (checks, thresholds, calibration settings) was built and tuned "
+            "on. Two smoke runs on the H200 tables (llama-3.1-8b tp1 built-in mix, seed 0; "
+            "qwen2.5-32b tp2 with ServeGen clients 0/13/14 swinging, seed 101) checked the "
+            "machinery before the design changes of this revision; they belong here, which is "
+            "why the held-out set below uses another model and other clients and seeds."
+        ),
+    },
+    "held_out_1": {
+        "platforms": ["H200 SXM tables"],
+        "models": ["llama-3.1-70b tp4 (public config, benchmarks/models/llama-3.1-70b)"],
+        "tenants": ["ServeGen clients 3, 22, 10 as tenants; client 33 as the new heavy tenant"],
+        "seeds": "201-209",
+        "regimes": [
+            "steady",
+            "ramp light -> saturated (rate x0.3 -> x3 over 300 simulated s)",
+            "swing light <-> saturated (x0.3 <-> x3, period 150 simulated s)",
+            "tenant mix shifting (one tenant x2 -> x0.5, another x0.5 -> x3 over 300 s)",
+        ],
+        "note": (
+            "Not run, looked at or tuned on before this revision's design was committed. Run "
+            "length: 8000 engine steps were declared first; the first matrix attempt was stopped "
+            "(two-core budget) before any held-out run finished, and the length cut to 6000 with "
+            "the fault at step 4200, unseen. Its results (design r1: share stability judged as an "
+            "absolute effect) showed every healthy run paging on share stability while LLMVisor's "
+            "per-tenant shares were within a few percent of Shapley; the design changed (r2: "
+            "stability judged as growth over the calibration window's own effect), so from then "
+            "on this set is development data and held-out 2 was named."
+        ),
+    },
+    "held_out_2": {
+        "platforms": ["H200 SXM tables (also in held-out 1: no other unseen tables exist)"],
+        "models": ["qwen2.5-72b tp4 (public config, benchmarks/models/qwen2.5-72b)"],
+        "tenants": ["ServeGen clients 6, 37, 23 as tenants; client 4 as the new heavy tenant"],
+        "seeds": "301-309",
+        "regimes": [
+            "steady",
+            "ramp light -> saturated (rate x0.3 -> x3 over 300 simulated s)",
+            "swing light <-> saturated (x0.3 <-> x3, period 150 simulated s)",
+            "tenant mix shifting (one tenant x2 -> x0.5, another x0.5 -> x3 over 300 s)",
+        ],
+        "note": (
+            "Named after the r2 design change and before any run of it; rates sized from the "
+            "clients' native request rates and lengths only (no gate run). Its fault runs first "
+            "injected at step 4200, before most runs had reached their first GO (not a test); "
+            "they were re-run with the fault at step 5000, nothing else changed. The superseded "
+            "rows are kept in docs/validation.json (superseded_rows) and listed at the end."
+        ),
+    },
+}
+DESIGN_REVISION = "r2"
+
+DESIGN = [
+    "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
+    "unresolved residual drift, share instability, a platform mismatch, data health (drop rate).",
+    "Traffic beyond the calibrated envelope and tenants calibration never saw are INCONCLUSIVE with "
+    "the way out in the reason (recalibrate, or wait); unseen tenants count by their share of the "
+    "window's attributed time (`max_new_tenant_share`), not by a lifetime count.",
+    "Thin evidence is INCONCLUSIVE and says to wait; the longest-context minimum is capped at the "
+    "longest context the calibration window held (short-context workloads can reach GO).",
+    "The advantage over the token baseline is reported (`details.advantage`, `/metrics`, the demo "
+    "summary, the report), not judged.",
+    "A detector that cannot reach the false-alarm target on a class is dropped for that class and the "
+    "other watches it alone (the drift check names which); only when none can is the class blind.",
+    "Share stability pages on growth of the composition effect over the calibration window's own "
+    "effect under the model in force (design r2); design r1 judged the absolute effect.",
+    "The warm-up window widens (up to `max_window_factor` x `warmup_steps`; in the demo, up to 60 % "
+    "of the run) until every step class carrying >= 25 % of its steps has enough held-out steps for "
+    "drift detectors.",
+]
+
+HELD2_BASE = dict(
+    platform=f"{KERNELS}/h200_sxm",
+    model="benchmarks/models/qwen2.5-72b",
+    tp=4,
+    tenants=("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3"),
+    steps=6000,
+)
+HELD_BASE = dict(
+    platform=f"{KERNELS}/h200_sxm",
+    model="benchmarks/models/llama-3.1-70b",
+    tp=4,
+    tenants=("a=servegen:3:4", "b=servegen:22:1", "c=servegen:10:3"),
+    steps=6000,  # 8000 declared first; cut before any held-out result for the 2-core budget
+)
+DEV_BASE = dict(
+    platform=f"{KERNELS}/h100_sxm",
+    model="llama-3.1-8b",
+    tp=1,
+    tenants=("chat=synthetic:chat:18", "code=synthetic:code:8", "docs=synthetic:longdoc:1.2"),
+    steps=6000,
+)
+# Engine step of the fault, by run length. 4200 (of 6000) was declared first; most runs had not
+# reached their first GO by then (calibration may widen to 60 % of the run), so those fault rows
+# tested nothing; the faults were re-run at 5000 (no gate setting changed).
+FAULT_AT = {6000: 5000, 2400: 1700}  # engine step of the fault, by run length
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    set: str  # "development" | "held_out"
+    expect: str  # "healthy" (should reach GO) | "fault" (should end not GO)
+    what: str
+    platform: str
+    model: str
+    tp: int
+    tenants: tuple[str, ...]
+    steps: int
+    seed: int
+    loads: tuple[str, ...] = ()
+    injects: tuple[str, ...] = ()
+    fault_step: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def demo_kwargs(self, shared: str) -> dict[str, Any]:
+        """``DemoSpec.build`` arguments (paths under ``$SHADOWD_SHARED`` resolved to ``shared``)."""
+        return dict(
+            platform=self.platform.replace("$SHADOWD_SHARED", shared),
+            model=str(REPO / self.model) if self.model.startswith("benchmarks/") else self.model,
+            tp=self.tp,
+            tenants=self.tenants,
+            steps=self.steps,
+            seed=self.seed,
+            loads=self.loads,
+            injects=tuple(i.replace("$SHADOWD_SHARED", shared) for i in self.injects),
+        )
+
+    def command(self, db: str | None = None) -> str:
+        args = [
+            ".venv/bin/python -m shadowd.cli demo",
+            f"--platform {self.platform}",
+            f"--model {self.model}",
+            f"--tp {self.tp}",
+            *(f"--tenant {t}" for t in self.tenants),
+            f"--steps {self.steps}",
+            f"--seed {self.seed}",
+            *(f"--load {x}" for x in self.loads),
+            *(f"--inject {x}" for x in self.injects),
+            "--json",
+        ]
+        if db:
+            args.append(f"--db {db}")
+        return " ".join(args)
+
+
+def _fault(name: str, set_: str, what: str, base: dict, seed: int, inject: str) -> Scenario:
+    at = FAULT_AT[base["steps"]]
+    return Scenario(
+        name, set_, "fault", what, **base, seed=seed, injects=(inject.format(at=at),), fault_step=at
+    )
+
+
+def _scenarios() -> list[Scenario]:
+    h, d = HELD_BASE, DEV_BASE
+    out = [
+        Scenario("D-steady", "development", "healthy", "built-in mix, steady", **d, seed=7),
+        _fault("D-step8", "development", "whole step 8 % slower", d, 8, "step-slowdown:0.08@{at}"),
+    ]
+    for tag, base, seed0, heavy in (
+        ("", h, 200, "servegen:33:20"),
+        ("2", HELD2_BASE, 300, "servegen:4:30"),
+    ):
+        set_ = f"held_out_{tag or '1'}"
+        out += [
+            Scenario(f"H{tag}-steady", set_, "healthy", "steady", **base, seed=seed0 + 1),
+            Scenario(
+                f"H{tag}-ramp",
+                set_,
+                "healthy",
+                "load ramps light -> saturated",
+                **base,
+                seed=seed0 + 2,
+                loads=("ramp:0.3:3:300",),
+            ),
+            Scenario(
+                f"H{tag}-swing",
+                set_,
+                "healthy",
+                "load swings light <-> saturated",
+                **base,
+                seed=seed0 + 3,
+                loads=("swing:0.3:3:150",),
+            ),
+            Scenario(
+                f"H{tag}-mix",
+                set_,
+                "healthy",
+                "tenant mix shifts slowly",
+                **base,
+                seed=seed0 + 4,
+                loads=("a=ramp:2:0.5:300", "c=ramp:0.5:3:300"),
+            ),
+            _fault(
+                f"F{tag}-step5", set_, "whole step 5 % slower", base, seed0 + 5, "step-slowdown:0.05@{at}"
+            ),
+            _fault(
+                f"F{tag}-step8", set_, "whole step 8 % slower", base, seed0 + 6, "step-slowdown:0.08@{at}"
+            ),
+            _fault(
+                f"F{tag}-step15", set_, "whole step 15 % slower", base, seed0 + 7, "step-slowdown:0.15@{at}"
+            ),
+            _fault(
+                f"F{tag}-platform",
+                set_,
+                "platform swap H200 -> H100",
+                base,
+                seed0 + 8,
+                f"platform:{KERNELS}/h100_sxm@{{at}}",
+            ),
+            _fault(
+                f"F{tag}-tenant",
+                set_,
+                f"new heavy tenant ({heavy})",
+                base,
+                seed0 + 9,
+                f"tenant:heavy={heavy}@{{at}}",
+            ),
+        ]
+    return out
+
+
+SCENARIOS = _scenarios()
+
+
+def ci_sized(name: str, steps: int = 2400) -> Scenario:
+    """A held-out scenario shortened for CI (same platform, model, tenants, seed, regime)."""
+    s = next(x for x in SCENARIOS if x.name == name)
+    out = asdict(s) | {"steps": steps}
+    if s.fault_step is not None:
+        at = FAULT_AT[steps]
+        out["fault_step"] = at
+        out["injects"] = tuple(i.rsplit("@", 1)[0] + f"@{at}" for i in s.injects)
+    out["tenants"], out["loads"] = tuple(out["tenants"]), tuple(out["loads"])
+    return Scenario(**out)
+
+
+# -- running --------------------------------------------------------------------------------
+
+
+def run_scenario(s: Scenario, timeout_s: float = 1800.0) -> dict[str, Any]:
+    """Run one scenario through the CLI; its JSON result plus the regime the engine saw."""
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    shared = env.get("SHADOWD_SHARED", str(REPO.parent / "shared"))
+    env["SHADOWD_SHARED"] = shared
+    with tempfile.TemporaryDirectory(prefix="gate-matrix-") as tmp:
+        db = f"{tmp}/run.duckdb"
+        cmd = s.command(db).replace("$SHADOWD_SHARED", shared).replace(".venv/bin/python", sys.executable)
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            shlex.split(cmd), cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout_s
+        )
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            return {"error": proc.stderr[-2000:], "wall_seconds": wall}
+        result = json.loads(proc.stdout)
+        result["regime"] = regime(db)
+    result["wall_seconds"] = wall
+    return result
+
+
+def regime(db: str, block: int = 500) -> dict[str, Any]:
+    """Requests per step and step time per block of engine steps: light vs saturated, as run."""
+    import duckdb
+
+    con = duckdb.connect(db, read_only=True)
+    try:
+        rows = con.execute(
+            f"""SELECT step_seq // {block} AS b, avg(num_requests), avg(latency_ms)
+                FROM steps GROUP BY b ORDER BY b"""
+        ).fetchall()
+    finally:
+        con.close()
+    reqs = [float(r[1]) for r in rows]
+    return {
+        "block_steps": block,
+        "requests_per_step": [round(x, 1) for x in reqs],
+        "step_ms": [round(float(r[2]), 1) for r in rows],
+        "min_block_requests": min(reqs) if reqs else None,
+        "max_block_requests": max(reqs) if reqs else None,
+    }
+
+
+def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
+    """The matrix row of one run."""
+    out: dict[str, Any] = {"scenario": asdict(s), "command": s.command(), "design": DESIGN_REVISION}
+    if "error" in r:
+        return {**out, "error": r["error"], "final": "ERROR"}
+    hist = r.get("gate_history", [])
+    first_go = next((h["step"] for h in hist if h["verdict"] == "GO"), None)
+    fault = s.fault_step
+    judged_from = hist[0]["step"] if hist else None  # first evaluation: calibration in force
+    residual = [e for e in r.get("drift_events", []) if e["detector"] in RESIDUAL]
+    before = [e for e in residual if fault is None or e["step_seq"] < fault]
+    judged_steps = ((fault or r["steps"]) - judged_from) if judged_from is not None else 0
+    after = [e["step_seq"] for e in residual if fault is not None and e["step_seq"] >= fault]
+    not_go_after = next(
+        (h["step"] for h in hist if fault is not None and h["step"] > fault and h["verdict"] != "GO"), None
+    )
+    pages_after_go = sum(
+        1
+        for h in hist
+        if first_go is not None
+        and h["step"] > first_go
+        and h["verdict"] == "NO_GO"
+        and (fault is None or h["step"] <= fault)
+    )
+    out.update(
+        final=r["verdict"],
+        final_reason=r.get("reason"),
+        first_go_step=first_go,
+        calibrated_by_step=judged_from,
+        evaluations=len(hist),
+        episodes=episodes(hist),
+        pages_after_first_go=pages_after_go,
+        false_alarms=len(before),
+        judged_steps=judged_steps,
+        false_alarm_upper95=_poisson_upper(len(before), judged_steps),
+        drift_delay_steps=(min(after) - fault) if after else None,
+        not_go_delay_steps=(not_go_after - fault) if not_go_after is not None else None,
+        accuracy=r.get("accuracy"),
+        advantage=r.get("advantage"),
+        truth=r.get("attribution_truth"),
+        check_reasons=r.get("check_reasons"),
+        regime=r.get("regime"),
+        policy_note=r.get("policy_note"),
+        simulated_seconds=r.get("simulated_seconds"),
+        wall_seconds=r.get("wall_seconds"),
+        drift_events=r.get("drift_events", [])[:40],
+        tenants_run=r.get("tenants"),
+    )
+    return out
+
+
+def episodes(hist: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Maximal runs of one non-GO verdict: first/last step, evaluations, the checks behind it."""
+    out: list[dict[str, Any]] = []
+    prev = None
+    for h in hist:
+        verdict = h["verdict"]
+        if verdict != "GO":
+            want = "fail" if verdict == "NO_GO" else "inconclusive"
+            causes = sorted(k for k, v in h.get("causes", {}).items() if v == want)
+            if prev == verdict:
+                last = out[-1]
+                last["last_step"], last["evaluations"] = h["step"], last["evaluations"] + 1
+                last["causes"] = sorted(set(last["causes"]) | set(causes))
+            else:
+                out.append(
+                    {
+                        "verdict": verdict,
+                        "first_step": h["step"],
+                        "last_step": h["step"],
+                        "evaluations": 1,
+                        "causes": causes,
+                    }
+                )
+        prev = verdict
+    return out
+
+
+def _poisson_upper(k: int, n: int) -> float | None:
+    if n <= 0:
+        return None
+    from scipy.stats import chi2
+
+    return float(chi2.ppf(0.95, 2 * (k + 1)) / 2 / n)
+
+
+def run_all(scenarios: list[Scenario], jobs: int, partial: Path | None = None) -> list[dict[str, Any]]:
+    """Run ``scenarios`` ``jobs`` at a time; each finished row is appended to ``partial`` (JSON
+    lines) so a long matrix interrupted keeps what it measured."""
+
+    def one(s: Scenario) -> dict[str, Any]:
+        print(f"  running {s.name} ...", file=sys.stderr, flush=True)
+        r = run_scenario(s)
+        row = summarise(s, r)
+        if partial is not None:
+            with partial.open("a") as f:
+                f.write(json.dumps(row, default=str) + "\n")
+        print(f"  {s.name}: {row['final']} ({row.get('wall_seconds') or 0:.0f} s)", file=sys.stderr)
+        return row
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(one, scenarios))
+
+
+# -- the document ---------------------------------------------------------------------------
+
+
+def outcome(row: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the row meets its target, and why not."""
+    s = row["scenario"]
+    if row["final"] == "ERROR":
+        return False, "run failed"
+    if s["expect"] == "healthy":
+        if row["final"] != "GO":
+            return False, f"ended {row['final']}"
+        if row["pages_after_first_go"]:
+            return False, f"{row['pages_after_first_go']} NO_GO evaluations after the first GO"
+        return True, ""
+    if row.get("first_go_step") is None or row["first_go_step"] >= s["fault_step"]:
+        return False, "not a test: the gate was never GO before the fault"
+    inj = (s["injects"] or [""])[0]
+    if inj.startswith("tenant:"):
+        name = inj.split(":", 1)[1].split("=", 1)[0]
+        ran = row.get("tenants_run")
+        sampled = ((row.get("truth") or {}).get("llmvisor") or {}).get("per_tenant")
+        if ran is not None and name not in ran:
+            return False, f"not a test: tenant {name!r} never ran a step"
+        if ran is None and sampled is not None and name not in sampled:
+            return False, f"not a test: tenant {name!r} is in none of the steps sampled after calibration"
+    if row["final"] == "GO":
+        return False, "ended GO"
+    if inj.startswith("step-slowdown:0.08") and (
+        row["drift_delay_steps"] is None or row["drift_delay_steps"] > 500
+    ):
+        return False, "8 % slowdown: no drift event within 500 steps"
+    return True, ""
+
+
+def share_error(split: dict[str, Any] | None) -> float | None:
+    """Largest |attributed - Shapley| of a tenant, as a fraction of the Shapley total."""
+    per = (split or {}).get("per_tenant") or {}
+    total = sum(v["shapley_ms"] for v in per.values())
+    if not per or total <= 0:
+        return None
+    return max(abs(v["attributed_ms"] - v["shapley_ms"]) for v in per.values()) / total
+
+
+def _f(x: Any, nd: int = 0) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if isinstance(x, float):
+        return f"{x:.{nd}f}" if nd else f"{x:.0f}"
+    return str(x)
+
+
+def _pct(x: Any) -> str:
+    return "–" if x is None else f"{100 * x:.1f}%"
+
+
+def _episodes(row: dict[str, Any]) -> str:
+    eps = row.get("episodes") or []
+    if not eps:
+        return "none"
+    return "<br>".join(
+        f"{e['verdict']} {e['first_step']}–{e['last_step']} ({e['evaluations']}): "
+        + (", ".join(e["causes"]) or "held")
+        for e in eps
+    )
+
+
+CAUSES = {
+    "stability": "share stability (compare the share error vs Shapley in the next table)",
+    "coverage.extrapolation": "traffic beyond the calibrated envelope (INCONCLUSIVE; way out: recalibrate)",
+    "drift": "drift (residual detectors fired, or were blind: most recent steps of a required class "
+    "outside the batch compositions calibration saw)",
+    "accuracy": "accuracy beyond its limits on a step class",
+    "coverage.new_tenants": "tenants calibration never saw carrying a real share of the recent time",
+    "evidence": "evidence minimums not yet met (too few steps of a class to judge, shadow time, tenants)",
+    "platform": "platform mismatch",
+}
+
+
+def _kind(check: str, verdict: str) -> str:
+    """The kind of a check behind an episode; an accuracy check that is inconclusive lacks steps."""
+    if check.startswith("accuracy") and verdict == "INCONCLUSIVE":
+        return "evidence"
+    return next((k for k in CAUSES if check == k or check.startswith(k + ".")), check.split(".")[0])
+
+
+def findings(rows: list[dict[str, Any]]) -> list[str]:
+    """Per missed row, the kinds of checks behind its non-GO episodes (computed, not written)."""
+    out = []
+    for r in rows:
+        ok, why = outcome(r)
+        if ok:
+            continue
+        kinds = sorted(
+            {
+                _kind(c, e["verdict"])
+                for e in r.get("episodes") or []
+                if r["scenario"].get("fault_step") is None or e["first_step"] < r["scenario"]["fault_step"]
+                for c in e["causes"]
+            }
+        )
+        what = "; ".join(CAUSES.get(k, k) for k in kinds) or "no non-GO episode"
+        when = " before the fault" if r["scenario"].get("fault_step") else ""
+        out.append(f"- {r['scenario']['name']} ({r.get('design', 'r1')}): {why}. Non-GO{when}: {what}.")
+    if not out:
+        out.append("- none: every scenario met its target.")
+    return out
+
+
+def _host(m: dict[str, Any]) -> str:
+    return f"{m.get('nproc')} CPUs ({m.get('cpu_model')}), vLLM {m.get('versions', {}).get('vllm')}"
+
+
+def markdown(res: dict[str, Any]) -> str:
+    rows = res["rows"]
+    lines = [
+        "# Validation: the gate on held-out traffic",
+        "",
+        "Generated by `benchmarks/gate_matrix.py` from `docs/validation.json` (re-render: `--from-json",
+        "docs/validation.json`); do not edit by hand. Last command:",
+        "",
+        f"    {res['command']}",
+        "",
+        f"Last run {res['finished_at']} on {_host(res['machine'])}, {res['total_wall_seconds']:.0f} s "
+        "wall (scenarios two at a time); rows of earlier runs are kept by `--merge` (the full matrix:",
+        "`.venv/bin/python -m benchmarks.gate_matrix`), and each row's own demo command is listed at",
+        "the end.",
+        "",
+        "## Protocol (declared before the held-out runs)",
+        "",
+    ]
+    for name, p in res["protocol"].items():
+        lines.append(f"**{name.replace('_', ' ')}** — {p['note']}")
+        lines.append("")
+        for key in ("platforms", "models", "tenants", "regimes"):
+            lines.append(f"- {key}: {', '.join(p[key])}")
+        lines.append(f"- seeds: {p['seeds']}")
+        lines.append("")
+    lines += [
+        "Each scenario is one `shadowd demo` run: the real vLLM scheduler (CPU) forms the batches on",
+        "simulated time, the reference engine (kernel tables) times them with jitter, the tap sends",
+        "every step to a real daemon, which calibrates after a settle and warm-up window (widened",
+        "until each common step class has held-out steps, up to 60 % of the run), attributes,",
+        "watches for drift and runs the gate every 200 engine steps. The gate's evidence minimums",
+        "are scaled to the run's length (the policy note of each run says by how much). Healthy",
+        'scenarios inject nothing; fault scenarios inject after the gate could reach GO. "Steady"',
+        "means no load profile: each ServeGen client's own rate changes (its trace, time-compressed to",
+        "the stated mean rate) remain, and can take the engine from light to saturated by themselves",
+        "(the regime table shows the range each run went through).",
+        "",
+        "## The gate as validated here (design r2; r1 differed only in the stability check)",
+        "",
+        *(f"- {d}" for d in DESIGN),
+        "",
+        "## Confusion matrix (final verdict)",
+        "",
+        "| set | expected | GO | NO_GO | INCONCLUSIVE | meets target |",
+        "|---|---|---|---|---|---|",
+    ]
+    groups = sorted(
+        {(r["scenario"]["set"], r.get("design", "r1")) for r in rows},
+        key=lambda g: (g[0] != "held_out_2", g[0], g[1]),
+    )
+    for set_, design in groups:
+        for expect in ("healthy", "fault"):
+            mine = [
+                r
+                for r in rows
+                if r["scenario"]["set"] == set_
+                and r.get("design", "r1") == design
+                and r["scenario"]["expect"] == expect
+            ]
+            if not mine:
+                continue
+            count = {v: sum(1 for r in mine if r["final"] == v) for v in ("GO", "NO_GO", "INCONCLUSIVE")}
+            met = sum(1 for r in mine if outcome(r)[0])
+            lines.append(
+                f"| {set_.replace('_', ' ')}, design {design} | {expect} "
+                f"({'GO' if expect == 'healthy' else 'not GO'}) | "
+                f"{count['GO']} | {count['NO_GO']} | {count['INCONCLUSIVE']} | {met} of {len(mine)} |"
+            )
+    lines += [
+        "",
+        "Targets: a healthy scenario ends GO and raises no NO_GO (page) after its first GO; a fault",
+        "scenario is a test only if the gate was GO before the fault, and then must end not GO; an 8 %",
+        "whole-step slowdown must also raise a residual drift event within 500 engine steps.",
+        "",
+        "## Per scenario",
+        "",
+        "| scenario | set (design) | what | final | target | first GO (step) | pages after GO | drift events before fault / judged steps (95 % upper rate) | fault at | drift event after (steps) | not GO after (steps) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        s = r["scenario"]
+        ok, why = outcome(r)
+        rate = r.get("false_alarm_upper95")
+        lines.append(
+            f"| {s['name']} | {s['set'].replace('_', ' ')} ({r.get('design', 'r1')}) | {s['what']} | {r['final']} | "
+            f"{'met' if ok else 'missed: ' + why} | {_f(r.get('first_go_step'))} | "
+            f"{_f(r.get('pages_after_first_go'))} | {_f(r.get('false_alarms'))} / {_f(r.get('judged_steps'))} "
+            f"({'–' if rate is None else f'{rate:.1e}'}) | {_f(s.get('fault_step'))} | "
+            f"{_f(r.get('drift_delay_steps'))} | {_f(r.get('not_go_delay_steps'))} |"
+        )
+    lines += [
+        "",
+        "False alarms: residual drift events (Page-Hinkley, ADWIN, coefficient) before the fault, over",
+        "the engine steps judged since calibration; a few thousand steps can only bound a rate of 1e-5",
+        "from above (the 95 % Poisson bound beside it), not show it. docs/checks.md measures the rate",
+        "on long resampled streams.",
+        "",
+        "## Episodes (non-GO runs of evaluations: engine steps, evaluations, checks behind them)",
+        "",
+        "| scenario | episodes | final reason |",
+        "|---|---|---|",
+    ]
+    for r in rows:
+        reason = (r.get("final_reason") or "").replace("|", "/")
+        lines.append(f"| {r['scenario']['name']} | {_episodes(r)} | {reason[:300]} |")
+    lines += [
+        "",
+        "## Regime, accuracy and advantage as run",
+        "",
+        "Requests per step: the lowest and highest 500-step block mean (light vs saturated). Accuracy:",
+        "LLMVisor's out-of-sample relative step-latency error over the run's attributed steps (all",
+        "classes). Advantage: token-baseline p90 / LLMVisor p90 per class, reported, not judged.",
+        "Share error: per-tenant totals of attributed time against Monte Carlo Shapley values of the",
+        "noiseless engine on sampled steps after calibration (`shadowd.sim.truth.tenant_truth_errors`),",
+        "as the largest difference of a tenant's share of the sampled total (points of the total);",
+        "all sampled steps, not only multi-request ones.",
+        "",
+        "| scenario | requests/step (min–max block) | steps attributed | LLMVisor p90 / p99 | tokens p90 / p99 | advantage | share error vs Shapley (points of total), max over tenants: LLMVisor / token split | wall s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        reg = r.get("regime") or {}
+        acc = (r.get("accuracy") or {}).get("all") or {}
+        lv, tb = acc.get("llmvisor") or {}, acc.get("token_baseline") or {}
+        adv = ", ".join(f"{k} {v['ratio']:.2f}" for k, v in sorted((r.get("advantage") or {}).items()))
+        truth = share_error((r.get("truth") or {}).get("llmvisor"))
+        token = share_error((r.get("truth") or {}).get("token_baseline"))
+        lines.append(
+            f"| {r['scenario']['name']} | {_f(reg.get('min_block_requests'), 1)}–"
+            f"{_f(reg.get('max_block_requests'), 1)} | {_f(acc.get('steps'))} | "
+            f"{_pct(lv.get('p90'))} / {_pct(lv.get('p99'))} | {_pct(tb.get('p90'))} / {_pct(tb.get('p99'))} | "
+            f"{adv or '–'} | {_pct(truth)} / {_pct(token)} | {_f(r.get('wall_seconds'))} |"
+        )
+    lines += [
+        "",
+        "CI: `tests/demo/test_gate_held_out.py` runs two held-out 2 scenarios shortened by",
+        "`ci_sized` (H2-steady and F2-step15) and asserts the targets above; both miss them today",
+        "and are marked strict xfail with the measured cause, so they turn red once met.",
+    ]
+    lines += ["", "## What the misses say", ""]
+    lines += findings(rows)
+    old = res.get("superseded_rows") or []
+    if old:
+        lines += ["", "## Superseded runs (kept, not counted above)", ""]
+        lines += ["| scenario | design | fault at | final | target |", "|---|---|---|---|---|"]
+        for r in old:
+            ok, why = outcome(r)
+            lines.append(
+                f"| {r['scenario']['name']} | {r.get('design', 'r1')} | {_f(r['scenario'].get('fault_step'))} | "
+                f"{r['final']} | {'met' if ok else 'missed: ' + why} |"
+            )
+    lines += ["", "## Commands", ""]
+    for r in rows:
+        lines.append(f"- {r['scenario']['name']}: `{r['command']}`")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _superseded(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stored rows replaced by ``rows`` whose scenario changed (e.g. the fault step), plus the
+    stored document's own superseded rows: what a re-run replaced stays on record."""
+    if not out.with_suffix(".json").exists():
+        return []
+    stored = json.loads(out.with_suffix(".json").read_text())
+    new = {(r["scenario"]["name"], r.get("design", "r1")): r["scenario"] for r in rows}
+    replaced = [
+        r
+        for r in stored["rows"]
+        if (key := (r["scenario"]["name"], r.get("design", "r1"))) in new and new[key] != r["scenario"]
+    ]
+    return list(stored.get("superseded_rows") or []) + replaced
+
+
+def _merged(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` plus the stored rows of (scenario, design) pairs they do not replace."""
+    if not out.with_suffix(".json").exists():
+        return rows
+    old = json.loads(out.with_suffix(".json").read_text())["rows"]
+    ran = {(r["scenario"]["name"], r.get("design", "r1")) for r in rows}
+    return [r for r in old if (r["scenario"]["name"], r.get("design", "r1")) not in ran] + rows
+
+
+def _document(rows: list[dict[str, Any]], args: str, wall: float) -> dict[str, Any]:
+    from benchmarks.machine import machine
+
+    order = {s.name: i for i, s in enumerate(SCENARIOS)}
+    rows = sorted(rows, key=lambda r: (r.get("design", "r1"), order.get(r["scenario"]["name"], 99)))
+    return {
+        "command": f".venv/bin/python -m benchmarks.gate_matrix {args}".strip(),
+        "finished_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": machine(),
+        "total_wall_seconds": wall,
+        "protocol": PROTOCOL,
+        "rows": rows,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--set", choices=("all", "development", "held_out_1", "held_out_2"), default="all")
+    ap.add_argument("--only", help="comma-separated scenario names")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default="docs/validation", help="writes OUT.json and OUT.md")
+    ap.add_argument("--merge", action="store_true", help="keep stored rows of scenarios not re-run")
+    ap.add_argument("--from-json", help="re-render OUT.md from a stored OUT.json (no runs)")
+    ap.add_argument("--from-partial", help="store and render the rows an interrupted run left (JSON lines)")
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    if a.from_json:
+        res = json.loads(Path(a.from_json).read_text())
+    elif a.from_partial:
+        rows = [json.loads(x) for x in Path(a.from_partial).read_text().splitlines() if x.strip()]
+        wall = sum(r.get("wall_seconds") or 0 for r in rows) / max(a.jobs, 1)
+        if a.merge:
+            rows = _merged(out, rows)
+        res = _document(rows, "--merge (rows of an interrupted run, saved as they finished)", wall)
+        out.with_suffix(".json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    else:
+        chosen = [s for s in SCENARIOS if a.set in ("all", s.set)]
+        if a.only:
+            names = set(a.only.split(","))
+            unknown = names - {s.name for s in SCENARIOS}
+            if unknown:
+                ap.error(f"unknown scenario(s) {sorted(unknown)}; known: {[s.name for s in SCENARIOS]}")
+            chosen = [s for s in chosen if s.name in names]
+        chosen.sort(key=lambda s: (s.set != "held_out_2", s.set))  # the unseen set first
+        t0 = time.perf_counter()
+        rows = run_all(chosen, a.jobs, out.with_suffix(".partial.jsonl"))
+        if a.merge:
+            rows = _merged(out, rows)
+        res = _document(rows, " ".join(argv or sys.argv[1:]), time.perf_counter() - t0)
+        res["superseded_rows"] = _superseded(out, rows)
+        out.with_suffix(".json").write_text(json.dumps(res, indent=1, default=str) + "\n")
+    out.with_suffix(".md").write_text(markdown(res))
+    print(f"wrote {out.with_suffix('.md')}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
