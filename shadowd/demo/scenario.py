@@ -113,6 +113,9 @@ class DemoRun:
             daemon.calibrator.settings, settle_steps=self.spec.settle_steps
         )
         daemon.start(http=False, jobs=False)
+        # The engine runs on simulated time, ahead of the wall clock: the daemon's receipt time (its
+        # bound on a frame's date) reads the same clock, as the gate's "now" does (_sim_now).
+        daemon.receiver.wall_clock = lambda: self._sim_now(ref)
         try:
             time.sleep(0.2)  # PUSH connects to the bound PULL
             ref.driver.submit(ref.workload(limit=self.spec.steps * 2))
