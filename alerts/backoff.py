@@ -9,11 +9,19 @@ random fraction of up to ``jitter``.
 [1.0, 2.0, 4.0, 8.0, 10.0, 10.0]
 >>> 0.9 <= Backoff(initial_s=1, jitter=0.1).delay(1) <= 1.0
 True
+
+The exponent stops growing once the cap is reached, so a sink that has been down for
+days (retry 10,000) still gets ``max_s`` rather than an ``OverflowError`` from
+``factor ** n`` that would end its outbox thread.
+
+>>> Backoff(initial_s=1, factor=2, max_s=60, jitter=0).delay(10_000)
+60.0
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 
 
@@ -28,8 +36,15 @@ class Backoff:
 
     def delay(self, retry: int) -> float:
         """Seconds to wait before retry number ``retry``."""
-        base = min(self.max_s, self.initial_s * self.factor ** (retry - 1))
+        base = min(self.max_s, self.initial_s * self.factor ** min(retry - 1, self._steps_to_cap))
         return base * (1.0 - self.jitter * random.random()) if self.jitter else float(base)
+
+    @property
+    def _steps_to_cap(self) -> int:
+        """Retries after which ``initial_s · factor^n`` has reached ``max_s`` (0 if it never grows)."""
+        if self.factor <= 1.0 or self.initial_s >= self.max_s:
+            return 0
+        return math.ceil(math.log(self.max_s / self.initial_s, self.factor))
 
     def schedule(self, retries: int) -> list[float]:
         """The delays before the first ``retries`` retries (for docs and tests)."""

@@ -16,6 +16,7 @@ TapDroppingFrames      warning   engine (optional)            the tap drops fram
 CalibrationMissing     warning   platform                     no model for this platform
 CalibrationStale       warning   platform                     the model is too old
 StorageErrors          warning   operation                    DuckDB writes/queries fail
+JobFailing             warning   job                          a scheduled job keeps failing
 =====================  ========  ===========================  ===========================
 
 >>> a = gate_left_go("NO_GO", platform="h100/llama-8b", failing_checks=["residual_p99"])
@@ -41,8 +42,18 @@ TAP_DROPPING = "TapDroppingFrames"
 CALIBRATION_MISSING = "CalibrationMissing"
 CALIBRATION_STALE = "CalibrationStale"
 STORAGE_ERRORS = "StorageErrors"
+JOB_FAILING = "JobFailing"
 #: every name above, e.g. for ``Notifier.sync(..., names=...)``
-NAMES = (GATE_NOT_GO, DRIFT, TAP_SILENT, TAP_DROPPING, CALIBRATION_MISSING, CALIBRATION_STALE, STORAGE_ERRORS)
+NAMES = (
+    GATE_NOT_GO,
+    DRIFT,
+    TAP_SILENT,
+    TAP_DROPPING,
+    CALIBRATION_MISSING,
+    CALIBRATION_STALE,
+    STORAGE_ERRORS,
+    JOB_FAILING,
+)
 
 
 def _engine(engine: str) -> dict[str, str]:
@@ -158,5 +169,21 @@ def storage_error(*, operation: str, error: str, count: int = 1) -> Alert:
             "error": error[:500],
             "count": count,
             "action": "check disk space and the database file's permissions",
+        },
+    )
+
+
+def job_failing(*, job: str, failures: int, error: str) -> Alert:
+    """A scheduled job (export, retention, ...) failed ``failures`` times in a row: e.g. export
+    stuck means raw rows of unexported days are kept and the disk fills."""
+    return Alert(
+        JOB_FAILING,
+        "warning",
+        {"job": job},
+        summary=f"scheduled job {job} keeps failing",
+        details={
+            "error": error[:500],
+            "consecutive_failures": failures,
+            "action": f"read the journal for 'job {job} failed'; check disk space and the export directory",
         },
     )

@@ -38,6 +38,11 @@ slack 14400, webhook 3600, log 3600; 0 disables), ``queue_size`` (1000),
 sinks also take ``timeout_s`` (10 s per attempt). Each sink type's own keys are
 in its module's ``options``.
 
+Secrets need not sit in the TOML: any string value written ``"credential:NAME"`` is read from
+the file ``NAME`` in ``$CREDENTIALS_DIRECTORY``, where systemd puts what the unit's
+``LoadCredential=NAME:/path`` names (readable by the service only), e.g.
+``routing_key = "credential:pagerduty-key"``.
+
 >>> validate({"sinks": {"pd": {"type": "pagerduty", "routing_key": "k", "timeout": 5}},
 ...           "routes": [{"match": {"severity": "critical"}, "sinks": ["pd", "slack"]}]})
 Traceback (most recent call last):
@@ -51,9 +56,11 @@ alerts.config.ConfigError: invalid alert configuration:
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from .alert import SEVERITIES
@@ -160,7 +167,43 @@ def _check_sinks(sinks: Any, where: str, problems: list[str]) -> dict[str, dict[
     return parsed
 
 
+CREDENTIAL = "credential:"
+
+
+def credential(name: str, env: Mapping[str, str] | None = None) -> str:
+    """The secret systemd handed the service as credential ``name`` (``LoadCredential=``).
+
+    >>> credential("pd", env={})
+    Traceback (most recent call last):
+    ...
+    ValueError: credential 'pd' not available: no $CREDENTIALS_DIRECTORY (add LoadCredential=pd:/path/to/secret to the unit)
+    """
+    env = os.environ if env is None else env
+    base = env.get("CREDENTIALS_DIRECTORY")
+    hint = f"add LoadCredential={name}:/path/to/secret to the unit"
+    if not base:
+        raise ValueError(f"credential {name!r} not available: no $CREDENTIALS_DIRECTORY ({hint})")
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"credential name {name!r} is not a file name")
+    try:
+        return (Path(base) / name).read_text().strip()
+    except OSError as exc:
+        raise ValueError(f"credential {name!r} not readable ({exc.strerror}; {hint})") from None
+
+
+def _with_credentials(table: Mapping, here: str, problems: list[str]) -> dict[str, Any]:
+    out = dict(table)
+    for key, value in table.items():
+        if isinstance(value, str) and value.startswith(CREDENTIAL):
+            try:
+                out[key] = credential(value[len(CREDENTIAL) :])
+            except ValueError as exc:
+                problems.append(f"{here}.{key}: {exc}")
+    return out
+
+
 def _check_sink(cls, table: Mapping, here: str, problems: list[str]) -> dict[str, Any]:
+    table = _with_credentials(table, here, problems)
     options = {**cls.options, **COMMON_OPTIONS}
     _unknown_keys({k: v for k, v in table.items() if k != "type"}, tuple(options), here, problems)
     values: dict[str, Any] = {"type": cls.type}

@@ -168,6 +168,13 @@ class Notifier:
                         queued += 1
         return queued
 
+    def adopt(self, old: Notifier) -> int:
+        """Fire here every alert still firing in ``old`` (a reload's replacement notifier takes
+        over: its sinks learn what is firing, with the original start); returns how many."""
+        with old._lock:
+            firing = [dataclasses.replace(a.latest, starts_at=a.starts_at) for a in old._active.values()]
+        return sum(self.fire(alert) for alert in firing)
+
     def active(self) -> list[Alert]:
         """The alerts firing now (for /healthz, the CLI, tests)."""
         with self._lock:

@@ -7,15 +7,18 @@ Layout under the export root (Hive partitioning, readable by DuckDB, Spark, Pola
 
 Incremental by *write-once partitions*: only complete UTC days (ended ``settle_s`` before
 ``now``) are exported, and an (engine, day) whose ``steps`` partition exists is never written
-again.  Each run writes into a staging directory inside the root and renames partitions into
-place, ``step_requests`` first and ``steps`` last, so a ``steps`` partition on disk means the
-day is complete on disk; a crash leaves at most a staging directory (removed by the next run)
-or a ``step_requests`` partition without ``steps`` (rewritten by the next run).  Consequence:
-rows that arrive for a day after it was exported are not exported (they stay in DuckDB).
+again.  Each partition is its own COPY into a staging directory inside the root; its file and
+directory are fsynced, then it is renamed into place (``step_requests`` first, ``steps`` last)
+and the parent directories fsynced, so a ``steps`` partition on disk means the day is complete
+and durable (after a power loss no empty file can mark a day exported whose raw rows retention
+then prunes).  A crash leaves at most a staging directory (removed by the next run) or a
+``step_requests`` partition without ``steps`` (rewritten by the next run).  A partition that
+fails is reported in ``ExportResult.failed`` and does not stop the others.  Consequence of
+write-once: rows that arrive for a day after it was exported are not exported (they stay in DuckDB).
 
 Export only reads the database, so it can run on a cursor of the daemon's connection off the
-writer thread.  Retention should keep raw rows of days not exported yet: pass
-:func:`first_unexported` as its ``protect_since``.
+writer thread.  Retention keeps raw rows of partitions not exported yet: pass
+:func:`unexported_partitions` as its ``keep_partitions``.
 
 >>> import duckdb, tempfile
 >>> from storage.schema import migrate
@@ -27,16 +30,18 @@ writer thread.  Retention should keep raw rows of days not exported yet: pass
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import shutil
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 import duckdb
 
 TABLES = ("step_requests", "steps")  # write order: steps last marks a partition complete
+MAX_NAME_BYTES = 255  # one path component on Linux file systems
 HIVE_TYPES = "{'engine_id': VARCHAR, 'day': DATE}"
 
 
@@ -45,14 +50,33 @@ class ExportResult:
     partitions: list[tuple[str, dt.date]] = field(default_factory=list)  # (engine_id, day) written
     rows: dict[str, int] = field(default_factory=dict)  # per table
     files: list[str] = field(default_factory=list)
+    failed: list[tuple[str, dt.date, str]] = field(default_factory=list)  # (engine_id, day, error)
 
 
 def _utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
+def partition_dir(engine_id: str, day: dt.date) -> str:
+    """``engine_id=<id>/day=<date>``, the id percent-encoded so any id is one safe path component.
+
+    An id whose encoding would pass the file-name limit is shortened, with a hash of the whole
+    id so two long ids never share a directory (readers then see the shortened id).
+
+    >>> partition_dir("rack 3/gpu=1", dt.date(2025, 1, 2))
+    'engine_id=rack%203%2Fgpu%3D1/day=2025-01-02'
+    >>> len(partition_dir("é" * 200, dt.date(2025, 1, 2)).split("/")[0]) <= MAX_NAME_BYTES
+    True
+    """
+    name = "engine_id=" + quote(engine_id, safe="")
+    if len(name.encode()) > MAX_NAME_BYTES:
+        digest = hashlib.sha256(engine_id.encode()).hexdigest()[:16]
+        name = name[: MAX_NAME_BYTES - 18].rstrip("%0123456789ABCDEF") + "~" + digest
+    return f"{name}/day={day.isoformat()}"
+
+
 def exported_partitions(root: str | os.PathLike, table: str = "steps") -> set[tuple[str, dt.date]]:
-    """(engine_id, day) pairs present on disk for ``table``."""
+    """(engine_id, day) pairs present on disk for ``table`` (shortened ids as on disk)."""
     base = Path(root) / table
     out: set[tuple[str, dt.date]] = set()
     if not base.is_dir():
@@ -69,6 +93,10 @@ def exported_partitions(root: str | os.PathLike, table: str = "steps") -> set[tu
     return out
 
 
+def _is_exported(root: Path, engine_id: str, day: dt.date) -> bool:
+    return (root / "steps" / partition_dir(engine_id, day)).is_dir()
+
+
 def pending_partitions(
     con: duckdb.DuckDBPyConnection,
     root: str | os.PathLike,
@@ -78,54 +106,94 @@ def pending_partitions(
 ) -> list[tuple[str, dt.date]]:
     """Complete (engine, day) pairs with rows in ``steps`` and no ``steps`` partition on disk."""
     upto = ((now or _utcnow()) - dt.timedelta(seconds=settle_s)).date()
-    have = exported_partitions(root)
     rows = con.execute(
         """SELECT DISTINCT engine_id, CAST(ts AS DATE) AS day FROM steps
                           WHERE ts < CAST(? AS TIMESTAMP) ORDER BY 1, 2""",
         [upto],
     ).fetchall()
-    return [(e, d) for e, d in rows if (e, d) not in have]
+    return [(e, d) for e, d in rows if not _is_exported(Path(root), e, d)]
+
+
+def unexported_partitions(
+    con: duckdb.DuckDBPyConnection, root: str | os.PathLike
+) -> list[tuple[str, dt.date]]:
+    """Every (engine, day) with raw rows and no export on disk: retention keeps these rows.
+    Per partition, so one that cannot be written holds back only its own rows."""
+    rows = con.execute("SELECT DISTINCT engine_id, CAST(ts AS DATE) FROM steps ORDER BY 2, 1").fetchall()
+    return [(e, d) for e, d in rows if not _is_exported(Path(root), e, d)]
 
 
 def first_unexported(con: duckdb.DuckDBPyConnection, root: str | os.PathLike) -> dt.datetime | None:
-    """Start of the earliest day with raw rows not exported yet (retention's ``protect_since``)."""
-    have = exported_partitions(root)
-    rows = con.execute("SELECT DISTINCT engine_id, CAST(ts AS DATE) FROM steps ORDER BY 2").fetchall()
-    days = [d for e, d in rows if (e, d) not in have]
-    return dt.datetime.combine(days[0], dt.time()) if days else None
+    """Start of the earliest day with raw rows not exported yet."""
+    days = [d for _, d in unexported_partitions(con, root)]
+    return dt.datetime.combine(min(days), dt.time()) if days else None
 
 
-def _copy(con: duckdb.DuckDBPyConnection, table: str, staging: Path) -> int:
+def _sql_string(path: Path) -> str:
+    """A path as a SQL string literal (quotes doubled): COPY takes no parameter for its target."""
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _copy_partition(
+    con: duckdb.DuckDBPyConnection, table: str, engine_id: str, day: dt.date, dest: Path
+) -> int:
+    """One table's rows of one (engine, day) into ``dest/data_0.parquet`` (fsynced); returns rows.
+    Partition columns live in the path, as Hive partitioning has them."""
     if table == "steps":
-        select = "SELECT s.*, CAST(s.ts AS DATE) AS day FROM steps s"
+        select = (
+            "SELECT s.* EXCLUDE (engine_id) FROM steps s WHERE s.engine_id = $e AND CAST(s.ts AS DATE) = $d"
+        )
     else:
-        select = """SELECT r.*, CAST(s.ts AS DATE) AS day FROM step_requests r
+        select = """SELECT r.* EXCLUDE (engine_id) FROM step_requests r
                     JOIN steps s ON s.engine_id = r.engine_id AND s.run_id = r.run_id
-                                AND s.step_seq = r.step_seq"""
-    sql = f"""COPY (SELECT q.* FROM ({select}) q
-                    SEMI JOIN _export_todo t ON t.engine_id = q.engine_id AND t.day = q.day)
-              TO '{staging / table}' (FORMAT parquet, PARTITION_BY (engine_id, day),
-                                      COMPRESSION zstd)"""
-    row = con.execute(sql).fetchone()
-    return int(row[0]) if row else 0
+                                AND s.step_seq = r.step_seq
+                    WHERE s.engine_id = $e AND CAST(s.ts AS DATE) = $d"""
+    n = con.execute(f"SELECT count(*) FROM ({select})", {"e": engine_id, "d": day}).fetchone()[0]
+    if not n and table != "steps":
+        return 0  # no file: readers see the table's columns from the others (attach_exports)
+    dest.mkdir(parents=True, exist_ok=True)
+    target = dest / "data_0.parquet"
+    con.execute(
+        f"COPY ({select}) TO {_sql_string(target)} (FORMAT parquet, COMPRESSION zstd)",
+        {"e": engine_id, "d": day},
+    )
+    _fsync(target)
+    _fsync(dest)
+    return int(n)
 
 
-def _move_into_place(staging: Path, root: Path, table: str, replace: bool) -> list[str]:
+def _fsync(path: Path) -> None:
+    """Make a file's data, or a directory's entries, durable (before a rename publishes them)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _publish(staging: Path, root: Path, table: str, part: str) -> list[str]:
+    """Rename one staged partition into place, durably (the parent directories fsynced)."""
+    src, dest = staging / table / part, root / table / part
+    if not src.is_dir():
+        return []
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(src, dest)
+    _fsync(dest.parent)
+    _fsync(src.parent)
+    return sorted(str(p) for p in dest.rglob("*.parquet"))
+
+
+def _export_one(
+    con: duckdb.DuckDBPyConnection, root: Path, staging: Path, engine_id: str, day: dt.date
+) -> tuple[dict[str, int], list[str]]:
+    part = partition_dir(engine_id, day)
+    rows = {t: _copy_partition(con, t, engine_id, day, staging / t / part) for t in TABLES}
     files: list[str] = []
-    src_base = staging / table
-    if not src_base.is_dir():
-        return files
-    for eng in sorted(src_base.iterdir()):
-        for day in sorted(eng.iterdir()):
-            dest = root / table / eng.name / day.name
-            if dest.exists():
-                if not replace:
-                    continue
-                shutil.rmtree(dest)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            os.rename(day, dest)
-            files += sorted(str(p) for p in dest.rglob("*.parquet"))
-    return files
+    for table in TABLES:  # steps last: its partition is the completion marker
+        files += _publish(staging, root, table, part)
+    return rows, files
 
 
 def export_parquet(
@@ -135,7 +203,10 @@ def export_parquet(
     now: dt.datetime | None = None,
     settle_s: float = 300.0,
 ) -> ExportResult:
-    """Write every pending complete (engine, day) partition of steps and step_requests."""
+    """Write every pending complete (engine, day) partition of steps and step_requests.
+
+    One COPY per table and partition: a partition that cannot be written (disk full, a bad
+    directory) is reported in ``failed`` and the others are still written."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     for stale in root.glob(".staging-*"):
@@ -145,17 +216,24 @@ def export_parquet(
         return ExportResult()
     staging = root / f".staging-{uuid.uuid4().hex[:12]}"
     staging.mkdir()
-    con.execute("CREATE OR REPLACE TEMP TABLE _export_todo (engine_id VARCHAR, day DATE)")
+    done: list[tuple[str, dt.date]] = []
+    rows = dict.fromkeys(TABLES, 0)
+    files: list[str] = []
+    failed: list[tuple[str, dt.date, str]] = []
     try:
-        con.executemany("INSERT INTO _export_todo VALUES (?, ?)", [list(t) for t in todo])
-        rows = {table: _copy(con, table, staging) for table in TABLES}
-        files: list[str] = []
-        for table in TABLES:  # steps last: its partition is the completion marker
-            files += _move_into_place(staging, root, table, replace=table != "steps")
+        for engine_id, day in todo:
+            try:
+                got, written = _export_one(con, root, staging, engine_id, day)
+            except (OSError, duckdb.Error) as exc:
+                failed.append((engine_id, day, f"{type(exc).__name__}: {exc}"))
+                continue
+            done.append((engine_id, day))
+            files += written
+            for table, n in got.items():
+                rows[table] += n
     finally:
-        con.execute("DROP TABLE IF EXISTS _export_todo")
         shutil.rmtree(staging, ignore_errors=True)
-    return ExportResult(partitions=todo, rows=rows, files=files)
+    return ExportResult(partitions=done, rows=rows, files=files, failed=failed)
 
 
 def parquet_source(glob: str) -> str:

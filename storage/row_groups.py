@@ -131,9 +131,11 @@ class Alignment:
         self.unmark(con, key)
         return int(deleted)
 
-    def recover(self, con: duckdb.DuckDBPyConnection) -> int:
-        """Delete child rows of steps a crash left half-committed; returns how many were deleted."""
+    def recover(self, con: duckdb.DuckDBPyConnection, keep: Key | None = None) -> int:
+        """Delete child rows of steps a crash left half-committed; returns how many were deleted.
+        ``keep``: a step whose rest the caller still holds (a reopen, not a crash)."""
         keys = con.execute(f"SELECT {', '.join(self.key)} FROM {self.marker_table}").fetchall()
+        keys = [k for k in keys if tuple(k) != keep]
         deleted = 0
         for key in keys:
             con.execute("BEGIN TRANSACTION")
@@ -190,9 +192,9 @@ class RowGroupCursor:
         self._rows = 0  # the table's row count when _filled was last right
         self._verify = True  # compare _filled with DuckDB after the next commit
 
-    def open(self, con: duckdb.DuckDBPyConnection) -> int:
+    def open(self, con: duckdb.DuckDBPyConnection, keep: Key | None = None) -> int:
         """Recover from a crash between a step's two transactions; returns child rows deleted."""
-        return self.alignment.recover(con)
+        return self.alignment.recover(con, keep)
 
     def room(self, con: duckdb.DuckDBPyConnection) -> int | None:
         """Child rows that complete the last row group; None if DuckDB cannot say (no cut)."""

@@ -8,7 +8,7 @@ transaction per migration, and records each in ``schema_migrations``.
 >>> import duckdb
 >>> con = duckdb.connect()
 >>> migrate(con)
-[1, 2, 3, 4, 5]
+[1, 2, 3, 4, 5, 6]
 >>> migrate(con)
 []
 """
@@ -132,6 +132,21 @@ MIGRATIONS: list[tuple[int, str]] = [
     ),
     (
         5,
+        """
+    -- What retention rolled up (storage.retention): per engine and minute, how many raw steps
+    -- tenant_minutes holds, and how many of them were pruned since.  A minute whose raw step
+    -- count differs (rows that arrived after it was rolled up) is rolled up again before any
+    -- of its rows may be pruned.
+    CREATE TABLE rollup_marks (
+        engine_id     VARCHAR   NOT NULL,
+        minute        TIMESTAMP NOT NULL,
+        steps         BIGINT    NOT NULL,
+        pruned_steps  BIGINT    NOT NULL DEFAULT 0
+    );
+    """,
+    ),
+    (
+        6,
         """
     -- One row per request that ended (finished, hit its length limit, or was aborted): the
     -- service it received.  Times are milliseconds from vLLM's arrival time, so queueing in the

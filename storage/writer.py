@@ -16,7 +16,12 @@ in between so a crash never leaves half a step behind.  ``flush()`` and
 
 A storage fault (disk full, I/O error) never kills the thread: the batch stays
 buffered (bounded; beyond the bound the oldest units are dropped whole, counted),
-the error is counted and kept in ``stats``, and the next flush retries.
+the error is counted and kept in ``stats``, and the next flush retries.  A *fatal*
+DuckDB error (e.g. a failed checkpoint or fsync) invalidates the database instance
+for good, so retrying on it would store nothing forever: the writer closes the
+connection and reopens the file (every ``reopen_interval_s`` until it succeeds),
+then retries.  ``stats.last_flush_monotonic`` (a commit, or a flush that found
+nothing waiting) and ``rows_waiting`` tell a health check whether storage keeps up.
 
 Memory is bounded in rows, not only in queue items: ``append`` refuses (and
 counts) rows once ``queue_max_rows`` are queued and not yet taken by the
@@ -43,6 +48,7 @@ True
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import threading
 import time
@@ -60,6 +66,25 @@ from storage.row_groups import Alignment, RowGroupCursor
 log = logging.getLogger(__name__)
 _STOP = object()
 _MANY = object()  # queue item tag: {table: columns} appended as one unit
+FILE_MODE = 0o640  # the database holds every tenant's usage: owner writes, group (operators) reads
+# No extension is installed or loaded behind the daemon's back (DuckDB would fetch one over the
+# network on first use of e.g. read_json): what runs is what was installed.
+DUCKDB_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+# DuckDB's message when a commit is durable and the checkpoint after it failed (the instance is
+# invalidated all the same): those rows are stored and must not be written again.
+_COMMITTED_BEFORE_FATAL = "COMMIT succeeded"
+
+
+def restrict_mode(path: str, mode: int = FILE_MODE) -> None:
+    """Take away any permission beyond ``mode`` from ``path`` and its WAL (a file made by hand
+    or under a loose umask); DuckDB creates files from the umask, which the daemon tightens."""
+    for p in (path, path + ".wal"):
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            continue
+        if st.st_mode & 0o777 & ~mode:
+            os.chmod(p, st.st_mode & 0o777 & mode)
 
 
 def _rows(columns: dict[str, np.ndarray]) -> int:
@@ -86,8 +111,11 @@ class WriterStats:
     rows_dropped: int = 0  # dropped because the queue or the retry buffer was full
     partial_rows_removed: int = 0  # request rows of half-committed steps deleted at open (after a crash)
     last_error: str | None = None
-    last_flush_monotonic: float = 0.0
-    last_progress_monotonic: float = 0.0  # any successful flush or job; for the watchdog
+    last_flush_monotonic: float = 0.0  # a commit, or a flush with nothing waiting
+    last_progress_monotonic: float = 0.0  # any successful flush or job
+    reopens: int = 0  # the database reopened after a fatal error
+    job: str | None = None  # the job running on the writer thread now
+    job_progress_monotonic: float = 0.0  # when it started (a long job runs as many short ones)
 
 
 class Writer:
@@ -106,6 +134,7 @@ class Writer:
         memory_limit: str | None = None,
         threads: int | None = None,
         alignment: Alignment | None = None,
+        reopen_interval_s: float = 1.0,
     ) -> None:
         self.path = path
         self.flush_rows = flush_rows
@@ -114,7 +143,11 @@ class Writer:
         self.buffer_max_rows = buffer_max_rows
         self.memory_limit = memory_limit
         self.threads = threads
+        self.alignment = alignment
         self.row_groups = RowGroupCursor(alignment) if alignment is not None else None
+        self.reopen_interval_s = reopen_interval_s
+        self._invalid = False  # the connection's database instance was invalidated (fatal error)
+        self._next_reopen = 0.0
         self.stats = WriterStats()
         self._setup = setup
         self._queue: queue.Queue = queue.Queue(maxsize=queue_max)
@@ -169,17 +202,17 @@ class Writer:
             self._queued_rows -= n
             self._queued_lock.notify_all()
 
-    def submit(self, fn: Callable[[duckdb.DuckDBPyConnection], Any]) -> Future:
+    def submit(self, fn: Callable[[duckdb.DuckDBPyConnection], Any], name: str = "job") -> Future:
         """Run ``fn(con)`` on the writer thread once the rows queued before it are written, except
         request rows the row-group cut holds back (fewer than one row group, stored with the next
-        flush); ``flush()`` writes those too."""
+        flush); ``flush()`` writes those too.  ``name`` shows in ``stats.job`` while it runs."""
         fut: Future = Future()
-        self._queue.put((None, (fn, fut)))
+        self._queue.put((None, (fn, fut, name)))
         return fut
 
     def flush(self, timeout: float | None = 30.0) -> None:
         """Block until everything queued so far is written (or failed)."""
-        self.submit(lambda con: self._flush_all(con)).result(timeout)
+        self.submit(lambda con: self._flush_all(con), "flush").result(timeout)
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """A read connection to the same database instance (safe from other threads)."""
@@ -200,24 +233,42 @@ class Writer:
     def queued_rows(self) -> int:
         return self._queued_rows
 
+    @property
+    def rows_waiting(self) -> int:
+        """Rows handed to the writer and not stored yet (queued or buffered for retry)."""
+        try:  # read from other threads while the writer thread updates it
+            buffered = sum(tuple(self._buffered_rows.values()))
+        except RuntimeError:
+            buffered = 0
+        return self._queued_rows + buffered
+
     # -- writer thread -----------------------------------------------------
+    def _connect(self, keep: tuple | None = None) -> duckdb.DuckDBPyConnection:
+        con = duckdb.connect(self.path, config=DUCKDB_CONFIG)
+        restrict_mode(self.path)
+        try:
+            if self.memory_limit is not None:  # DuckDB's default is 80% of the host's RAM
+                con.execute("SET memory_limit = ?", [self.memory_limit])
+            if self.threads is not None:  # DuckDB's default is every core of the host
+                con.execute(f"SET threads = {int(self.threads)}")
+            if self._setup is not None:
+                self._setup(con)
+            if self.row_groups is not None:
+                self._recover(con, keep)
+        except BaseException:
+            con.close()
+            raise
+        return con
+
     def _run(self) -> None:
         try:
-            self.con = duckdb.connect(self.path)
-            if self.memory_limit is not None:  # DuckDB's default is 80% of the host's RAM
-                self.con.execute("SET memory_limit = ?", [self.memory_limit])
-            if self.threads is not None:  # DuckDB's default is every core of the host
-                self.con.execute(f"SET threads = {int(self.threads)}")
-            if self._setup is not None:
-                self._setup(self.con)
-            if self.row_groups is not None:
-                self._recover(self.con)
+            self.con = self._connect()
         except BaseException as exc:  # report to start(), never raise on the thread
             self._start_error = exc
             self._ready.set()
             return
         self._ready.set()
-        self.stats.last_progress_monotonic = time.monotonic()
+        self.stats.last_progress_monotonic = self.stats.last_flush_monotonic = time.monotonic()
         next_flush = time.monotonic() + self._tick_s
         while True:
             timeout = max(0.0, next_flush - time.monotonic())
@@ -228,7 +279,10 @@ class Writer:
             if item is _STOP:
                 self._drain_queue()
                 self._flush_all(self.con)
-                self.con.close()
+                try:
+                    self.con.close()
+                except duckdb.Error:
+                    pass
                 return
             if item is not None:
                 self._handle(item)
@@ -252,15 +306,22 @@ class Writer:
         if table is _MANY:
             self._buffer(payload)
             return
-        fn, fut = payload
+        fn, fut, name = payload
         self._flush_all(self.con, whole=False)  # a job sees the rows queued before it (see submit)
+        if self._invalid and not self._reopen():
+            fut.set_exception(RuntimeError(f"{name}: database invalidated, reopening failed"))
+            return
+        self.stats.job, self.stats.job_progress_monotonic = name, time.monotonic()
         try:
             fut.set_result(fn(self.con))
             self.stats.last_progress_monotonic = time.monotonic()
         except BaseException as exc:
-            self._record_error(f"job failed: {exc}")
+            self._record_error(f"job {name} failed: {exc}")
+            self._invalid |= isinstance(exc, duckdb.FatalException)
             fut.set_exception(exc)
-        if self.row_groups is not None:
+        finally:
+            self.stats.job = None
+        if self.row_groups is not None and not self._invalid:
             self.row_groups.after_job(self.con)
 
     def _buffer(self, unit: dict[str, dict[str, np.ndarray]]) -> None:
@@ -290,9 +351,9 @@ class Writer:
             return True  # a row group can be completed
         return any(n >= self.flush_rows for n in self._buffered_rows.values())
 
-    def _recover(self, con: duckdb.DuckDBPyConnection) -> None:
+    def _recover(self, con: duckdb.DuckDBPyConnection, keep: tuple | None = None) -> None:
         assert self.row_groups is not None
-        removed = self.row_groups.open(con)
+        removed = self.row_groups.open(con, keep)
         if removed:
             self.stats.partial_rows_removed += removed
             log.warning(
@@ -318,7 +379,11 @@ class Writer:
         the aligned table is cut at its last row-group boundary and the rest waits."""
         merged = _merged(self._units)
         if not merged:
+            self.stats.last_flush_monotonic = time.monotonic()  # nothing waits: storage keeps up
             return
+        if self._invalid and not self._reopen():
+            return
+        con = self.con
         now, later, partial = self._cut(con, merged, whole)
         try:
             con.execute("BEGIN TRANSACTION")
@@ -334,12 +399,21 @@ class Writer:
                 except duckdb.Error:
                     pass
                 raise
+        except duckdb.FatalException as exc:
+            self._record_error(f"insert into {', '.join(merged)} failed, database invalidated: {exc}")
+            self._invalid = True
+            if _COMMITTED_BEFORE_FATAL not in str(exc):
+                self._units = [merged]  # not stored: retry once reopened
+                return
+            if self.row_groups is not None:  # stored; the fill is asked again after the reopen
+                self.row_groups.partial, self.row_groups.orphaned = pending, []
         except (duckdb.Error, OSError) as exc:
             self._record_error(f"insert into {', '.join(merged)} failed: {exc}")
             self._units = [merged]  # keep for retry, bounded
             return
-        if self.row_groups is not None:
-            self.row_groups.committed(con, now, pending)
+        else:
+            if self.row_groups is not None:
+                self.row_groups.committed(con, now, pending)
         now_s = time.monotonic()
         for table, columns in now.items():
             self.stats.rows_written[table] = self.stats.rows_written.get(table, 0) + _rows(columns)
@@ -348,6 +422,32 @@ class Writer:
         self._buffered_rows = {t: _rows(rest[t]) if t in rest else 0 for t in self._buffered_rows}
         self.stats.flushes += 1
         self.stats.last_flush_monotonic = self.stats.last_progress_monotonic = now_s
+
+    def _reopen(self) -> bool:
+        """Replace an invalidated connection with a new one on the same file (rate-limited)."""
+        now = time.monotonic()
+        if now < self._next_reopen:
+            return False
+        self._next_reopen = now + self.reopen_interval_s
+        try:
+            if self.con is not None:
+                self.con.close()
+        except duckdb.Error:
+            pass
+        keep = self.row_groups.partial if self.row_groups is not None else None
+        if self.alignment is not None:
+            self.row_groups = RowGroupCursor(self.alignment)
+            self.row_groups.partial = keep  # its rest is buffered here: not an orphan
+        try:
+            con = self._connect(keep)
+            con.execute("SELECT 1").fetchall()  # an instance another cursor kept alive stays invalid
+        except Exception as exc:
+            self._record_error(f"reopening the database failed: {exc}")
+            return False
+        self.con, self._invalid = con, False
+        self.stats.reopens += 1
+        log.warning("storage: database reopened after a fatal error (%d reopens)", self.stats.reopens)
+        return True
 
     def _cut(
         self, con: duckdb.DuckDBPyConnection, merged: dict, whole: bool

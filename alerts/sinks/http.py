@@ -21,7 +21,11 @@ classification is the whole retry policy for HTTP sinks:
 from __future__ import annotations
 
 import email.utils
+import functools
+import http.client
 import json
+import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -39,7 +43,62 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # urllib then raises HTTPError with the 3xx status
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect())
+class _Deadline:
+    """Connection mixin: shut the socket down once the attempt's total time is spent.
+
+    ``timeout`` bounds each socket operation only, so a receiver that trickles a byte at a time
+    could hold the sink's outbox (and every alert queued behind it) indefinitely."""
+
+    total_s: float
+
+    def __init__(self, *args: Any, total_s: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[call-arg]
+        self.total_s = total_s
+        self._timer: threading.Timer | None = None
+
+    def connect(self) -> None:
+        timer = threading.Timer(self.total_s, self._expire)
+        timer.daemon = True
+        self._timer = timer
+        timer.start()
+        super().connect()  # type: ignore[misc]
+        self._socket = self.sock  # urllib drops ``self.sock`` before the body is read
+
+    def _expire(self) -> None:
+        sock = getattr(self, "_socket", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        super().close()  # type: ignore[misc]
+
+
+class _DeadlineHTTP(_Deadline, http.client.HTTPConnection):
+    pass
+
+
+class _DeadlineHTTPS(_Deadline, http.client.HTTPSConnection):
+    pass
+
+
+class _HTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req):  # type: ignore[no-untyped-def]
+        return self.do_open(functools.partial(_DeadlineHTTP, total_s=req.timeout), req)
+
+
+class _HTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):  # type: ignore[no-untyped-def]
+        return self.do_open(
+            functools.partial(_DeadlineHTTPS, total_s=req.timeout), req, context=self._context
+        )
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect(), _HTTPHandler(), _HTTPSHandler())
 
 
 def retryable_status(status: int) -> bool:
@@ -78,6 +137,8 @@ def post_json(
 ) -> tuple[int, bytes]:
     """POST ``body`` as JSON; return (status, response body) on 2xx, else raise :class:`DeliveryError`.
 
+    ``timeout`` bounds the whole attempt (connect, send, response), not only each socket operation.
+
     Error messages name the URL's scheme and host only: any webhook may carry a token in its
     path or query (``secret_url`` is kept for callers; every URL is treated so).
     """
@@ -98,6 +159,8 @@ def post_json(
             retryable=retryable_status(err.code),
             retry_after=parse_retry_after(err.headers.get("Retry-After")),
         ) from None
+    except http.client.HTTPException as err:  # cut short, e.g. at the attempt's deadline
+        raise DeliveryError(f"POST {shown}: {type(err).__name__}", retryable=True) from None
     except (urllib.error.URLError, OSError) as err:  # refused, reset, DNS, timeout
         reason = getattr(err, "reason", err)
         raise DeliveryError(f"POST {shown}: {reason}", retryable=True) from None

@@ -149,6 +149,9 @@ class RetentionConfig:
     raw_days: int = key(14, between(1, 3650), "raw steps/step_requests kept this many days")
     rollup_days: int = key(400, between(1, 36500), "per-tenant per-minute roll-ups kept this long")
     interval_s: float = key(3600.0, positive, "seconds between retention runs")
+    chunk_rows: int = key(
+        1_000_000, between(10_000, 100_000_000), "request rows per retention transaction (bounds each one)"
+    )
 
 
 @dataclass(frozen=True)
@@ -213,7 +216,7 @@ class ReportConfig:
 class Config:
     """Everything the daemon reads from its config file; see docs/operations.md."""
 
-    listen: str = key("ipc:///run/shadowd/tap.sock", None, "zmq endpoint the tap pushes to")
+    listen: str = key("ipc:///run/shadowd-tap/tap.sock", None, "zmq endpoint the tap pushes to")
     db: str = key("/var/lib/shadowd/shadowd.duckdb", None, "DuckDB file (the daemon owns it)")
     http: str = key("127.0.0.1:9477", None, "HOST:PORT of /metrics, /gate, /healthz")
     http_allow_remote: bool = key(False, None, "allow a non-loopback http address")
@@ -595,7 +598,7 @@ def check_config_paths(cfg: Config) -> list[str]:
         ),
     ]
     if path := ipc_path(cfg.listen):
-        checks.append(("listen", os.path.dirname(path), "RuntimeDirectory=shadowd creates /run/shadowd"))
+        checks.append(("listen", os.path.dirname(path), "shadowd.tmpfiles creates /run/shadowd-tap"))
     if cfg.export.dir is not None:
         target = cfg.export.dir if os.path.isdir(cfg.export.dir) else os.path.dirname(cfg.export.dir)
         checks.append(("export.dir", target, "and add it to ReadWritePaths= in the unit"))

@@ -1,8 +1,9 @@
 """The daemon's scheduled jobs (APScheduler 3, background thread, UTC).
 
 Every job coalesces missed runs into one and never overlaps itself; an
-exception in a job is counted and handed to ``on_error``, never fatal.  Retention
-and export run on the writer thread (they write); the others read through cursors.
+exception in a job is handed to ``on_error`` (a success to ``on_success``), never fatal.
+Retention runs on the writer thread, one writer job per chunk (ingest flushes in between and the
+watchdog sees each chunk as progress); export reads through a cursor and writes files.
 The service builds the job table (``daemon_jobs``); this module knows nothing of
 the service itself.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from apscheduler.events import EVENT_JOB_ERROR
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from shadowd.daemon.config import Config
@@ -41,47 +41,92 @@ def daemon_jobs(
     return jobs
 
 
+class ExportFailed(RuntimeError):
+    """Some partitions could not be exported (the others were)."""
+
+
 def run_retention(config: Config, writer: Writer) -> Any:
-    """Roll up, then prune raw rows (never rows the Parquet export has not taken yet)."""
-    from storage.export import first_unexported
-    from storage.retention import apply_retention, utcnow
+    """Roll up, then prune raw rows (never rows of partitions the Parquet export has not taken),
+    in chunks, each a job on the writer thread; then retire ended requests into their histograms."""
+    from storage.export import unexported_partitions
+    from storage.retention import run_retention as retain
+    from storage.retention import utcnow
     from storage.service_rollup import retire_requests
 
     r, export_dir = config.retention, config.export.dir
-
-    def retain(con: Any) -> Any:
-        protect = first_unexported(con, export_dir) if export_dir else None
-        result = apply_retention(con, raw_days=r.raw_days, rollup_days=r.rollup_days, protect_since=protect)
-        retire_requests(
-            con, raw_days=r.raw_days, rollup_days=r.rollup_days, now=utcnow(), protect_since=protect
-        )
-        return result
-
-    return writer.submit(retain).result()
+    keep = (lambda con: unexported_partitions(con, export_dir)) if export_dir else ()
+    result = retain(
+        lambda fn: writer.submit(fn, "retention").result(),
+        raw_days=r.raw_days,
+        rollup_days=r.rollup_days,
+        keep_partitions=keep,
+        chunk_rows=r.chunk_rows,
+    )
+    writer.submit(
+        lambda con: retire_requests(con, raw_days=r.raw_days, rollup_days=r.rollup_days, now=utcnow()),
+        "retention",
+    ).result()
+    return result
 
 
 def run_export(config: Config, writer: Writer) -> Any:
-    """Export complete days to Parquet; reads through a cursor, so ingest is not held up."""
+    """Export complete days to Parquet; reads through a cursor, so ingest is not held up.
+    Raises (after writing every partition it can) when some partitions failed."""
     from storage.export import export_parquet
 
-    return export_parquet(writer.cursor(), config.export.dir)
+    result = export_parquet(writer.cursor(), config.export.dir)
+    if result.failed:
+        engine, day, error = result.failed[0]
+        raise ExportFailed(
+            f"{len(result.failed)} of {len(result.failed) + len(result.partitions)} partitions not "
+            f"exported (first: engine {engine!r} day {day}: {error})"
+        )
+    return result
 
 
-def start_jobs(jobs: JobTable, on_error: Callable[[str, BaseException], None]) -> BackgroundScheduler:
+OnError = Callable[[str, BaseException], None]
+OnSuccess = Callable[[str], None]
+
+
+def reporting(
+    name: str, fn: Callable[[], Any], on_error: OnError, on_success: OnSuccess
+) -> Callable[[], Any]:
+    """``fn`` that reports how it ended (what the scheduler runs, and a test's direct call)."""
+
+    def run() -> Any:
+        try:
+            out = fn()
+        except Exception as exc:
+            on_error(name, exc)
+            return None
+        on_success(name)
+        return out
+
+    return run
+
+
+def start_jobs(
+    jobs: JobTable, on_error: OnError, on_success: OnSuccess = lambda name: None
+) -> BackgroundScheduler:
     sched = BackgroundScheduler(
         timezone="UTC", job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": 60}
     )
-    sched.add_listener(lambda event: on_error(event.job_id, event.exception), EVENT_JOB_ERROR)
     for name, (interval, fn) in jobs.items():
-        sched.add_job(fn, "interval", seconds=interval, id=name, name=name)
+        sched.add_job(
+            reporting(name, fn, on_error, on_success), "interval", seconds=interval, id=name, name=name
+        )
     sched.start()
     return sched
 
 
-def reschedule(sched: BackgroundScheduler, jobs: JobTable) -> None:
+def reschedule(
+    sched: BackgroundScheduler, jobs: JobTable, on_error: OnError, on_success: OnSuccess = lambda name: None
+) -> None:
     """Apply new intervals (and add jobs a reload enabled, e.g. export)."""
     for name, (interval, fn) in jobs.items():
         if sched.get_job(name) is None:
-            sched.add_job(fn, "interval", seconds=interval, id=name, name=name)
+            sched.add_job(
+                reporting(name, fn, on_error, on_success), "interval", seconds=interval, id=name, name=name
+            )
         else:
             sched.reschedule_job(name, trigger="interval", seconds=interval)

@@ -86,7 +86,7 @@ class MetricSources:
     decision: Callable[[], dict[str, Any] | None]
     stats: IngestStats
     drift: DriftWatch
-    notifier: Notifier | None = None
+    notifier: Callable[[], Notifier] | None = None  # read per scrape: a reload replaces it
     tenants: TenantRoster | None = None
     http_refused: Callable[[], dict[str, int]] | None = None
 
@@ -127,6 +127,14 @@ class DaemonCollector(Collector):
             status.storage_rows_dropped,
         )
         yield _counter("shadowd_job_errors", "Scheduled jobs that raised", status.job_errors)
+        yield _counter(
+            "shadowd_storage_reopens", "Database reopened after a fatal DuckDB error", status.storage_reopens
+        )
+        yield GaugeMetricFamily(
+            "shadowd_storage_rows_waiting",
+            "Rows handed to the writer, not stored yet",
+            value=status.writer_rows_waiting,
+        )
         yield from _residual_metrics(src.stats)
         t = CounterMetricFamily(
             "shadowd_tenant_attributed_seconds",
@@ -163,7 +171,7 @@ class DaemonCollector(Collector):
         yield de
         yield from _drift_watch_metrics(src.drift.state().get("residual"))
         if src.notifier is not None:
-            yield _notification_metrics(src.notifier)
+            yield _notification_metrics(src.notifier())
 
 
 def _gate_metrics(decision: dict[str, Any] | None) -> Iterator[Any]:

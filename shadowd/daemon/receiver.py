@@ -271,6 +271,9 @@ class FrameReceiver:
         except Exception:
             self.faults["consumer"] += 1
             log.exception("ingest: consumer failed on %d frames (dropped, counted)", len(batch))
+        # A hand-over may wait (bounded) on a busy writer, and one burst may hand over many
+        # batches: each one returning is the loop making progress, not a wedge.
+        self.last_loop_monotonic = time.monotonic()
 
     def _fault(self, kind: str, detail: str) -> None:
         self.faults[kind] += 1

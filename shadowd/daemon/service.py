@@ -16,12 +16,14 @@ the config) and returns the exit code.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from alerts import catalog
 from alerts.config import build_notifier
 from alerts.notifier import Notifier
 from shadowd.daemon import systemd_notify as notify
@@ -40,14 +42,14 @@ from shadowd.daemon.drift_watch import DriftWatch
 from shadowd.daemon.gate_evidence import DaemonFacts
 from shadowd.daemon.gatekeeper import GateKeeper
 from shadowd.daemon.http_server import ApiServer
-from shadowd.daemon.jobs import daemon_jobs, reschedule, start_jobs
+from shadowd.daemon.jobs import daemon_jobs, reporting, reschedule, start_jobs
 from shadowd.daemon.metrics import IngestStats, MetricSources, registry_for
 from shadowd.daemon.pipeline import IngestPipeline
 from shadowd.daemon.receiver import FrameReceiver
 from shadowd.daemon.request_ids import RequestIdHasher, host_key
 from shadowd.daemon.routes import ReportLimits, daemon_routes
 from shadowd.daemon.stability import stability_from_db
-from shadowd.daemon.status import DaemonStatus
+from shadowd.daemon.status import WRITER_STALL_S, DaemonStatus
 from shadowd.daemon.tenants import TenantRoster
 from storage.queries import known_runs, known_tenants
 from storage.records import latest_model_version, resolve_drift_events, save_drift_events, save_model_version
@@ -56,6 +58,8 @@ from storage.schema import migrate
 from storage.writer import Writer
 
 log = logging.getLogger("shadowd.daemon.service")
+UMASK = 0o027
+JOB_FAILING_AFTER = 3  # consecutive failures of one job before the JobFailing alert
 
 
 def running_platform(config: Config) -> dict[str, Any] | None:
@@ -111,7 +115,9 @@ class Daemon:
         self.jobs: Any = None
         self.http: Any = None
         self.job_errors = 0
+        self._job_failures: dict[str, int] = {}  # job -> consecutive failures
         self.stall_s = 10.0  # ingest loop silent this long = wedged (watchdog stops pinging)
+        self.writer_stall_s = WRITER_STALL_S  # rows waiting with no flush this long = wedged storage
         self._stopped = threading.Event()
         self._on_stop: list[Callable[[], None]] = []
 
@@ -236,10 +242,13 @@ class Daemon:
             seconds_since_ingest_loop=(mono - rx.last_loop_monotonic) if rx else None,
             stall_s=self.stall_s,
             writer_queue_depth=self.writer.queue_depth,
-            seconds_since_writer_progress=(mono - w.last_progress_monotonic)
-            if w.last_progress_monotonic
-            else None,
+            seconds_since_writer_flush=(mono - w.last_flush_monotonic) if w.last_flush_monotonic else None,
             jobs_running=self.jobs is None or self.jobs.running,
+            writer_rows_waiting=self.writer.rows_waiting,
+            writer_stall_s=self.writer_stall_s,
+            writer_job=w.job,
+            seconds_since_job_progress=(mono - w.job_progress_monotonic) if w.job is not None else None,
+            storage_reopens=w.reopens,
             steps_ingested=self.pipeline.steps_ingested,
             rows_ingested=self.pipeline.rows_ingested,
             frames_received=rx.frames_received if rx else 0,
@@ -267,7 +276,7 @@ class Daemon:
             drift=self.drift,
             tenants=self.tenants,
             http_refused=lambda: dict(self.http.refused) if self.http is not None else {},
-            notifier=self.notifier,
+            notifier=lambda: self.notifier,
         )
 
     def health_tick(self) -> None:
@@ -279,7 +288,21 @@ class Daemon:
 
     def count_job_error(self, job: str, exc: BaseException) -> None:
         self.job_errors += 1
-        log.error("job %s failed: %s", job, exc)
+        failures = self._job_failures[job] = self._job_failures.get(job, 0) + 1
+        log.error("job %s failed (%d in a row): %s", job, failures, exc)
+        if failures >= JOB_FAILING_AFTER:
+            self.notifier.fire(
+                catalog.job_failing(job=job, failures=failures, error=f"{type(exc).__name__}: {exc}")
+            )
+
+    def count_job_success(self, job: str) -> None:
+        if self._job_failures.pop(job, 0):
+            self.notifier.resolve(catalog.JOB_FAILING, {"job": job})
+
+    def run_job_now(self, name: str) -> Any:
+        """Run one scheduled job on the calling thread, reported as the scheduler reports it."""
+        _, fn = self.job_table()[name]
+        return reporting(name, fn, self.count_job_error, self.count_job_success)()
 
     def job_table(self) -> dict[str, tuple[float, Callable[[], Any]]]:
         """Every scheduled job: name -> (interval in seconds, what to run)."""
@@ -287,6 +310,7 @@ class Daemon:
 
     # -- lifecycle -------------------------------------------------------------
     def start(self, *, http: bool = True, jobs: bool = True) -> None:
+        os.umask(os.umask(UMASK) | UMASK)  # files it creates (database, WAL, exports): 0640 at most
         self.writer.start()
         self._resume_calibration()
         known = self.writer.submit(known_runs).result()
@@ -305,7 +329,7 @@ class Daemon:
         if http:
             self._start_http()
         if jobs:
-            self.jobs = start_jobs(self.job_table(), self.count_job_error)
+            self.jobs = start_jobs(self.job_table(), self.count_job_error, self.count_job_success)
         log.info("shadowd listening on %s, storing to %s", self.config.listen, self.config.db)
 
     def _resume_calibration(self) -> None:
@@ -364,6 +388,24 @@ class Daemon:
             self.pipeline.rows_ingested,
         )
 
+    def _replace_notifier(self, alerts: Any) -> None:
+        """New sinks from now on (a revoked webhook or routing key stops being used); the new
+        notifier takes over what is firing, the old one drains briefly off this thread."""
+        try:
+            new = build_notifier(alerts)
+        except Exception as exc:  # validated at load; never lose alerting on a reload
+            log.error("alerts config not applied, keeping the running sinks: %s", exc)
+            return
+        old, self.notifier = self.notifier, new
+        self.rules.notifier = new
+        carried = new.adopt(old)
+        threading.Thread(
+            target=old.close, kwargs={"drain_s": 2.0}, name="shadowd-old-notifier", daemon=True
+        ).start()
+        log.info(
+            "alerts config reloaded: %d sinks, %d firing alerts carried over", len(new.counters()), carried
+        )
+
     def serve(self, reload: Callable[[], Config | None] | None = None) -> int:
         """Run until SIGTERM or SIGINT; SIGHUP calls ``reload``. Returns the exit code."""
         wake, hup = threading.Event(), threading.Event()
@@ -401,6 +443,8 @@ class Daemon:
             )
         self.gatekeeper.set_policy(new.gate.policy)
         self.platform_key = running_platform(new)
+        if new.alerts != self.config.alerts:
+            self._replace_notifier(new.alerts)
         self.config = new
         if self.jobs is not None:
-            reschedule(self.jobs, self.job_table())
+            reschedule(self.jobs, self.job_table(), self.count_job_error, self.count_job_success)

@@ -98,7 +98,11 @@ class DatabaseBusy(RuntimeError):
 def open_db(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open a shadowd database, with an error that says what to do when it is locked."""
     try:
-        return duckdb.connect(path, read_only=read_only)
+        return duckdb.connect(
+            path,
+            read_only=read_only,
+            config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+        )
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise DatabaseBusy(

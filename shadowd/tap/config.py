@@ -9,14 +9,26 @@ Tenant sources (``shadowd.tap.tenant``), each off unless set; the first that yie
                          set it, so only with a gateway that overwrites it).
 ``SHADOWD_TENANT_LORA``  ``1``: the LoRA adapter name.
 ``SHADOWD_TENANT_PREFIX_SEP``  the request id's prefix before this separator.
-``SHADOWD_TAP_HWM``      frames queued for a slow daemon before dropping (default 4096).
+``SHADOWD_TAP_HWM``      frames queued for a slow daemon before dropping (default 4096, bounded to
+                         ``HWM_RANGE``; a value that is not a whole number, or out of range, is
+                         replaced by the default or the nearest bound, with a warning).
+
+A bad value never stops the engine: the tap falls back and says so in the engine's log.
+
+>>> TapConfig.from_env(env={"SHADOWD_TAP_HWM": "10"}).hwm, TapConfig.from_env(env={"SHADOWD_TAP_HWM": "lots"}).hwm
+(16, 4096)
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from dataclasses import dataclass
+
+log = logging.getLogger("shadowd.tap")
+DEFAULT_HWM = 4096
+HWM_RANGE = (16, 1_000_000)  # below: drops at the first hiccup; above: unbounded engine memory
 
 
 @dataclass(frozen=True)
@@ -26,15 +38,12 @@ class TapConfig:
     tenant_key: str | None = None
     tenant_prefix_sep: str | None = None
     tenant_lora: bool = False
-    hwm: int = 4096
+    hwm: int = DEFAULT_HWM
 
     @classmethod
     def from_env(cls, dp_rank: int = 0, env: dict[str, str] | None = None) -> TapConfig:
         env = os.environ if env is None else env
-        try:
-            hwm = max(1, int(env.get("SHADOWD_TAP_HWM", "4096")))
-        except ValueError:
-            hwm = 4096
+        hwm = _hwm(env.get("SHADOWD_TAP_HWM"))
         return cls(
             endpoint=env.get("SHADOWD_TAP") or None,
             engine_id=env.get("SHADOWD_ENGINE_ID") or f"{socket.gethostname()}-dp{dp_rank}",
@@ -43,3 +52,19 @@ class TapConfig:
             tenant_lora=env.get("SHADOWD_TENANT_LORA", "") in ("1", "true", "yes"),
             hwm=hwm,
         )
+
+
+def _hwm(raw: str | None) -> int:
+    if raw is None or not raw.strip():
+        return DEFAULT_HWM
+    lo, hi = HWM_RANGE
+    try:
+        value = int(raw)
+    except ValueError:
+        log.warning("SHADOWD_TAP_HWM=%r is not a whole number; using %d", raw[:40], DEFAULT_HWM)
+        return DEFAULT_HWM
+    if not lo <= value <= hi:
+        bounded = min(max(value, lo), hi)
+        log.warning("SHADOWD_TAP_HWM=%d is outside %d..%d; using %d", value, lo, hi, bounded)
+        return bounded
+    return value

@@ -14,8 +14,8 @@ adds to it, so one message per batch is what makes batching pay (the costs:
 docs/benchmarks.md, tap cost, "What was optimised", measured by
 ``benchmarks/tap_cost.py``).  zmq's high-water mark counts messages, not
 frames: it is set to ``hwm // 4`` messages.  Steps slower than the recorder's
-send interval (16 ms) go one frame per message, so ``hwm // 4`` frames queue
-(≥ 16 s of such steps at the default); faster steps share messages of up to
+send interval (50 ms) go one frame per message, so ``hwm // 4`` frames queue
+(≥ 50 s of such steps at the default); faster steps share messages of up to
 ``BATCH_FRAMES`` frames, so at most ``4 * hwm`` (small, fast-step) frames
 queue before the tap drops.
 """

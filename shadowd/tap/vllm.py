@@ -60,6 +60,12 @@ class TapMixin:
             self.shadowd_tap.on_preempt(request)
         return result
 
+    def _free_request(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        result = super()._free_request(request, *args, **kwargs)
+        if self.shadowd_tap is not None:
+            self.shadowd_tap.on_finish(request)
+        return result
+
     def schedule(self, *args: Any, **kwargs: Any) -> Any:
         tap = self.shadowd_tap
         if tap is None:
@@ -71,9 +77,12 @@ class TapMixin:
 
     def update_from_output(self, scheduler_output: Any, model_runner_output: Any) -> Any:
         tap = self.shadowd_tap
-        if tap is not None:
-            tap.on_output(scheduler_output, tap.clock())
-        return super().update_from_output(scheduler_output, model_runner_output)
+        if tap is None:
+            return super().update_from_output(scheduler_output, model_runner_output)
+        t_done = tap.clock()  # output arrival; the frame is built once the scheduler took it in,
+        result = super().update_from_output(scheduler_output, model_runner_output)
+        tap.on_output(scheduler_output, t_done)  # so it carries the requests that just finished
+        return result
 
 
 def _make_recorder(scheduler: Any) -> StepRecorder | None:
@@ -87,6 +96,9 @@ def _make_recorder(scheduler: Any) -> StepRecorder | None:
         engine_id=cfg.engine_id,
         requests=scheduler.requests,
         tenants=TenantResolver(cfg.tenant_key, cfg.tenant_prefix_sep, cfg.tenant_lora),
+        # A KV connector can roll computed tokens back behind the tap's back (invalid blocks):
+        # then every step's token columns are computed in full.
+        sparse=getattr(scheduler, "connector", None) is None,
     )
     recorder.count_send_drops_with(lambda: sender.dropped)
     log.info("shadowd tap on: engine %s run %s -> %s", cfg.engine_id, recorder.run_id, cfg.endpoint)

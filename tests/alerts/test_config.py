@@ -192,3 +192,23 @@ def test_the_error_message_lists_problems_under_a_header_and_a_custom_prefix():
         "  - shadowd.alerts.sinks: define at least one sink, e.g. [shadowd.alerts.sinks.journal] "
         'with type = "log"'
     )
+
+
+def test_secrets_come_from_systemd_credentials(tmp_path, monkeypatch):
+    """``"credential:NAME"`` reads $CREDENTIALS_DIRECTORY/NAME (systemd's LoadCredential=): the
+    secret never has to sit in the group-readable TOML."""
+    with StubServer([Reply(200)]) as hook:
+        (tmp_path / "hook-url").write_text(hook.url + "/secret-path\n")
+        monkeypatch.setenv("CREDENTIALS_DIRECTORY", str(tmp_path))
+        notifier = build_notifier({"sinks": {"hook": {"type": "webhook", "url": "credential:hook-url"}}})
+        notifier.fire(catalog.tap_silent(seconds_since_last_frame=90.0))
+        (got,) = hook.wait_for(1)
+        notifier.close()
+    assert got.path == "/secret-path"
+    monkeypatch.delenv("CREDENTIALS_DIRECTORY")
+    with pytest.raises(ConfigError) as err:
+        validate({"sinks": {"pd": {"type": "pagerduty", "routing_key": "credential:pagerduty-key"}}})
+    assert err.value.problems == [
+        "alerts.sinks.pd.routing_key: credential 'pagerduty-key' not available: no $CREDENTIALS_DIRECTORY "
+        "(add LoadCredential=pagerduty-key:/path/to/secret to the unit)"
+    ]

@@ -35,7 +35,7 @@ def local(tmp_path: Path, extra: str = "") -> str:
 
 def test_defaults():
     cfg = Config.default()
-    assert cfg.listen == "ipc:///run/shadowd/tap.sock"
+    assert cfg.listen == "ipc:///run/shadowd-tap/tap.sock"
     assert cfg.db == "/var/lib/shadowd/shadowd.duckdb" and cfg.state_file == "/run/shadowd/gate.json"
     assert (cfg.http_host, cfg.http_port) == ("127.0.0.1", 9477)
     assert cfg.calibration.warmup_steps == 2000 and cfg.calibration.policy == "equal"
@@ -68,7 +68,10 @@ def test_the_shipped_example_is_valid():
 
 def test_the_example_passes_path_checks_when_its_directories_exist(tmp_path):
     text = (
-        EXAMPLE.read_text().replace("/var/lib/shadowd", str(tmp_path)).replace("/run/shadowd", str(tmp_path))
+        EXAMPLE.read_text()
+        .replace("/var/lib/shadowd", str(tmp_path))
+        .replace("/run/shadowd-tap", str(tmp_path))
+        .replace("/run/shadowd", str(tmp_path))
     )
     cfg = load_config(write(tmp_path, text))
     assert cfg.db == f"{tmp_path}/shadowd.duckdb"

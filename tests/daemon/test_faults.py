@@ -309,3 +309,61 @@ def test_wall_clock_jumps_do_not_bend_latencies(ipc_endpoint, db_path):
     con.close()
     assert got[0] == pytest.approx(5.0) and got[1] == pytest.approx(5.0) and got[2] == 0
     assert got[3].total_seconds() > 4 * 3600  # the wall clock did jump; latencies did not
+
+
+def test_fatal_duckdb_error_reopens_and_never_looks_healthy_storing_nothing(ipc_endpoint, db_path):
+    """A real fatal error: the file may not grow (``RLIMIT_FSIZE``), so DuckDB's checkpoint after
+    a commit fails and invalidates the database instance.  While it lasts the daemon is unhealthy
+    (rows wait, nothing is stored); once writes work again the writer reopens the file and every
+    step is stored."""
+    import resource
+
+    daemon = make_daemon(ipc_endpoint, db_path)
+    daemon.writer_stall_s = 1.0
+    push = None
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a core dump
+    try:
+        daemon.start(http=False, jobs=False)
+        push = Pusher(ipc_endpoint)
+        w, seq = daemon.writer, 0
+        for _ in range(50):
+            seq += 1
+            push.send(make_frame(seq, n=16))
+        assert wait_until(lambda: w.stats.rows_written.get("steps", 0) == seq)
+        w.submit(lambda con: con.execute("SET wal_autocheckpoint = '1KB'")).result(10)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(db_path), limits[1]))
+        unhealthy_seen = None
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and unhealthy_seen is None:
+            for _ in range(20):
+                seq += 1
+                push.send(make_frame(seq, n=16))
+            time.sleep(0.1)
+            status = daemon.status()
+            if not status.healthy:
+                unhealthy_seen = status
+        assert unhealthy_seen is not None, "healthy while storing nothing"
+        assert (unhealthy_seen.unhealthy_reason() or "").startswith("storage:")
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        assert wait_until(
+            lambda: (
+                w.submit(lambda con: con.execute("SELECT count(*) FROM steps").fetchone()[0]).result(10)
+                == seq
+            ),
+            timeout=30,
+            interval=0.5,
+        ), f"stored {w.stats.rows_written.get('steps')} of {seq} steps after the fault cleared"
+        assert w.stats.reopens >= 1
+        assert wait_until(lambda: daemon.status().healthy, timeout=10)
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+        signal.signal(signal.SIGXFSZ, old_handler)
+        if push is not None:
+            push.close()
+        daemon.stop()
+    con = duckdb.connect(db_path, read_only=True)
+    stored = con.execute("SELECT count(*), count(DISTINCT step_seq) FROM steps").fetchone()
+    rows = con.execute("SELECT count(*) FROM step_requests").fetchone()[0]
+    con.close()
+    assert stored == (seq, seq) and rows == seq * 16

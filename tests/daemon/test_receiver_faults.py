@@ -35,11 +35,26 @@ def test_bad_frames_are_counted_and_skipped(ipc_endpoint, db_path):
 def test_version_error_names_the_fix():
     import pytest
 
+    from shadowd.tap.frame import FRAME_VERSION, FrameError, decode_frame
+
+    future = FRAME_VERSION + 1
+    raw = msgspec.msgpack.encode([future] + list(msgspec.msgpack.decode(encode_frame(make_frame(1))))[1:])
+    with pytest.raises(FrameError, match=f"unsupported frame version {future}.*upgrade shadowd"):
+        decode_frame(raw)
+
+
+def test_version_1_frames_still_read():
+    """A tap one version behind (no requests section) is still understood; a version 1 frame
+    claiming a requests section is not."""
+    import pytest
+
     from shadowd.tap.frame import FrameError, decode_frame
 
-    raw = msgspec.msgpack.encode([2] + list(msgspec.msgpack.decode(encode_frame(make_frame(1))))[1:])
-    with pytest.raises(FrameError, match="unsupported frame version 2.*upgrade shadowd"):
-        decode_frame(raw)
+    fields = list(msgspec.msgpack.decode(encode_frame(make_frame(1))))
+    v1 = decode_frame(msgspec.msgpack.encode([1, *fields[1:-1]]))
+    assert v1.version == 1 and v1.requests is None and v1.req_ids == make_frame(1).req_ids
+    with pytest.raises(FrameError, match="version 1 frame has no requests"):
+        decode_frame(msgspec.msgpack.encode([1, *fields[1:-1], []]))
 
 
 def test_ragged_columns_rejected():

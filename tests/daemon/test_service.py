@@ -181,3 +181,60 @@ def test_sighup_with_a_broken_file_keeps_the_running_config(tmp_path):
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 0
     assert "keeping the running config" in err and "consecutive_passes" in err
+
+
+def test_reload_with_new_alert_sinks_uses_the_new_sink(ipc_endpoint, db_path):
+    """A revoked webhook stops being used on reload: alerts go to the new sink only, and what
+    was firing is carried over to it."""
+    import dataclasses
+
+    from alerts import catalog
+    from tests.alerts.alert_http_stub import StubServer
+
+    with StubServer() as old_hook, StubServer() as new_hook:
+        daemon = make_daemon(
+            ipc_endpoint, db_path, alerts={"sinks": {"hook": {"type": "webhook", "url": old_hook.url}}}
+        )
+        daemon.start(http=False, jobs=False)
+        try:
+            daemon.notifier.fire(catalog.tap_silent(seconds_since_last_frame=120.0))
+            old_hook.wait_for(1)
+            new_cfg = dataclasses.replace(
+                daemon.config, alerts={"sinks": {"hook": {"type": "webhook", "url": new_hook.url}}}
+            )
+            daemon.apply_config(new_cfg)
+            assert daemon.rules.notifier is daemon.notifier  # the alert rules fire into the new one
+            daemon.rules.notifier.fire(catalog.calibration_missing(platform="p"))
+            got = new_hook.wait_for(2)
+        finally:
+            daemon.stop()
+    names = sorted(r.json["name"] for r in got if r.json["status"] == "firing")
+    assert names == sorted([catalog.TAP_SILENT, catalog.CALIBRATION_MISSING]), got
+    assert len(old_hook.received) == 1
+
+
+def test_database_files_are_0640_and_extensions_never_autoload(ipc_endpoint, tmp_path):
+    """Under a loose umask (022) the daemon still creates its database 0640, tightens one made
+    0644 by hand, and DuckDB never installs or loads an extension on its own."""
+    old = os.umask(0o022)
+    try:
+        made_by_hand = tmp_path / "by-hand.duckdb"
+        import duckdb
+
+        duckdb.connect(str(made_by_hand)).close()
+        os.chmod(made_by_hand, 0o644)
+        for db, endpoint in ((tmp_path / "new.duckdb", ipc_endpoint), (made_by_hand, ipc_endpoint + "2")):
+            daemon = make_daemon(endpoint, str(db))
+            daemon.start(http=False, jobs=False)
+            try:
+                cur = daemon.writer.cursor()
+                settings = cur.execute(
+                    "SELECT current_setting('autoload_known_extensions'), "
+                    "current_setting('autoinstall_known_extensions')"
+                ).fetchone()
+            finally:
+                daemon.stop()
+            assert os.stat(db).st_mode & 0o777 == 0o640, oct(os.stat(db).st_mode)
+            assert settings == (False, False)
+    finally:
+        os.umask(old)

@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 UNIT = REPO / "systemd" / "shadowd.service"
 DROPIN = REPO / "systemd" / "vllm-shadowd.conf"
 SYSUSERS = REPO / "systemd" / "shadowd.sysusers"
+TMPFILES = REPO / "systemd" / "shadowd.tmpfiles"
 MAX_EXPOSURE = 4.0
 INSTALL = "apt-get update && apt-get install -y --no-install-recommends systemd"
 
@@ -120,9 +121,12 @@ def test_vllm_dropin_points_the_tap_at_the_daemon(tmp_path):
     assert proc.returncode == 0 and not proc.stderr.strip(), proc.stderr
 
     s = settings(DROPIN)
-    assert s["SupplementaryGroups"] == ["shadowd"] and "shadowd.service" in s["After"]
+    assert s["SupplementaryGroups"] == ["shadowd-tap"]  # the socket's group, not the daemon's
+    assert "After" not in s and "Requires" not in s  # vLLM never waits for shadowd
     tap = dict(v.split("=", 1) for v in s["Environment"])["SHADOWD_TAP"]
     assert tap == load_config(REPO / "systemd" / "shadowd.toml", check_paths=False).listen
+    assert Path(tap.removeprefix("ipc://")).parent == Path("/run/shadowd-tap")
+    assert "/run/shadowd-tap" in settings(UNIT)["ReadWritePaths"]
 
     # The drop-in really is read: a broken line in it is reported.
     (units / "vllm.service.d" / "shadowd.conf").write_text(DROPIN.read_text() + "Environment=BROKEN\n")
@@ -138,6 +142,40 @@ def test_sysusers_creates_the_service_user_and_group(tmp_path):
     group = (tmp_path / "etc" / "group").read_text()
     assert re.search(r"^shadowd:x:\d+:\d+:.*:/var/lib/shadowd:/usr/sbin/nologin$", passwd, re.M)
     assert re.search(r"^shadowd:x:\d+:", group, re.M)
+    assert re.search(r"^shadowd-tap:x:\d+:shadowd$", group, re.M)  # the daemon may chgrp into it
+
+
+def test_tap_directory_admits_the_engine_group_only(tmp_path):
+    """tmpfiles makes /run/shadowd-tap setgid shadowd-tap, 2750: the socket bound inside gets the
+    engine's group; the engine's group reaches nothing else (its groups are disjoint)."""
+    (tmp_path / "etc").mkdir()
+    assert run(tool("systemd-sysusers"), f"--root={tmp_path}", str(SYSUSERS)).returncode == 0
+    proc = run(tool("systemd-tmpfiles"), "--create", f"--root={tmp_path}", str(TMPFILES))
+    assert proc.returncode == 0, proc.stderr
+    ids = {
+        line.split(":")[0]: int(line.split(":")[2])
+        for line in (tmp_path / "etc" / "group").read_text().splitlines()
+    }
+    uids = {
+        line.split(":")[0]: int(line.split(":")[2])
+        for line in (tmp_path / "etc" / "passwd").read_text().splitlines()
+    }
+    st = (tmp_path / "run" / "shadowd-tap").stat()
+    assert (st.st_mode & 0o7777, st.st_uid, st.st_gid) == (0o2750, uids["shadowd"], ids["shadowd-tap"])
+    unit = settings(UNIT)
+    assert unit["Group"] == ["shadowd"] and unit["StateDirectoryMode"] == ["0750"]
+    assert unit["ConfigurationDirectoryMode"] == ["0750"] and unit["UMask"] == ["0027"]
+
+
+def test_unit_yields_to_the_engine():
+    """The daemon is the one to go: bounded memory, killed first by the OOM killer, lowest CPU
+    and I/O priority, bounded tasks, single-threaded numeric libraries."""
+    s = settings(UNIT)
+    env = dict(kv.split("=", 1) for line in s["Environment"] for kv in line.split())
+    assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == "1"
+    assert s["MemoryMax"] and s["MemoryHigh"] and int(s["OOMScoreAdjust"][0]) > 0
+    assert int(s["CPUWeight"][0]) < 100 and int(s["Nice"][0]) > 0
+    assert s["IOSchedulingClass"] == ["idle"] and int(s["TasksMax"][0]) > 0
 
 
 MDWE_PROBE = """

@@ -10,7 +10,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from storage.export import attach_exports, export_parquet, exported_partitions, first_unexported
+from storage.export import (
+    attach_exports,
+    export_parquet,
+    exported_partitions,
+    first_unexported,
+    unexported_partitions,
+)
 from storage.retention import apply_retention, prune, rollup
 from storage.schema import migrate
 
@@ -146,12 +152,12 @@ def test_raw_rows_not_rolled_up_are_never_deleted(con):
         [NOW - dt.timedelta(days=30)],
     )
     steps, requests, _ = prune(con, raw_days=14, rollup_days=400, now=NOW)
-    assert (steps, requests) == (1, 0)  # only the step with nothing to roll up
-    assert count(con, "SELECT count(*) FROM steps") == 20
+    assert (steps, requests) == (0, 0)  # nothing is rolled up yet, not even the empty step
+    assert count(con, "SELECT count(*) FROM steps") == 21
 
     rollup(con, now=NOW)
     steps, requests, _ = prune(con, raw_days=14, rollup_days=400, now=NOW)
-    assert steps == 20 and requests == len(log.requests)
+    assert steps == 21 and requests == len(log.requests)
 
 
 def test_protect_since_keeps_unexported_days(con):
@@ -265,3 +271,92 @@ def test_odd_engine_names_round_trip_and_missing_tables_read_as_empty(con, tmp_p
         assert fleet.execute("SELECT engine_id, day FROM steps").fetchall() == [("rack 3/gpu=1", DAY0.date())]
         assert fleet.execute("SELECT count(*) FROM step_requests").fetchone()[0] == 0
         assert "tenant" in [r[0] for r in fleet.execute("DESCRIBE step_requests").fetchall()]
+
+
+def test_rows_arriving_after_their_minute_was_rolled_up_are_rolled_up_before_prune(con):
+    """Rows older than the engine's last rolled-up minute (a late frame, a second run of the
+    engine with a clock behind) reach the roll-up before their raw rows are pruned."""
+    log = Log(con)
+    t0 = NOW - dt.timedelta(days=20)
+    log.steps("e0", t0, 40, every_s=15)  # 10 minutes
+    apply_retention(con, raw_days=14, rollup_days=400, now=t0 + dt.timedelta(hours=1))
+    late_before = len(log.requests)
+    log.steps("e0", t0 + dt.timedelta(minutes=2, seconds=3), 4, every_s=5)  # behind the mark
+    assert len(log.requests) > late_before
+
+    res = apply_retention(con, raw_days=14, rollup_days=400, now=NOW)
+
+    assert count(con, "SELECT count(*) FROM steps") == 0 and res.steps_deleted == 44
+    assert rollups(con) == log.expected_rollup(before=NOW)
+
+
+def test_a_partition_that_cannot_be_exported_holds_back_only_its_own_rows(con, tmp_path):
+    log = Log(con)
+    for engine in ("e0", "e1"):
+        for d in range(3):
+            log.steps(engine, NOW - dt.timedelta(days=20 - d), 10)
+    root = tmp_path / "export"
+    blocked = root / "step_requests" / "engine_id=e1"
+    blocked.parent.mkdir(parents=True)
+    blocked.write_text("a file where the engine's directory would go")  # mkdir fails: a real OSError
+
+    res = export_parquet(con, root, now=NOW)
+
+    assert sorted(res.partitions) == [("e0", (NOW - dt.timedelta(days=20 - d)).date()) for d in range(3)]
+    assert sorted((e, d) for e, d, _ in res.failed) == [
+        ("e1", (NOW - dt.timedelta(days=20 - d)).date()) for d in range(3)
+    ]
+    assert all("Error" in why for *_, why in res.failed)
+    keep = unexported_partitions(con, root)
+    assert {e for e, _ in keep} == {"e1"}
+
+    out = apply_retention(con, raw_days=14, rollup_days=400, now=NOW, keep_partitions=keep)
+
+    left = con.execute("SELECT DISTINCT engine_id FROM steps").fetchall()
+    assert left == [("e1",)] and out.steps_deleted == 30
+    with duckdb.connect() as fleet:
+        attach_exports(fleet, str(root))
+        assert fleet.execute("SELECT count(*) FROM steps").fetchone()[0] == 30
+
+
+def test_export_files_are_fsynced_before_rename(con, tmp_path, monkeypatch):
+    """Every published partition's file and directory were fsynced before the rename that
+    publishes them, and the parent directory after it."""
+    Log(con).steps("e0", DAY0, 10)
+    synced: list[str] = []
+    renamed: list[tuple[str, str]] = []
+    real_fsync, real_rename = os.fsync, os.rename
+
+    def fsync(fd):
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real_fsync(fd)
+
+    def rename(a, b):
+        renamed.append((str(a), str(b)))
+        synced.append(f"rename {a}")
+        return real_rename(a, b)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "rename", rename)
+    res = export_parquet(con, tmp_path / "export", now=DAY0 + dt.timedelta(days=2))
+    assert res.partitions == [("e0", DAY0.date())] and len(renamed) == 2
+    for src, dest in renamed:
+        i = synced.index(f"rename {src}")
+        assert f"{src}/data_0.parquet" in synced[:i] and src in synced[:i]
+        assert str(Path(dest).parent) in synced[i:]
+
+
+def test_an_engine_id_too_long_for_a_file_name_is_exported_once(con, tmp_path):
+    long_id = "gpu-host-" + "é/" * 150  # percent-encoded, far past 255 bytes
+    con.execute(
+        "INSERT INTO steps (engine_id, run_id, step_seq, ts, kind, num_requests, prefill_tokens, "
+        "decode_tokens, dropped_frames_total) VALUES (?, 'r', 1, ?, 'decode', 0, 0, 0, 0)",
+        [long_id, DAY0],
+    )
+    root = tmp_path / "export"
+    res = export_parquet(con, root, now=DAY0 + dt.timedelta(days=2))
+    assert res.partitions == [(long_id, DAY0.date())] and res.failed == []
+    (name,) = [p.name for p in (root / "steps").iterdir()]
+    assert len(name.encode()) <= 255 and "~" in name
+    assert export_parquet(con, root, now=DAY0 + dt.timedelta(days=2)).partitions == []  # not again
+    assert unexported_partitions(con, root) == []

@@ -111,7 +111,11 @@ def test_every_step_stored_exactly(monkeypatch, ipc_endpoint, db_path, llama_dir
     assert any(r[2] == "prefill" and 0 < r[4] < r[5] for r in all_rows), "no chunked prefill"
     assert len({r[1] for r in all_rows}) == 3
     assert {s[2] for s in steps} >= {"prefill", "decode", "mixed"}
-    assert sched.shadowd_tap._preemptions, "the small KV cache caused no preemption"
+    tap = sched.shadowd_tap
+    assert tap.preempted, "the small KV cache caused no preemption"
+    # Per-request state went when the request did: nothing left behind, none missed.
+    assert not tap._tenant_of and not tap._prompt_of and not tap._preemptions and not tap._chunking
+    assert tap.missed_finishes == 0
     recomputed = [r for r in all_rows if r[2] == "prefill" and r[4] >= r[5]]
     assert recomputed, "no recompute after preemption was recorded as prefill work"
 
