@@ -76,6 +76,7 @@ def _drive(monkeypatch, llama_dir, steps: int = 320, n_admitted: int = 24) -> tu
     from shadowd.sim.vllm_scheduler import SchedulerSpec, build_scheduler
 
     monkeypatch.setenv("SHADOWD_TAP", "ipc:///tmp/shadowd-nobody-listens.sock")
+    monkeypatch.setenv("SHADOWD_TENANT_KEY", "tenant")  # the workload's gateway sets it
     sched = build_scheduler(
         SchedulerSpec(
             model_dir=llama_dir, max_num_seqs=n_admitted, max_num_batched_tokens=768, num_blocks=450
