@@ -715,7 +715,7 @@ def _retention_section(entry: dict | None) -> str:
     here = d["steps_per_s"] * d["requests_per_step"]
     return f"""## Retention over two busy weeks
 
-`benchmarks/retention.py`: a database of 7 and of 14 days of one engine at {d["steps_per_s"]:g}
+`benchmarks/retention_cost.py`: a database of 7 and of 14 days of one engine at {d["steps_per_s"]:g}
 step(s)/s and {d["requests_per_step"]} requests per step (built with `INSERT … SELECT` from
 `range()`), then `storage.retention.run_retention` as the daemon runs it (one DuckDB thread,
 `memory_limit` 192MB): roll-up of every minute, pruning of the older half.  Each chunk is its own

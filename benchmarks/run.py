@@ -42,7 +42,7 @@ BENCHMARKS: dict[str, str] = {
     "overload": "benchmarks.overload",
     "kill9": "benchmarks.kill9",
     "gate_eval": "benchmarks.gate_eval",
-    "retention": "benchmarks.retention",
+    "retention": "benchmarks.retention_cost",
 }
 
 PENDING: dict[str, dict[str, Any]] = {}  # figures not measured yet: name -> note

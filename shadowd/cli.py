@@ -289,5 +289,45 @@ def demo(
         click.echo(render_summary(result))
 
 
+@main.command()
+@click.option(
+    "--scenario",
+    default="noisy-neighbour",
+    show_default=True,
+    type=click.Choice(["noisy-neighbour", "decode-heavy"]),
+)
+@click.option("--minutes", default=10.0, show_default=True, help="Simulated minutes of arrivals.")
+@click.option("--platform", default="h100", show_default=True)
+@click.option("--model", default="llama-3.1-8b", show_default=True)
+@click.option("--tp", default=1, show_default=True)
+@click.option("--seed", default=0, show_default=True)
+@click.option("--policy", "policies", multiple=True, type=click.Choice(["fcfs", "vtc", "llmvisor"]))
+@click.option("--sample-steps", default=200, show_default=True, help="Steps scored with Shapley values.")
+@click.option("--json", "as_json", is_flag=True)
+def replay(
+    scenario: str,
+    minutes: float,
+    platform: str,
+    model: str,
+    tp: int,
+    seed: int,
+    policies: tuple[str, ...],
+    sample_steps: int,
+    as_json: bool,
+) -> None:
+    """The same arrivals through the real vLLM scheduler under FCFS, VTC and the governed policy."""
+    from shadowd.replay.engine import POLICIES, EngineSetup
+    from shadowd.replay.replay import replay as run_replay
+    from shadowd.replay.table import render_table
+
+    if minutes <= 0 or minutes > 240:
+        raise click.BadParameter("--minutes must be in (0, 240]")
+    setup = EngineSetup(platform=platform, model=model, tp=tp, seed=seed)
+    result = run_replay(
+        scenario, minutes=minutes, setup=setup, policies=policies or POLICIES, sample_steps=sample_steps
+    )
+    click.echo(json.dumps(result, indent=1, default=str) if as_json else render_table(result))
+
+
 if __name__ == "__main__":
     main()

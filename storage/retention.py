@@ -8,7 +8,7 @@ run for minutes, hold the writer, and a watchdog kill would roll it back, every 
 The caller hands each chunk to ``run`` (the daemon: the writer thread, one job per chunk, so
 ingest flushes in between and each chunk shows as progress); a failed chunk leaves the chunks
 before it done and itself undone.  Measured over a 14-day busy database in
-``benchmarks/retention.py`` (``docs/benchmarks.md``).
+``benchmarks/retention_cost.py`` (``docs/benchmarks.md``).
 
 Roll-up is exact and idempotent.  ``rollup_marks`` records, per engine and minute, how many raw
 steps ``tenant_minutes`` holds.  A complete minute (ending ``settle_s`` before ``now``, so rows
@@ -52,7 +52,7 @@ import duckdb
 
 T = TypeVar("T")
 Run = Callable[[Callable[[duckdb.DuckDBPyConnection], T]], T]  # runs one chunk on a connection
-CHUNK_ROWS = 1_000_000  # request rows per transaction (benchmarks/retention.py: seconds each)
+CHUNK_ROWS = 1_000_000  # request rows per transaction (benchmarks/retention_cost.py: seconds each)
 _MINUTE = "date_trunc('minute', s.ts)"
 
 

@@ -15,7 +15,12 @@ BIN = Path(sys.executable).parent
 PACKAGES = ("shadowd", "checks", "storage", "alerts")
 TOP_LEVEL_ALLOWED = {"__init__", "cli", "paths"}
 MAX_OTHER_TOP_LEVEL = 2
-SAME_ROLE_BASENAMES = {"__init__", "config"}  # each component's config: tap, daemon, alerts
+SAME_ROLE_BASENAMES = {
+    "__init__",
+    "config",  # each component's settings: tap, governor, daemon, alerts
+    "plugin",  # the vllm.general_plugins entry point of each in-engine package: tap, governor
+    "vllm",  # the scheduler mixins of each in-engine package: tap, governor
+}
 
 
 def _run(*cmd: str, cwd: Path = REPO) -> subprocess.CompletedProcess:

@@ -4,7 +4,10 @@
 hysteresis): each evaluation gathers evidence from the database, decides,
 records the decision in ``gate_decisions``, publishes it atomically to the
 state file a scheduler reads, and tells listeners (alerts, metrics) when the
-verdict changes.  An evaluation that cannot gather evidence yields no GO: the
+verdict changes.  Beside the verdict the state file carries the model version in
+force (``model``: id, platform key, LLMVisor coefficients, ``valid_until``;
+:func:`published_model`), so the governor in the engine
+(:mod:`shadowd.govern.handoff`) charges with the very coefficients the verdict is about.  An evaluation that cannot gather evidence yields no GO: the
 error becomes an INCONCLUSIVE decision naming it.
 """
 
@@ -47,6 +50,27 @@ def write_state_file(path: str | Path, decision: dict[str, Any]) -> None:
         raise
 
 
+def published_model(
+    version: str,
+    platform_key: str,
+    llmvisor: dict[str, Any],
+    policy: str,
+    calibrated_at_s: float,
+    max_age_s: float,
+) -> dict[str, Any]:
+    """The ``model`` section of the state file (the governor's contract, ``docs/admission.md``).
+
+    ``valid_until`` is when the calibration becomes stale (the gate fails closed then too)."""
+    return {
+        "version": version,
+        "platform_key": platform_key,
+        "llmvisor": llmvisor,
+        "policy": policy,
+        "calibrated_at": calibrated_at_s,
+        "valid_until": calibrated_at_s + max_age_s,
+    }
+
+
 class GateKeeper:
     def __init__(
         self,
@@ -57,6 +81,7 @@ class GateKeeper:
         state_file: str | None = None,
         window_s: float = 86400.0,
         min_class_share: float = 0.25,
+        model: Callable[[], dict[str, Any] | None] | None = None,
     ) -> None:
         self.policy = policy
         self.min_class_share = min_class_share
@@ -68,6 +93,7 @@ class GateKeeper:
         self.last: dict[str, Any] | None = None
         self.listeners: list[Listener] = []
         self.evaluations = 0
+        self.model = model  # the model section published beside each decision (None: none)
         self._lock = threading.Lock()
 
     def evaluate(self, now: float | None = None) -> dict[str, Any]:
@@ -93,6 +119,7 @@ class GateKeeper:
             if error:
                 decision["reason"] = f"{error}; {decision.get('reason') or ''}".strip("; ")
             decision["evidence"] = evidence.to_dict()
+            decision["model"] = self._model()
             prev, self.last = self.last, decision
             self.evaluations += 1
         self._publish(decision)
@@ -124,6 +151,13 @@ class GateKeeper:
             required = tuple(k for k in listed if k in common) or listed
         if tuple(self.gate.policy.required_step_classes) != required:
             self.gate.policy = dataclasses.replace(self.policy, required_step_classes=required)
+
+    def _model(self) -> dict[str, Any] | None:
+        try:
+            return self.model() if self.model is not None else None
+        except Exception:
+            log.exception("gate: the model version could not be published")
+            return None
 
     @property
     def required_classes(self) -> tuple[str, ...]:

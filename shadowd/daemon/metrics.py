@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from alerts.notifier import Notifier
 from shadowd.daemon.drift_watch import DriftWatch
+from shadowd.daemon.service_stats import ServiceStats
 from shadowd.daemon.status import DaemonStatus
 from shadowd.daemon.tenants import TenantRoster
 from shadowd.steps.columns import StepColumns
@@ -36,6 +37,7 @@ class IngestStats:
     def __init__(self, window: int = 4096, max_tenants: int = 20) -> None:
         self.max_tenants = max_tenants
         self.tenant_seconds: dict[str, float] = {}
+        self.tenant_tokens: dict[str, tuple[float, float]] = {}  # VTC weighted tokens, token-split ms
         self.residuals = {k: deque(maxlen=window) for k in ("prefill", "decode", "mixed")}
         self.lag_s = float("nan")
         self._lock = threading.Lock()
@@ -59,6 +61,33 @@ class IngestStats:
                 )
                 for name, ms in zip(names.tolist(), sums.tolist()):
                     self.tenant_seconds[name] = self.tenant_seconds.get(name, 0.0) + ms / 1e3
+            self._count_tokens(cols)
+
+    def _count_tokens(self, cols: StepColumns) -> None:
+        """Per tenant, VTC's weighted tokens and the token split's ms (both kept, like the governor)."""
+        vtc, split = cols.requests.get("vtc_tokens"), cols.requests.get("vtc_ms")
+        if vtc is None or not np.isfinite(vtc).any():
+            return
+        names, inv = cols.tenant_index
+        k = len(names)
+        tokens = np.bincount(inv, weights=np.nan_to_num(vtc.astype(np.float64)), minlength=k)
+        ms = np.bincount(inv, weights=np.nan_to_num(split.astype(np.float64)), minlength=k)
+        for name, t, v in zip(names.tolist(), tokens.tolist(), ms.tolist()):
+            old_t, old_v = self.tenant_tokens.get(name, (0.0, 0.0))
+            self.tenant_tokens[name] = (old_t + t, old_v + v)
+
+    def tenant_counters(self) -> dict[str, dict[str, float]]:
+        """Per tenant since start: attributed GPU ms (LLMVisor), VTC weighted tokens, token-split ms."""
+        with self._lock:
+            names = set(self.tenant_seconds) | set(self.tenant_tokens)
+            return {
+                n: {
+                    "attributed_gpu_ms": 1e3 * self.tenant_seconds.get(n, 0.0),
+                    "vtc_tokens": self.tenant_tokens.get(n, (0.0, 0.0))[0],
+                    "token_split_ms": self.tenant_tokens.get(n, (0.0, 0.0))[1],
+                }
+                for n in sorted(names)
+            }
 
     def tenants_capped(self) -> dict[str, float]:
         with self._lock:
@@ -89,6 +118,7 @@ class MetricSources:
     notifier: Callable[[], Notifier] | None = None  # read per scrape: a reload replaces it
     tenants: TenantRoster | None = None
     http_refused: Callable[[], dict[str, int]] | None = None
+    service: ServiceStats | None = None
 
 
 class DaemonCollector(Collector):
@@ -170,6 +200,8 @@ class DaemonCollector(Collector):
             de.add_metric([det], float(n))
         yield de
         yield from _drift_watch_metrics(src.drift.state().get("residual"))
+        if src.service is not None:
+            yield from _service_metrics(src.service)
         if src.notifier is not None:
             yield _notification_metrics(src.notifier())
 
@@ -198,6 +230,28 @@ def _residual_metrics(stats: IngestStats) -> Iterator[Any]:
         for qq, v in zip(QUANTILES, values):
             q.add_metric([kind, str(qq)], v)
     yield q
+
+
+def _service_metrics(service: ServiceStats) -> Iterator[Any]:
+    """Service received per tenant: recent queue/TTFT/TPOT quantiles, ended requests by outcome."""
+    for metric, name in (("queue_ms", "queue"), ("ttft_ms", "ttft"), ("tpot_ms", "tpot")):
+        g = GaugeMetricFamily(
+            f"shadowd_tenant_{name}_seconds",
+            f"Recent {name.upper()} of each tenant's ended requests (quantiles over the last requests)",
+            labels=["tenant", "quantile"],
+        )
+        for tenant, values in service.quantiles(metric).items():
+            for q, v in zip(QUANTILES, values):
+                g.add_metric([tenant, str(q)], v / 1e3)
+        yield g
+    c = CounterMetricFamily(
+        "shadowd_tenant_requests_ended",
+        "Requests that ended, by tenant and finish reason",
+        labels=["tenant", "reason"],
+    )
+    for (tenant, reason), n in service.outcomes().items():
+        c.add_metric([tenant, reason], float(n))
+    yield c
 
 
 def _notification_metrics(notifier: Notifier) -> CounterMetricFamily:

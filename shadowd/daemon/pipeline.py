@@ -61,7 +61,10 @@ class IngestPipeline:
         # Steps and their request rows are stored (or dropped) together.  While the writer is
         # behind, wait a little: zmq's queue then fills and the tap drops and counts, which the
         # next frames carry into the database; after APPEND_WAIT_S the batch is dropped here.
-        self.writer.append_many({"steps": cols.steps, "step_requests": cols.requests}, wait_s=APPEND_WAIT_S)
+        tables = {"steps": cols.steps, "step_requests": cols.requests}
+        if cols.ended is not None:
+            tables["requests"] = cols.ended  # requests that ended: the service they received
+        self.writer.append_many(tables, wait_s=APPEND_WAIT_S)
         self.steps_ingested += cols.num_steps
         self.rows_ingested += cols.num_requests
         for observe in self.observers:

@@ -59,3 +59,6 @@ class RequestIdHasher:
         hashed[:] = list(map(table.__getitem__, ids.tolist()))
         cols.requests["req_id"] = hashed
         cols.batch.req_id = hashed
+        if cols.ended is not None:
+            ended = cols.ended["req_id"].tolist()
+            cols.ended["req_id"] = np.array([table.get(r) or self.hash(r) for r in ended], dtype=object)

@@ -77,6 +77,7 @@ def daemon_routes(
     decision: Callable[[], dict[str, Any] | None],
     cursor: Callable[[], duckdb.DuckDBPyConnection],
     limits: ReportLimits = ReportLimits(),
+    tenant_counters: Callable[[], dict[str, dict[str, float]]] | None = None,
 ) -> dict[str, Route]:
     one_report = threading.Lock()
 
@@ -124,10 +125,45 @@ def daemon_routes(
         data = collect(cursor(), window)
         return {"json": to_json, "text": render_text, "html": render_html}[fmt](data)
 
+    def counters(q: dict) -> tuple[int, str, bytes]:
+        d = decision() or {}
+        tenants = tenant_counters() if tenant_counters is not None else {}
+        return json_body(tenant_counters_body(d, tenants, time.time()))
+
     return {
+        "/v1/tenant-counters": counters,
         "/healthz": healthz,
         "/gate": gate,
         "/report": report("json"),
         "/report.html": report("html"),
         "/report.txt": report("text"),
+    }
+
+
+TENANT_COUNTERS_SCHEMA = "shadowd.tenant-counters/v1"
+
+
+def tenant_counters_body(decision: dict[str, Any], tenants: dict[str, dict[str, float]], now: float) -> dict:
+    """The ``/v1/tenant-counters`` contract, for a gateway's fairness policy (see docs/operations.md).
+
+    ``active_unit`` says which counter the governed scheduler charges now: attributed GPU time
+    while the gate says GO (and has not expired), VTC tokens otherwise, so a gateway can follow
+    the same rule.  Counters are cumulative since the daemon started; a consumer takes differences.
+
+    >>> body = tenant_counters_body({"verdict": "GO", "valid_until": 200.0, "model": {"version": "ab12"}},
+    ...                             {"acme": {"attributed_gpu_ms": 5.0, "vtc_tokens": 3.0, "token_split_ms": 4.0}}, 100.0)
+    >>> body["schema"], body["active_unit"], body["tenants"][0]["tenant"]
+    ('shadowd.tenant-counters/v1', 'attributed_gpu_ms', 'acme')
+    """
+    valid_until = decision.get("valid_until")
+    go = decision.get("verdict") == "GO" and (valid_until is None or float(valid_until) > now)
+    model = decision.get("model") or {}
+    return {
+        "schema": TENANT_COUNTERS_SCHEMA,
+        "generated_at": now,
+        "verdict": decision.get("verdict", "INCONCLUSIVE"),
+        "valid_until": valid_until,
+        "model_version": model.get("version") if isinstance(model, dict) else None,
+        "active_unit": "attributed_gpu_ms" if go else "vtc_tokens",
+        "tenants": [{"tenant": t, **c} for t, c in tenants.items()],
     }

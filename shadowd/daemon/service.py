@@ -40,7 +40,7 @@ from shadowd.daemon.calibrator import (
 from shadowd.daemon.config import Config
 from shadowd.daemon.drift_watch import DriftWatch
 from shadowd.daemon.gate_evidence import DaemonFacts
-from shadowd.daemon.gatekeeper import GateKeeper
+from shadowd.daemon.gatekeeper import GateKeeper, published_model
 from shadowd.daemon.http_server import ApiServer
 from shadowd.daemon.jobs import daemon_jobs, reporting, reschedule, start_jobs
 from shadowd.daemon.metrics import IngestStats, MetricSources, registry_for
@@ -48,6 +48,7 @@ from shadowd.daemon.pipeline import IngestPipeline
 from shadowd.daemon.receiver import FrameReceiver
 from shadowd.daemon.request_ids import RequestIdHasher, host_key
 from shadowd.daemon.routes import ReportLimits, daemon_routes
+from shadowd.daemon.service_stats import ServiceStats
 from shadowd.daemon.stability import stability_from_db
 from shadowd.daemon.status import WRITER_STALL_S, DaemonStatus
 from shadowd.daemon.tenants import TenantRoster
@@ -94,6 +95,7 @@ class Daemon:
             key_file = config.privacy.request_id_key_file or f"{config.db}.request-id.key"
             self.pipeline.prepare.append(RequestIdHasher(host_key(key_file)))
         self.stats = IngestStats()
+        self.service_stats = ServiceStats()
         self.drift = DriftWatch(self._on_drift)
         self.platform_key = running_platform(config)
         self.calibration: Calibration | None = None
@@ -107,11 +109,20 @@ class Daemon:
             calibration_max_age_s=config.calibration.max_age_s,
         )
         self.gatekeeper = GateKeeper(
-            config.gate.policy, self.writer, self.facts, state_file=config.state_file
+            config.gate.policy,
+            self.writer,
+            self.facts,
+            state_file=config.state_file,
+            model=self.published_model,
         )
         self.gatekeeper.listeners.append(self.rules.on_decision)
         self.calibrator = self._new_calibrator(run_job)
-        self.pipeline.observers += [self._observe_calibration, self.drift.observe, self.stats.observe]
+        self.pipeline.observers += [
+            self._observe_calibration,
+            self.drift.observe,
+            self.stats.observe,
+            self.service_stats.observe,
+        ]
         self.jobs: Any = None
         self.http: Any = None
         self.job_errors = 0
@@ -180,6 +191,21 @@ class Daemon:
             self.calibrator.state = "done"  # a model is in force; no warm-up fit over it
         self.rules.on_calibrated()
         log.info("model %s in force for %s", cal.model.version, cal.platform_key)
+
+    def published_model(self) -> dict[str, Any] | None:
+        """The model in force as the state file publishes it to the governor (None: uncalibrated)."""
+        cal = self.calibration
+        if cal is None or self.calibrated_at is None:
+            return None
+        c = self.config.calibration
+        return published_model(
+            cal.model.version,
+            cal.platform_key,
+            cal.model.llmvisor.to_dict(),
+            c.policy,
+            self.calibrated_at,
+            c.max_age_s,
+        )
 
     def facts(self) -> DaemonFacts:
         cal = self.calibration
@@ -273,6 +299,7 @@ class Daemon:
             status=self.status,
             decision=lambda: self.gatekeeper.last,
             stats=self.stats,
+            service=self.service_stats,
             drift=self.drift,
             tenants=self.tenants,
             http_refused=lambda: dict(self.http.refused) if self.http is not None else {},
@@ -349,6 +376,7 @@ class Daemon:
             lambda: self.gatekeeper.last,
             self.writer.cursor,
             ReportLimits(rep.default_window_s, rep.max_window_s),
+            tenant_counters=self.stats.tenant_counters,
         )
         api = self.config.api
         self.http = ApiServer(

@@ -61,7 +61,13 @@ class TenantRoster:
         return name
 
     def fold(self, cols: StepColumns) -> None:
-        """Relabel ``cols``' request rows in place (tenant column, batch, tenant index)."""
+        """Relabel ``cols``' request rows in place (tenant column, batch, tenant index), and the
+        rows of requests that ended, so service and cost are reported under the same labels."""
+        if cols.ended is not None:
+            with self._lock:
+                cols.ended["tenant"] = np.array(
+                    [self.label(t) for t in cols.ended["tenant"].tolist()], dtype=object
+                )
         names, codes = cols.tenant_index
         with self._lock:
             if self._admitted.issuperset(names.tolist()):

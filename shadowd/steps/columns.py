@@ -21,6 +21,7 @@ import numpy as np
 
 from shadowd.steps.batch import KIND_NAMES, StepBatch, step_kinds
 from shadowd.steps.latency import step_latency_ms
+from shadowd.steps.request_rows import lifecycle_columns
 from shadowd.tap.frame import StepFrame
 
 _PHASES = np.array(["decode", "prefill"], dtype=object)
@@ -33,6 +34,7 @@ class StepColumns:
     requests: dict[str, np.ndarray]
     batch: StepBatch
     _tenant_index: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+    ended: dict[str, np.ndarray] | None = None  # ``requests`` rows: requests that ended (request_rows)
 
     @property
     def tenant_index(self) -> tuple[np.ndarray, np.ndarray]:
@@ -154,5 +156,9 @@ def frames_to_columns(frames: Sequence[StepFrame]) -> StepColumns:
         kind=kind,
     )
     return StepColumns(
-        steps=steps, requests=requests, batch=batch, _tenant_index=(tenant_names, tenant_codes)
+        steps=steps,
+        requests=requests,
+        batch=batch,
+        _tenant_index=(tenant_names, tenant_codes),
+        ended=lifecycle_columns(frames),
     )

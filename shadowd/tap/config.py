@@ -3,6 +3,7 @@
 ``SHADOWD_TAP``          zmq endpoint of the daemon (e.g. ``ipc:///run/shadowd/tap.sock``);
                          unset means the tap is off.
 ``SHADOWD_ENGINE_ID``    names this engine; default ``<hostname>-dp<data-parallel rank>``.
+
 Tenant sources (``shadowd.tap.tenant``), each off unless set; the first that yields a label wins:
 
 ``SHADOWD_TENANT_KEY``   the ``extra_args`` key holding the tenant (``vllm_xargs``: any client can

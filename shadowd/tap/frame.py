@@ -91,7 +91,7 @@ class RequestRecord(msgspec.Struct, array_like=True, frozen=True):
     """
 
     req_id: Label  # as in the step columns (shortened if over-long)
-    tenant: Label
+    tenant: Tenant
     arrival_wall_ns: Stamp
     first_sched_seq: Stamp  # the step that first scheduled it
     t_first_sched: Stamp  # that step's schedule() entry

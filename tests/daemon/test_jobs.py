@@ -12,7 +12,7 @@ import time
 import duckdb
 
 from alerts import catalog
-from benchmarks.retention import busy_database
+from benchmarks.retention_cost import busy_database
 from shadowd.daemon import status as status_module
 from shadowd.daemon.config import ExportConfig, RetentionConfig
 from storage.retention import utcnow

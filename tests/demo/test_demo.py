@@ -176,3 +176,35 @@ def test_stability_ranks_splits_on_reference_engine_traffic(stationary):
     assert rep["llmvisor"]["ci_high"] <= limit
     assert rep["token_baseline"]["effect"] > rep["llmvisor"]["effect"]
     assert rep["differences"]["token_baseline - llmvisor"]["ci_low"] > 0
+
+
+def test_requests_table_holds_the_service_each_request_received(stationary):
+    """The tap's lifecycle section reaches the ``requests`` table: one row per ended request, times
+    in order, tenants as in the step rows, and the report shows service beside cost."""
+    import duckdb
+
+    from shadowd.reports.model import collect, to_json
+
+    result, db = stationary
+    con = duckdb.connect(db, read_only=True)
+    try:
+        n, dup, bad_order, reasons, tenants = con.execute(
+            """SELECT count(*), count(*) - count(DISTINCT (run_id, req_id)),
+                      count(*) FILTER (NOT (queue_ms <= ttft_ms AND ttft_ms <= e2e_ms)),
+                      list(DISTINCT finish_reason), list(DISTINCT tenant)
+               FROM requests"""
+        ).fetchone()
+        step_tenants = {t for (t,) in con.execute("SELECT DISTINCT tenant FROM step_requests").fetchall()}
+        first_steps_exist = con.execute(
+            """SELECT count(*) FROM requests r WHERE first_step_seq IS NOT NULL AND NOT EXISTS (
+                   SELECT 1 FROM step_requests s WHERE s.run_id = r.run_id AND s.req_id = r.req_id
+                   AND s.step_seq = r.first_step_seq)"""
+        ).fetchone()[0]
+        service = to_json(collect(con))["service"]
+    finally:
+        con.close()
+    assert n > 100 and dup == 0 and bad_order == 0, (n, dup, bad_order)
+    assert set(reasons) <= {"stop", "length", "abort"} and set(tenants) <= step_tenants
+    assert first_steps_exist == 0  # the first scheduled step named is one that holds the request
+    assert {s["tenant"] for s in service} == set(tenants)
+    assert all(s["ttft_p50_ms"] is not None and s["ttft_p50_ms"] > 0 for s in service)

@@ -1,0 +1,79 @@
+"""docs/admission.json and docs/admission.md: the governor's cost and the replays, generated.
+
+    .venv/bin/python -m benchmarks.govern_cost                        # cost section
+    .venv/bin/python -m benchmarks.admission --replay noisy-neighbour # a replay section (10 min)
+    .venv/bin/python -m benchmarks.admission --replay decode-heavy
+    .venv/bin/python -m benchmarks.admission --render                 # re-render the .md
+
+Each section is stored with the command that produced it, when, and the machine; the .md is
+rendered from the JSON only (figures are never written by hand), with the fixed prose of
+``docs/admission.md``'s template below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks.machine import machine
+
+ROOT = Path(__file__).resolve().parent.parent
+JSON_PATH = ROOT / "docs" / "admission.json"
+MD_PATH = ROOT / "docs" / "admission.md"
+
+
+def store_section(name: str, data: Any, argv: list[str]) -> None:
+    doc = json.loads(JSON_PATH.read_text()) if JSON_PATH.exists() else {"sections": {}}
+    doc["sections"][name] = {
+        "meta": {
+            "command": ".venv/bin/python -m " + " ".join([_module(argv[0])] + argv[1:]),
+            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "loadavg": os.getloadavg(),
+            "machine": machine(),
+        },
+        "data": data,
+    }
+    JSON_PATH.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    from benchmarks.admission_doc import render
+
+    MD_PATH.write_text(render(doc))
+    print(f"wrote {JSON_PATH.relative_to(ROOT)} and {MD_PATH.relative_to(ROOT)}", file=sys.stderr)
+
+
+def _module(path: str) -> str:
+    p = Path(path).resolve()
+    try:
+        return ".".join(p.relative_to(ROOT).with_suffix("").parts)
+    except ValueError:
+        return path
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--replay", choices=["noisy-neighbour", "decode-heavy"])
+    ap.add_argument("--minutes", type=float, default=10.0)
+    ap.add_argument("--sample-steps", type=int, default=200)
+    ap.add_argument("--render", action="store_true")
+    a = ap.parse_args(argv)
+    if a.render:
+        from benchmarks.admission_doc import render
+
+        MD_PATH.write_text(render(json.loads(JSON_PATH.read_text())))
+        return 0
+    if a.replay:
+        from shadowd.replay.replay import replay
+
+        result = replay(a.replay, minutes=a.minutes, sample_steps=a.sample_steps)
+        store_section(f"replay:{a.replay}", result, ["benchmarks/admission.py"] + argv)
+        return 0
+    ap.error("nothing to do: --replay NAME or --render")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,248 @@
+"""Governor cost on the real vLLM ``AsyncScheduler``: its own CPU time per scheduled step.
+
+A real scheduler with the governor on (mode ``on``, a GO state file for its platform, so the
+attributed path runs: both counters charged every step) is kept at ``n`` running requests of four
+tenants and driven in the engine's pipelined order (schedule N+1, then update N).
+
+* **steady**: long outputs, so every step is the same decode batch of ``n``;
+* **churn**: outputs drawn geometric with mean ``CHURN_MEAN_OUTPUT`` tokens and as many new
+  requests added before each step as finished, so requests arrive, are admitted through the
+  fair queue (a short prompt prefill) and finish every step.
+
+Timed directly, in CPU time of the engine thread (``time.thread_time_ns``): the governor's
+``on_schedule`` and every call into its waiting queue (``FairRequestQueue``) during ``schedule``
+and ``add_request``; the timers' own cost per call is measured and subtracted.  That is the cost
+*beyond the tap* (the tap is off here; its own cost is ``benchmarks/tap_cost.py``).  The
+scheduler's own CPU time per step (governor off, same workload) is reported beside it as the
+yardstick.  Median over blocks of the per-block mean.
+
+    .venv/bin/python -m benchmarks.govern_cost          # writes its section of docs/admission.json
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import tempfile
+import time
+from collections import deque
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from shadowd.twin.request_spec import RequestSpec
+
+PROMPT_TOKENS = 32
+CHURN_MEAN_OUTPUT = 16
+TENANTS = ("acme", "beta", "gamma", "delta")
+KEY = "bench/h100/llama-3.1-8b"
+QUEUE_METHODS = (
+    "add_request",
+    "pop_request",
+    "peek_request",
+    "prepend_request",
+    "prepend_requests",
+    "__bool__",
+)
+
+
+class _Engine:
+    def __init__(self, n: int, cls: type, churn: bool, model_dir: str, steps: int, seed: int = 0) -> None:
+        from shadowd.sim.driver import EngineDriver, RealClock
+        from shadowd.sim.vllm_scheduler import SchedulerSpec, build_scheduler
+
+        self.n, self.churn = n, churn
+        self.rng = np.random.default_rng(seed)
+        out_max = (CHURN_MEAN_OUTPUT * 12) if churn else steps + 1000
+        spec = SchedulerSpec(
+            model_dir=model_dir,
+            max_num_seqs=n,
+            max_num_batched_tokens=max(2048, n * PROMPT_TOKENS),
+            max_model_len=32768,
+            num_blocks=2 * n * ((PROMPT_TOKENS + out_max + 64) // 16 + 2) + 64,
+        )
+        self.sched = build_scheduler(spec, cls)
+        self.driver = EngineDriver(self.sched, lambda st: 1.0, vocab_size=128256, clock=RealClock())
+        self.made = 0
+        for _ in range(n):  # geometric outputs are memoryless: churn from the first step
+            self._add(None if churn else steps + 1000)
+        self.queue: deque = deque([self.sched.schedule()])
+
+    def _add(self, output: int | None = None) -> None:
+        if output is None:
+            output = int(min(self.rng.geometric(1.0 / CHURN_MEAN_OUTPUT), CHURN_MEAN_OUTPUT * 12))
+        self.made += 1
+        spec = RequestSpec(0.0, TENANTS[self.made % 4], PROMPT_TOKENS, output)
+        self.sched.add_request(self.driver.make_request(spec))
+
+    @staticmethod
+    def _runner_output(out: Any) -> Any:
+        from vllm.v1.outputs import ModelRunnerOutput
+
+        ids = [r.req_id for r in out.scheduled_new_reqs] + list(out.scheduled_cached_reqs.req_ids)
+        return ModelRunnerOutput(
+            req_ids=ids, req_id_to_index={r: i for i, r in enumerate(ids)}, sampled_token_ids=[[7]] * len(ids)
+        )
+
+    def steps(self, k: int) -> list[int]:
+        """Run ``k`` steps; the scheduler's CPU ns per step (schedule + update + arrivals)."""
+        cpu = time.thread_time_ns
+        sched, q = self.sched, self.queue
+        out_ns = []
+        for _ in range(k):
+            c0 = cpu()
+            if self.churn:
+                for _ in range(self.n - len(sched.running) - len(sched.waiting)):
+                    self._add()
+            nxt = sched.schedule()
+            c1 = cpu()
+            prev = q.popleft()
+            mro = self._runner_output(prev)
+            c2 = cpu()
+            sched.update_from_output(prev, mro)
+            c3 = cpu()
+            q.append(nxt)
+            out_ns.append(c1 - c0 + c3 - c2)
+        return out_ns
+
+
+class _Timer:
+    """CPU ns spent inside wrapped callables, and the number of calls."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+        self.calls = 0
+
+    def wrap(self, fn: Any) -> Any:
+        cpu = time.thread_time_ns
+
+        def call(*a: Any, **k: Any) -> Any:
+            c = cpu()
+            try:
+                return fn(*a, **k)
+            finally:
+                self.ns += cpu() - c
+                self.calls += 1
+
+        return call
+
+    def overhead_ns(self, calls: int = 20000) -> float:
+        """The timer's own CPU ns per call (a wrapped no-op), subtracted from the figures."""
+        probe = _Timer()
+        f = probe.wrap(lambda *a: None)
+        for _ in range(calls):
+            f()
+        return probe.ns / calls
+
+
+def _instrument(sched: Any, timer: _Timer) -> None:
+    gov = sched.shadowd_governor
+    gov.on_schedule = timer.wrap(gov.on_schedule)
+    q = gov.queue
+    cls = type("TimedFairQueue", (type(q),), {m: _timed_method(type(q), m, timer) for m in QUEUE_METHODS})
+    q.__class__ = cls
+
+
+def _timed_method(base: type, name: str, timer: _Timer) -> Any:
+    fn = getattr(base, name)
+    cpu = time.thread_time_ns
+
+    def method(self: Any, *a: Any) -> Any:
+        c = cpu()
+        try:
+            return fn(self, *a)
+        finally:
+            timer.ns += cpu() - c
+            timer.calls += 1
+
+    return method
+
+
+def measure(
+    n: int, churn: bool, *, blocks: int = 8, block_steps: int = 150, warmup: int = 60
+) -> dict[str, Any]:
+    from shadowd.daemon.gatekeeper import published_model, write_state_file
+    from shadowd.govern.config import GovernConfig
+    from shadowd.govern.vllm import GovernedAsyncScheduler
+    from shadowd.paths import models_dir
+
+    model_dir = str(models_dir() / "llama-3.1-8b")
+    tmp = tempfile.mkdtemp(prefix="shd-gov-")
+    state = os.path.join(tmp, "gate.json")
+    coef = {
+        "breakpoint_tokens": 512,
+        "segments": [
+            {
+                "beta_ms": 6.0,
+                "prefill": {"p": 0.002, "c": 1e-6, "pc": 1e-7, "request": 0.01},
+                "decode": {"c": 4e-5},
+            },
+            {"beta_ms": 2.0, "prefill": {"p": 0.02, "pc": 1e-7, "request": 0.01}, "decode": {"c": 4e-5}},
+        ],
+    }
+    now = time.time()
+    write_state_file(
+        state,
+        {
+            "verdict": "GO",
+            "valid_until": now + 3600,
+            "model": published_model("bench", KEY, coef, "equal", now, 3600),
+        },
+    )
+    total = warmup + blocks * block_steps
+    on = GovernConfig(mode="on", state_file=state, platform_key=KEY)
+    governed = _Engine(
+        n, type("B", (GovernedAsyncScheduler,), {"governor_config": on}), churn, model_dir, total
+    )
+    plain = _Engine(
+        n, type("P", (GovernedAsyncScheduler,), {"governor_config": GovernConfig()}), churn, model_dir, total
+    )
+    assert governed.sched.shadowd_governor is not None and plain.sched.shadowd_governor is None
+    for eng in (governed, plain):
+        eng.steps(warmup)
+    timer = _Timer()
+    _instrument(governed.sched, timer)
+    per_call = timer.overhead_ns()
+    gov_us, base_us, calls = [], [], []
+    gc.collect()
+    for _ in range(blocks):
+        timer.ns = timer.calls = 0
+        governed.steps(block_steps)
+        gov_us.append((timer.ns - timer.calls * per_call) / block_steps / 1e3)
+        calls.append(timer.calls / block_steps)
+        base_us.append(median(plain.steps(block_steps)) / 1e3)
+    g = governed.sched.shadowd_governor
+    assert g.verdict.go and g.errors == 0, g.status()
+    return {
+        "requests_per_step": n,
+        "workload": "churn" if churn else "steady",
+        "governor_cpu_us_per_step": round(median(gov_us), 2),
+        "governor_cpu_us_best_block": round(min(gov_us), 2),
+        "scheduler_cpu_us_per_step": round(median(base_us), 1),
+        "governor_pct_of_step": round(100 * median(gov_us) / median(base_us), 2),
+        "governor_calls_per_step": round(median(calls), 1),
+        "timer_overhead_ns_per_call": round(per_call, 1),
+        "requests_made": governed.made,
+        "blocks": blocks,
+        "block_steps": block_steps,
+    }
+
+
+def run(quick: bool = False) -> dict[str, Any]:
+    kw = dict(blocks=4, block_steps=80, warmup=30) if quick else {}
+    results = []
+    for n, target in ((32, 20.0), (256, 60.0)):
+        for churn in (False, True):
+            r = measure(n, churn, **kw)
+            r["target_us"] = target
+            r["met"] = r["governor_cpu_us_per_step"] <= target
+            results.append(r)
+    return {"govern_cost": results}
+
+
+if __name__ == "__main__":
+    from benchmarks.admission import store_section
+
+    store_section("govern_cost", run(quick="--quick" in sys.argv)["govern_cost"], sys.argv)

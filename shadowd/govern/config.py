@@ -1,0 +1,144 @@
+"""Governor settings, read from the engine process's environment once.
+
+``SHADOWD_GOVERN``         ``on`` (charge attributed time while the gate says GO, VTC otherwise),
+                           ``vtc`` (always VTC), unset/``off``: the governor is inert and vLLM
+                           schedules exactly as without it.
+``SHADOWD_GOVERN_STATE``   the daemon's gate state file (default ``/run/shadowd/gate.json``).
+``SHADOWD_PLATFORM_KEY``   this engine's platform key, in the daemon's text form
+                           (``gpu=H100-SXM/model=…/tp=1/…``); a state file for another key is ignored.
+``SHADOWD_GOVERN_TENANTS`` tenant weights and caps: inline ``acme=2,beta=1:500`` (weight, optional
+                           cap in attributed ms per second) or the path of a JSON file
+                           ``{"weights": {...}, "caps_ms_per_s": {...}, "default_weight": 1}``.
+
+Inputs come from operators, so every value has a bound and a clear error (``ValueError``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MODES = ("off", "on", "vtc")
+MAX_TENANTS = 1024  # configured tenants, and tenants the ledger tracks (the rest share OTHER)
+MAX_FILE_BYTES = 65536
+MAX_WEIGHT = 1e6
+MAX_CAP_MS_PER_S = 1e6
+DEFAULT_STATE_FILE = "/run/shadowd/gate.json"
+
+
+def _number(text: object, what: str, hi: float) -> float:
+    try:
+        x = float(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: {text!r} is not a number") from None
+    if not math.isfinite(x) or x <= 0 or x > hi:
+        raise ValueError(f"{what}: {x} must be > 0 and <= {hi:g}")
+    return x
+
+
+@dataclass(frozen=True)
+class TenantPolicy:
+    """Weights (entitlement ∝ weight) and optional caps (attributed ms per second)."""
+
+    weights: dict[str, float] = field(default_factory=dict)
+    caps_ms_per_s: dict[str, float] = field(default_factory=dict)
+    default_weight: float = 1.0
+
+    def weight(self, tenant: str) -> float:
+        return self.weights.get(tenant, self.default_weight)
+
+    @classmethod
+    def parse(cls, value: str | None) -> TenantPolicy:
+        """Inline ``name=weight[:cap],…`` or a JSON file path; empty means equal weights."""
+        if not value or not value.strip():
+            return cls()
+        if "=" in value:
+            return cls._inline(value)
+        return cls._file(Path(value))
+
+    @classmethod
+    def _inline(cls, value: str) -> TenantPolicy:
+        weights, caps = {}, {}
+        for item in filter(None, (s.strip() for s in value.split(","))):
+            name, _, rest = item.partition("=")
+            name = _tenant(name)
+            w, _, cap = rest.partition(":")
+            weights[name] = _number(w, f"weight of {name}", MAX_WEIGHT)
+            if cap:
+                caps[name] = _number(cap, f"cap of {name}", MAX_CAP_MS_PER_S)
+        return cls._checked(weights, caps, 1.0)
+
+    @classmethod
+    def _file(cls, path: Path) -> TenantPolicy:
+        try:
+            size = path.stat().st_size
+            if size > MAX_FILE_BYTES:
+                raise ValueError(f"{path}: {size} bytes, at most {MAX_FILE_BYTES}")
+            body = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"tenant policy {path}: {exc}") from None
+        if not isinstance(body, dict):
+            raise ValueError(f"tenant policy {path}: expected a JSON object")
+        weights = {_tenant(k): _number(v, f"weight of {k}", MAX_WEIGHT) for k, v in _obj(body, "weights")}
+        caps = {
+            _tenant(k): _number(v, f"cap of {k}", MAX_CAP_MS_PER_S) for k, v in _obj(body, "caps_ms_per_s")
+        }
+        default = _number(body.get("default_weight", 1.0), "default_weight", MAX_WEIGHT)
+        return cls._checked(weights, caps, default)
+
+    @classmethod
+    def _checked(cls, weights: dict, caps: dict, default: float) -> TenantPolicy:
+        if len(weights) > MAX_TENANTS or len(caps) > MAX_TENANTS:
+            raise ValueError(f"at most {MAX_TENANTS} tenants may be configured")
+        return cls(weights, caps, default)
+
+
+def _obj(body: dict, key: str) -> list[tuple[str, object]]:
+    value = body.get(key) or {}
+    if not isinstance(value, dict):
+        raise ValueError(f"tenant policy: {key} must be an object")
+    return list(value.items())
+
+
+def _tenant(name: object) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name.strip()) > 64:
+        raise ValueError(f"tenant name {name!r}: 1 to 64 characters")
+    return name.strip()
+
+
+@dataclass(frozen=True)
+class GovernConfig:
+    mode: str = "off"
+    state_file: str = DEFAULT_STATE_FILE
+    platform_key: str | None = None
+    tenants: TenantPolicy = field(default_factory=TenantPolicy)
+    tenant_key: str = "tenant"
+    tenant_prefix_sep: str | None = None
+    w_p: float = 1.0  # VTC price of a prompt token
+    w_q: float = 2.0  # VTC price of a generated token
+    poll_interval_s: float = 1.0  # the state file is stat'ed at most this often
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"SHADOWD_GOVERN={self.mode!r}: expected one of {MODES}")
+
+    @property
+    def enabled(self) -> bool:
+        return self.mode != "off"
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> GovernConfig:
+        env = os.environ if env is None else env  # type: ignore[assignment]
+        mode = (env.get("SHADOWD_GOVERN") or "off").strip().lower()
+        mode = {"1": "on", "true": "on", "llmvisor": "on", "0": "off", "false": "off"}.get(mode, mode)
+        return cls(
+            mode=mode,
+            state_file=env.get("SHADOWD_GOVERN_STATE") or DEFAULT_STATE_FILE,
+            platform_key=env.get("SHADOWD_PLATFORM_KEY") or None,
+            tenants=TenantPolicy.parse(env.get("SHADOWD_GOVERN_TENANTS")),
+            tenant_key=env.get("SHADOWD_TENANT_KEY") or "tenant",
+            tenant_prefix_sep=env.get("SHADOWD_TENANT_PREFIX_SEP") or None,
+        )

@@ -1,0 +1,167 @@
+"""The governor's per-step work: read the gate's verdict, charge the step, keep the queue's order.
+
+``on_schedule`` runs after vLLM's ``schedule`` returns.  Per scheduled row it adds the request's
+new tokens and context to its tenant's sums (one dict lookup and a few additions), then charges
+every tenant in the step once: VTC token units always, and its LLMVisor share of the step's
+predicted latency whenever coefficients for this engine's platform are known.  Admission follows
+the attributed counter while the gate says GO and fresh, the VTC counter otherwise; a change of
+that choice is logged with its reason and counted (``switches``).  Any exception is counted in
+``errors`` and swallowed: the engine never sees one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from shadowd.govern.config import GovernConfig
+from shadowd.govern.handoff import StateReader, Verdict
+from shadowd.govern.ledger import ATTRIBUTED, VTC, Ledger
+from shadowd.govern.price import TenantSums
+from shadowd.govern.queue import FairRequestQueue, RequestFacts
+from shadowd.tap.tenant import TenantResolver
+
+log = logging.getLogger("shadowd.govern")
+VTC_ONLY = Verdict("mode_vtc")
+
+
+class Governor:
+    def __init__(
+        self,
+        config: GovernConfig,
+        requests: Mapping[str, Any],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.requests = requests
+        self.ledger = Ledger(config.tenants, clock)
+        self.resolver = TenantResolver(config.tenant_key, config.tenant_prefix_sep)
+        self.reader = (
+            StateReader(
+                config.state_file, config.platform_key, interval_s=config.poll_interval_s, clock=wall_clock
+            )
+            if config.mode == "on"
+            else None
+        )
+        self.facts: dict[str, RequestFacts] = {}
+        self._seq = itertools.count()
+        self.verdict = VTC_ONLY if self.reader is None else Verdict("missing")
+        self.queue = FairRequestQueue(self.ledger, self.facts_of, self.kind(), self.prefill_price())
+        self.switches: dict[str, int] = {}  # reason -> times the governor switched to it
+        self.steps_charged = {"attributed": 0, "vtc": 0}
+        self.errors = 0
+
+    # -- per request -----------------------------------------------------------------------------
+    def facts_of(self, request: Any) -> RequestFacts:
+        f = self.facts.get(request.request_id)
+        if f is None:
+            t = self.ledger.tenant(self.resolver.resolve(request))
+            f = self.facts[request.request_id] = RequestFacts(
+                t, int(request.num_prompt_tokens), next(self._seq)
+            )
+        return f
+
+    def kind(self) -> int:
+        return ATTRIBUTED if self.verdict.go else VTC
+
+    def prefill_price(self) -> float:
+        """Estimated cost of one prompt token in the active counter's units (admission ordering only)."""
+        p = self.verdict.pricer
+        if p is None:
+            return self.config.w_p
+        return max(p.prefill[0][0], p.prefill[1][0])
+
+    # -- per step ----------------------------------------------------------------------------------
+    def on_schedule(self, out: Any) -> None:
+        try:
+            self._refresh()
+            self._charge(out)
+            self._retire(out.finished_req_ids)
+        except Exception as exc:
+            self.errors += 1
+            if self.errors == 1 or self.errors % 10000 == 0:
+                log.warning("shadowd governor: step not charged (%d so far): %r", self.errors, exc)
+        finally:
+            self.queue.invalidate()
+
+    def _refresh(self) -> None:
+        if self.reader is None:
+            return
+        verdict = self.reader.poll()
+        if verdict.reason != self.verdict.reason or verdict.model_version != self.verdict.model_version:
+            self.switches[verdict.reason] = self.switches.get(verdict.reason, 0) + 1
+            log.warning(
+                "shadowd governor: charging %s (%s%s)",
+                "attributed GPU time" if verdict.go else "VTC tokens",
+                verdict.reason,
+                f", model {verdict.model_version}" if verdict.model_version else "",
+            )
+        self.verdict = verdict
+        self.queue.kind, self.queue.price = self.kind(), self.prefill_price()
+
+    def _charge(self, out: Any) -> None:
+        if not out.total_num_scheduled_tokens:
+            return
+        nst = out.num_scheduled_tokens
+        facts = self.facts
+        sums: dict[int, TenantSums] = {}
+        for new in out.scheduled_new_reqs:
+            rid = new.req_id
+            f = facts.get(rid) or self._lookup(rid)
+            s = sums.get(f.tenant)
+            if s is None:
+                s = sums[f.tenant] = TenantSums()
+            p, c = nst[rid], new.num_computed_tokens
+            s.add(p, c, c < f.prompt or p > 1)
+        cached = out.scheduled_cached_reqs
+        for rid, c in zip(cached.req_ids, cached.num_computed_tokens):
+            f = facts.get(rid) or self._lookup(rid)
+            p = nst[rid]
+            s = sums.get(f.tenant)
+            if s is None:
+                s = sums[f.tenant] = TenantSums()
+            if p == 1 and c >= f.prompt:  # decode (the common row): inlined TenantSums.add
+                s.n += 1
+                s.dn += 1
+                s.dc += c
+            else:
+                s.add(p, c, c < f.prompt or p > 1)
+        self._charge_sums(sums, out.total_num_scheduled_tokens)
+
+    def _lookup(self, rid: str) -> RequestFacts:
+        return self.facts.get(rid) or self.facts_of(self.requests[rid])
+
+    def _charge_sums(self, sums: dict[int, TenantSums], total_tokens: int) -> None:
+        pricer = self.verdict.pricer or (self.reader.pricer if self.reader is not None else None)
+        tenants = list(sums)
+        rows = list(sums.values())
+        shares = pricer.shares(rows, total_tokens) if pricer is not None else None
+        w_p, w_q = self.config.w_p, self.config.w_q
+        for j, t in enumerate(tenants):
+            self.ledger.charge(t, rows[j].vtc_tokens(w_p, w_q), None if shares is None else shares[j])
+        self.steps_charged["attributed" if self.verdict.go else "vtc"] += 1
+
+    def _retire(self, finished: Any) -> None:
+        for rid in finished or ():
+            f = self.facts.pop(rid, None)
+            if f is not None and f.running:
+                self.ledger.deactivate(f.tenant)
+
+    # -- reporting ---------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        """Counters for logs, tests and the replay: the verdict, switches, per-tenant service."""
+        return {
+            "mode": self.config.mode,
+            "charging": "attributed" if self.verdict.go else "vtc",
+            "reason": self.verdict.reason,
+            "model_version": self.verdict.model_version,
+            "switches": dict(self.switches),
+            "steps_charged": dict(self.steps_charged),
+            "errors": self.errors,
+            "tenants": self.ledger.snapshot(),
+        }

@@ -1,0 +1,118 @@
+"""Per-tenant service counters: VTC token units and attributed milliseconds, both always kept.
+
+Fair queuing compares *normalised* service ``S_t / w_t`` (``w_t`` the tenant's weight): the
+backlogged tenant with the least goes first, so over a busy period every backlogged tenant's
+service approaches its weight's share.  Counters only grow, and a tenant that becomes active
+(a request arrives while it has none waiting or running) is **lifted** to the least normalised
+counter among the tenants already active (or, with none active, to where the last active ones
+stood): idle time is not banked as credit (VTC, Sheng et al., OSDI '24).
+
+Caps (optional, per tenant, attributed ms per second): a token bucket of one second's worth that
+fills with every attributed charge and drains at the cap; a tenant whose bucket is over the cap
+is *held*: its waiting requests wait, never dropped.  Caps bind only while a model's coefficients
+are known (attributed time cannot be measured without one).
+
+Tenants are bounded (:data:`shadowd.govern.config.MAX_TENANTS`); labels beyond that share
+:data:`OTHER`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from shadowd.govern.config import MAX_TENANTS, TenantPolicy
+
+OTHER = "other"
+VTC, ATTRIBUTED = 0, 1  # counter kinds
+
+
+class Ledger:
+    def __init__(self, policy: TenantPolicy, clock: Callable[[], float] = time.monotonic) -> None:
+        self.policy = policy
+        self.clock = clock
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.weight: list[float] = []
+        self.service: tuple[list[float], list[float]] = ([], [])  # raw, per kind
+        self.active: list[int] = []  # waiting + running requests per tenant
+        self._floor = [0.0, 0.0]  # normalised service of the last active tenants
+        self.cap: list[float] = []  # ms/s, 0 = none
+        self.bucket: list[float] = []  # ms
+        self._bucket_t: list[float] = []
+        self.lifts = 0
+
+    def tenant(self, name: str) -> int:
+        i = self.index.get(name)
+        if i is not None:
+            return i
+        if len(self.names) >= MAX_TENANTS:
+            name = OTHER
+            if name in self.index:
+                return self.index[name]
+        i = self.index[name] = len(self.names)
+        self.names.append(name)
+        self.weight.append(self.policy.weight(name))
+        for s in self.service:
+            s.append(0.0)
+        self.active.append(0)
+        self.cap.append(self.policy.caps_ms_per_s.get(name, 0.0))
+        self.bucket.append(0.0)
+        self._bucket_t.append(self.clock())
+        return i
+
+    def normalised(self, kind: int, t: int) -> float:
+        return self.service[kind][t] / self.weight[t]
+
+    # -- activity and the lift -------------------------------------------------------------------
+    def activate(self, t: int) -> None:
+        """One more waiting/running request of ``t``; lift its counters if it was idle."""
+        if self.active[t] == 0:
+            for kind in (VTC, ATTRIBUTED):
+                others = [self.normalised(kind, u) for u, a in enumerate(self.active) if a > 0]
+                floor = min(others) if others else self._floor[kind]
+                if self.normalised(kind, t) < floor:
+                    self.service[kind][t] = floor * self.weight[t]
+                    self.lifts += 1
+        self.active[t] += 1
+
+    def deactivate(self, t: int) -> None:
+        if self.active[t] <= 0:
+            return
+        self.active[t] -= 1
+        if self.active[t] == 0:
+            for kind in (VTC, ATTRIBUTED):
+                self._floor[kind] = max(self._floor[kind], self.normalised(kind, t))
+
+    # -- charging ----------------------------------------------------------------------------------
+    def charge(self, t: int, vtc_tokens: float, attributed_ms: float | None) -> None:
+        self.service[VTC][t] += vtc_tokens
+        if attributed_ms is not None:
+            self.service[ATTRIBUTED][t] += attributed_ms
+            if self.cap[t]:
+                self._drain(t)
+                self.bucket[t] += attributed_ms
+
+    def _drain(self, t: int) -> None:
+        now = self.clock()
+        self.bucket[t] = max(0.0, self.bucket[t] - (now - self._bucket_t[t]) * self.cap[t])
+        self._bucket_t[t] = now
+
+    def held(self, t: int) -> bool:
+        """Over its cap: its waiting requests are not admitted now."""
+        if not self.cap[t] or self.bucket[t] <= self.cap[t]:
+            return False
+        self._drain(t)
+        return self.bucket[t] > self.cap[t]
+
+    def snapshot(self) -> dict[str, dict[str, float]]:
+        """Per tenant: weight, both counters, active requests (for reports and the daemon)."""
+        return {
+            n: {
+                "weight": self.weight[i],
+                "vtc_tokens": self.service[VTC][i],
+                "attributed_ms": self.service[ATTRIBUTED][i],
+                "active": self.active[i],
+            }
+            for i, n in enumerate(self.names)
+        }

@@ -1,0 +1,84 @@
+"""vLLM scheduler classes with the governor (and the tap).
+
+Use one of these with ``--scheduler-cls`` and set ``SHADOWD_GOVERN`` (see
+:mod:`shadowd.govern.config`):
+
+* ``shadowd.govern.vllm.GovernedAsyncScheduler`` – async scheduling (vLLM's default);
+* ``shadowd.govern.vllm.GovernedScheduler`` – sync scheduling;
+
+or install the ``vllm.general_plugins`` entry point ``shadowd.govern.plugin``, which governs
+whichever class vLLM picked when ``SHADOWD_GOVERN`` is set.  Both classes include the tap (inert
+unless ``SHADOWD_TAP`` is set); the governor wraps outside it, so the tap's step timing does not
+include the governor's charge.
+
+With the governor off (``SHADOWD_GOVERN`` unset) the mixin is one attribute read per step and
+vLLM's own FCFS queue stays in place: the same batches as the untouched scheduler
+(``tests/govern/test_vllm.py``).  Every governor error is caught and counted; the engine never
+sees one.  Cost per step: ``benchmarks/govern_cost.py`` (``docs/admission.md``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from vllm.v1.core.sched.request_queue import SchedulingPolicy
+
+from shadowd.govern.config import GovernConfig
+from shadowd.govern.governor import Governor
+from shadowd.tap.vllm import TapAsyncScheduler, TapScheduler
+
+log = logging.getLogger("shadowd.govern")
+
+
+class GovernMixin:
+    """Replaces ``self.waiting`` with a fair queue and charges each scheduled step."""
+
+    shadowd_governor: Governor | None = None
+    governor_config: GovernConfig | None = None  # set on a subclass to bypass the environment
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.shadowd_governor = None
+        try:
+            cfg = self.governor_config or GovernConfig.from_env()
+            if not cfg.enabled:
+                return
+            if getattr(self, "policy", None) != SchedulingPolicy.FCFS:
+                log.warning("shadowd governor off: vLLM runs the %s policy, not fcfs", self.policy)
+                return
+            gov = Governor(cfg, self.requests)
+            old, self.waiting = self.waiting, gov.queue
+            for request in old:
+                gov.queue.add_request(request)
+            self.shadowd_governor = gov
+            log.info("shadowd governor on: mode %s, state file %s", cfg.mode, cfg.state_file)
+        except Exception as exc:  # a broken governor must not stop the engine
+            log.error("shadowd governor disabled: %s", exc)
+
+    def schedule(self, *args: Any, **kwargs: Any) -> Any:
+        out = super().schedule(*args, **kwargs)
+        gov = self.shadowd_governor
+        if gov is not None:
+            gov.on_schedule(out)
+        return out
+
+
+class GovernedScheduler(GovernMixin, TapScheduler):
+    """vLLM's sync ``Scheduler`` with the governor and the tap."""
+
+
+class GovernedAsyncScheduler(GovernMixin, TapAsyncScheduler):
+    """vLLM's ``AsyncScheduler`` with the governor and the tap."""
+
+
+_governed: dict[type, type] = {}
+
+
+def governed(cls: type) -> type:
+    """The governed subclass of any scheduler class (cached), e.g. for the plugin."""
+    if issubclass(cls, GovernMixin):
+        return cls
+    if cls not in _governed:
+        _governed[cls] = type(f"Governed{cls.__name__}", (GovernMixin, cls), {"__module__": __name__})
+    return _governed[cls]

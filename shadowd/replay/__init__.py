@@ -1,0 +1,1 @@
+"""Replay of arrivals through the real vLLM scheduler under FCFS, VTC and the governed policy."""
