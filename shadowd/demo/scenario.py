@@ -117,6 +117,9 @@ class DemoRun:
             max_window_factor=self.spec.max_window_factor,
         )
         daemon.start(http=False, jobs=False)
+        # The engine runs on simulated time, ahead of the wall clock: the daemon's receipt time (its
+        # bound on a frame's date) reads the same clock, as the gate's "now" does (_sim_now).
+        daemon.receiver.wall_clock = lambda: self._sim_now(ref)
         try:
             time.sleep(0.2)  # PUSH connects to the bound PULL
             ref.driver.submit(self._workload(ref))

@@ -6,7 +6,6 @@
 
 Tenant sources (``shadowd.tap.tenant``), each off unless set; the first that yields a label wins:
 
-
 ``SHADOWD_TENANT_KEY``   the ``extra_args`` key holding the tenant (``vllm_xargs``: any client can
                          set it, so only with a gateway that overwrites it).
 ``SHADOWD_TENANT_LORA``  ``1``: the LoRA adapter name.
