@@ -105,7 +105,7 @@ class DemoSpec:
 
     @property
     def max_window_factor(self) -> float:
-        """How far the warm-up window may widen for a short class: it ends by 60 % of the run, so
+        """How far the warm-up window may widen for a short class: it ends by ``0.6`` of the run, so
         the gate has evidence time left (``CalibrationSettings.max_window_factor``)."""
         return max(1.0, (0.6 * self.steps - self.settle_steps) / self.warmup_steps)
 

@@ -134,7 +134,10 @@ def test_random_tenant_labels_through_the_real_tap_are_folded(monkeypatch, ipc_e
         )
         assert daemon.drift.state()["envelope"]["new_tenants"] == []
         after = check(daemon.evaluate_gate())
-        assert after["status"] == before["status"] == "pass", (before, after)
+        # Before any attributed traffic the share of new tenants is not known yet (inconclusive,
+        # never a pass); after 10,000 forged labels it is a pass at zero: all were folded.
+        assert before["status"] in ("pass", "inconclusive") and before["status"] != "fail", before
+        assert after["status"] == "pass" and after["value"] == 0.0, (before, after)
     finally:
         daemon.stop()
 
