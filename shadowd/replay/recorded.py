@@ -382,5 +382,9 @@ def render_recorded(result: dict[str, Any]) -> str:
                 _cell(s["unserved"], "{:d}", 9),
             )
             lines.append(f"{t[:12]:<12}" + "".join(cells))
-    lines += ["", "attr = LLMVisor-attributed share of the replayed GPU time (the stored model)."]
+    lines += [
+        "",
+        "attr = LLMVisor-attributed share of the replayed GPU time (the stored model); per-policy",
+        "figures cover every replayed request, those still running at the end of the record included.",
+    ]
     return "\n".join(lines)
