@@ -14,6 +14,8 @@ the record saw, at its recorded arrival (seconds after the first one):
 * requests that were still *waiting* at the end of the record (never scheduled) left no trace
   and are missing from the replay.
 
+One engine is replayed: the one with the most ended requests (a database may hold several).
+
 **Prefix sharing**: the record holds no prompt content, only how many prompt tokens vLLM's
 prefix cache already held when each request was first scheduled (its first row's
 ``context_tokens``).  A request with ``h`` cached tokens is given the first ``round(h / 512)``
@@ -72,6 +74,7 @@ SCHEMA = 1
 # small capacity error near saturation, so the bound is loose by design.
 TTFT_TOLERANCE = 0.25
 LOOKBACK = 256  # earlier requests searched for a prefix partner
+MAX_REQUESTS = 200_000  # one engine's requests in memory at once
 MAX_MODEL_LEN = EngineSetup().max_model_len
 
 
@@ -79,6 +82,7 @@ MAX_MODEL_LEN = EngineSetup().max_model_len
 class Recording:
     """What the record says: the re-created arrivals and what it measured."""
 
+    engine_id: str
     requests: list[RequestSpec]
     ended: set[tuple[int, str, int]]  # (arrival ns, tenant, prompt) of requests in ``requests``
     recorded_ttft_ms: dict[str, list[float]]  # per tenant, over ended requests with a first token
@@ -107,28 +111,52 @@ def _engine_platform(gpu: str | None) -> str:
     return f"builtin:{name}" if source == "analytic" and name else (name or source)
 
 
-def _rows(con: duckdb.DuckDBPyConnection) -> tuple[list[tuple], list[tuple], float, float]:
+def _engine(con: duckdb.DuckDBPyConnection) -> str:
+    """The engine whose traffic is replayed: the one with the most ended requests."""
+    row = con.execute(
+        "SELECT engine_id FROM requests GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1"
+    ).fetchone()
+    if row is None:
+        raise ValueError("no ended requests in the requests table (a database from before schema 6?)")
+    return row[0]
+
+
+def _rows(con: duckdb.DuckDBPyConnection, engine: str) -> tuple[list[tuple], list[tuple], float, float]:
+    n = con.execute(
+        "SELECT count(DISTINCT (run_id, req_id)) FROM step_requests WHERE engine_id = ?", [engine]
+    )
+    if n.fetchone()[0] > MAX_REQUESTS:
+        raise ValueError(
+            f"more than {MAX_REQUESTS} requests for engine {engine}: export a shorter window first"
+        )
     ended = con.execute(
         """
         SELECT r.tenant, epoch_us(r.arrival_ts), r.prompt_tokens, r.output_tokens, r.ttft_ms,
                r.first_step_seq, f.cached
         FROM requests r
-        LEFT JOIN (SELECT req_id, arg_min(context_tokens, step_seq) AS cached
-                   FROM step_requests GROUP BY req_id) f USING (req_id)
-        WHERE r.arrival_ts IS NOT NULL AND r.first_step_seq IS NOT NULL AND r.output_tokens > 0
-        """
+        LEFT JOIN (SELECT run_id, req_id, arg_min(context_tokens, step_seq) AS cached
+                   FROM step_requests WHERE engine_id = $e GROUP BY run_id, req_id) f USING (run_id, req_id)
+        WHERE r.engine_id = $e AND r.arrival_ts IS NOT NULL AND r.first_step_seq IS NOT NULL
+              AND r.output_tokens > 0
+        """,
+        {"e": engine},
     ).fetchall()
     running = con.execute(
         """
         SELECT arg_min(tenant, step_seq), min(step_seq), arg_min(prompt_tokens, step_seq),
                arg_min(context_tokens, step_seq), count(*) FILTER (WHERE phase = 'decode') + 1
-        FROM step_requests WHERE req_id NOT IN (SELECT req_id FROM requests)
-        GROUP BY req_id
-        """
+        FROM step_requests s
+        WHERE engine_id = $e AND NOT EXISTS (
+            SELECT 1 FROM requests r
+            WHERE r.engine_id = $e AND r.run_id = s.run_id AND r.req_id = s.req_id)
+        GROUP BY run_id, req_id
+        """,
+        {"e": engine},
     ).fetchall()
     t0, t1 = con.execute(
-        "SELECT least((SELECT min(epoch_us(arrival_ts)) FROM requests), min(epoch_us(ts))), "
-        "max(epoch_us(ts)) FROM steps"
+        "SELECT least((SELECT min(epoch_us(arrival_ts)) FROM requests WHERE engine_id = $e), "
+        "min(epoch_us(ts))), max(epoch_us(ts)) FROM steps WHERE engine_id = $e",
+        {"e": engine},
     ).fetchone()
     return ended, running, float(t0), float(t1)
 
@@ -176,7 +204,8 @@ def load_recording(db_path: str) -> Recording:
         raise FileNotFoundError(f"--db {db_path}: no such file")
     con = duckdb.connect(db_path, read_only=True)
     try:
-        ended, running, t0_us, t1_us = _rows(con)
+        engine = _engine(con)
+        ended, running, t0_us, t1_us = _rows(con, engine)
         latest = storage.records.latest_model_version(con)
     finally:
         con.close()
@@ -201,6 +230,7 @@ def load_recording(db_path: str) -> Recording:
         rows.append(((arr_us - t0_us) / 1e6, tenant, prompt, output, int(cached or 0)))
     rows.sort(key=lambda x: x[0])
     return Recording(
+        engine_id=engine,
         requests=_with_prefixes(rows),
         ended=ended_keys,
         recorded_ttft_ms=ttft,
@@ -299,6 +329,7 @@ def replay_recorded(
     result: dict[str, Any] = {
         "schema": SCHEMA,
         "db": db_path,
+        "engine_id": rec.engine_id,
         "platform": rec.platform,
         "model": rec.model_name,
         "tp": rec.tp,
