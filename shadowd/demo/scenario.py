@@ -113,6 +113,9 @@ class DemoRun:
             daemon.calibrator.settings, settle_steps=self.spec.settle_steps
         )
         daemon.start(http=False, jobs=False)
+        # The engine's wall clock is simulated and runs ahead of real time: the receiver bounds
+        # frames dated in its future, so it reads the same simulated wall clock.
+        daemon.receiver.wall_clock = lambda: self._sim_now(ref)
         try:
             time.sleep(0.2)  # PUSH connects to the bound PULL
             ref.driver.submit(ref.workload(limit=self.spec.steps * 2))
