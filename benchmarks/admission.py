@@ -55,7 +55,8 @@ def _module(path: str) -> str:
 
 
 def _recorded_demo(steps: int) -> dict[str, Any]:
-    """A demo run (FCFS) recorded to a fresh database, then ``shadowd replay --db`` on it."""
+    """A demo run (FCFS) recorded to a fresh database, then ``shadowd replay --db`` on it; FCFS
+    again with the reference engine as the oracle, to tell the model's error from the rest."""
     import tempfile
 
     from shadowd.demo.scenario import run_demo
@@ -66,8 +67,9 @@ def _recorded_demo(steps: int) -> dict[str, Any]:
         db = str(Path(tmp) / "demo.duckdb")
         run_demo(DemoSpec.build(db_path=db, steps=steps))
         result = replay_recorded(db)
+        reference = replay_recorded(db, oracle="reference", policies=("fcfs",))["fidelity"]
     result["db"] = f"<demo database, {steps} steps>"
-    return {"demo_steps": steps, "replay": result}
+    return {"demo_steps": steps, "replay": result, "reference_fidelity": reference}
 
 
 def main(argv: list[str]) -> int:
