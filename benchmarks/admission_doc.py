@@ -206,7 +206,7 @@ def _reference_line(fid: dict[str, Any] | None) -> list[str]:
     )
     return [
         "The same FCFS replay with the reference engine (the demo's own engine) as the oracle, TTFT p50",
-        f"against the record: {cells}.  The rest of the model-oracle difference is the model's error.",
+        f"against the record: {cells}.  What differs from the model-oracle figures above is the model's error.",
         "",
     ]
 
