@@ -25,7 +25,9 @@ request-unique blocks after them, so the replayed cache hits about where the rec
 
 **The latency oracle** is the stored LLMVisor model (the newest ``model_versions`` row: the
 operator's calibrated ``T̂``) predicting each replayed step's time, so no kernel tables of the
-recorded platform are needed; without a stored model (or with ``oracle="reference"``), the
+recorded platform are needed, scaled by its mean error on the recorded steps (recorded over
+predicted latency, from the ``steps`` table): under overload TTFT is the backlog's wait, which a
+step time a few percent short turns into a TTFT many percent short; without a stored model (or with ``oracle="reference"``), the
 reference engine of the recorded platform/model.  The reference engine always sizes the KV
 cache from the recorded platform's memory, as vLLM would.
 
@@ -89,6 +91,7 @@ class Recording:
     horizon_s: float
     running_at_end: int
     model: ModelVersion | None
+    model_bias: float  # recorded / predicted step time over the recorded steps it predicted
     platform_key: str | None
     platform: str
     model_name: str
@@ -121,7 +124,9 @@ def _engine(con: duckdb.DuckDBPyConnection) -> str:
     return row[0]
 
 
-def _rows(con: duckdb.DuckDBPyConnection, engine: str) -> tuple[list[tuple], list[tuple], float, float]:
+def _rows(
+    con: duckdb.DuckDBPyConnection, engine: str, version: str | None
+) -> tuple[list[tuple], list[tuple], float, float, float]:
     n = con.execute(
         "SELECT count(DISTINCT (run_id, req_id)) FROM step_requests WHERE engine_id = ?", [engine]
     )
@@ -153,12 +158,17 @@ def _rows(con: duckdb.DuckDBPyConnection, engine: str) -> tuple[list[tuple], lis
         """,
         {"e": engine},
     ).fetchall()
+    bias = con.execute(
+        "SELECT sum(latency_ms) / nullif(sum(predicted_ms), 0) FROM steps "
+        "WHERE engine_id = $e AND predicted_ms > 0 AND model_version = $v",
+        {"e": engine, "v": version},
+    ).fetchone()[0]
     t0, t1 = con.execute(
         "SELECT least((SELECT min(epoch_us(arrival_ts)) FROM requests WHERE engine_id = $e), "
         "min(epoch_us(ts))), max(epoch_us(ts)) FROM steps WHERE engine_id = $e",
         {"e": engine},
     ).fetchone()
-    return ended, running, float(t0), float(t1)
+    return ended, running, float(t0), float(t1), float(bias) if bias else 1.0
 
 
 def _running_arrivals(ended: list[tuple], running: list[tuple]) -> list[float]:
@@ -205,8 +215,8 @@ def load_recording(db_path: str) -> Recording:
     con = duckdb.connect(db_path, read_only=True)
     try:
         engine = _engine(con)
-        ended, running, t0_us, t1_us = _rows(con, engine)
         latest = storage.records.latest_model_version(con)
+        ended, running, t0_us, t1_us, bias = _rows(con, engine, latest[0] if latest else None)
     finally:
         con.close()
     if not ended:
@@ -237,6 +247,7 @@ def load_recording(db_path: str) -> Recording:
         horizon_s=(t1_us - t0_us) / 1e6,
         running_at_end=len(running),
         model=model,
+        model_bias=bias,
         platform_key=key,
         platform=_engine_platform(fields.get("gpu")),
         model_name=fields.get("model", EngineSetup().model),
@@ -244,8 +255,8 @@ def load_recording(db_path: str) -> Recording:
     )
 
 
-def model_oracle(model: ModelVersion):  # noqa: ANN201  (a StepTime)
-    """The calibrated model's predicted time of a step (ms)."""
+def model_oracle(model: ModelVersion, scale: float = 1.0):  # noqa: ANN201  (a StepTime)
+    """The calibrated model's predicted time of a step (ms), times ``scale``."""
 
     def step_ms(st: ScheduledStep) -> float:
         n = len(st.req_ids)
@@ -257,7 +268,7 @@ def model_oracle(model: ModelVersion):  # noqa: ANN201  (a StepTime)
             prompt_tokens=st.prompt_tokens,
             prefill=st.prefill,
         )
-        return max(float(model.llmvisor.predict(batch)[0]), 1e-3)
+        return max(scale * float(model.llmvisor.predict(batch)[0]), 1e-3)
 
     return step_ms
 
@@ -323,7 +334,7 @@ def replay_recorded(
         setup.platform, setup.model, setup.tp, seed=seed, max_tokens=16384, max_batch=1024
     )
     used = "model" if oracle == "model" and rec.model is not None else "reference"
-    step_ms = model_oracle(rec.model) if used == "model" else None
+    step_ms = model_oracle(rec.model, rec.model_bias) if used == "model" else None
     tenants = sorted({r.tenant for r in rec.requests})
     weights = {t: 1.0 for t in tenants}
     result: dict[str, Any] = {
@@ -335,6 +346,7 @@ def replay_recorded(
         "tp": rec.tp,
         "oracle": used,
         "model_version": rec.model.version if rec.model else None,
+        "model_bias": rec.model_bias if used == "model" else None,
         "horizon_s": rec.horizon_s,
         "requests": len(rec.requests),
         "ended_in_record": len(rec.ended),
@@ -379,12 +391,17 @@ def _cell(x: Any, spec: str, width: int) -> str:
     return ("-" if x is None else spec.format(x)).rjust(width)
 
 
+def _bias(b: float | None) -> str:
+    return "" if b is None else f" x {b:.3f}, its recorded/predicted step time"
+
+
 def render_recorded(result: dict[str, Any]) -> str:
     """Terminal view: the fidelity check, then one block per policy."""
     fid = result["fidelity"]
     lines = [
         f"replay of {result['db']}: {result['model']} on {result['platform']} (tp {result['tp']}), "
-        f"oracle {result['oracle']} (model {result['model_version']}), {result['horizon_s']:.1f} s recorded, "
+        f"oracle {result['oracle']} (model {result['model_version']}{_bias(result.get('model_bias'))}), "
+        f"{result['horizon_s']:.1f} s recorded, "
         f"{result['requests']} requests ({result['ended_in_record']} ended, {result['running_at_end']} "
         "still running at the end)",
         "",
