@@ -170,7 +170,9 @@ RECORDED = """## Replay of recorded traffic
 seen before anything is turned on (`shadowd/replay/recorded.py`).  The arrivals are re-created
 per request from the `requests` table (tenant, arrival, prompt tokens, output tokens); the step
 time is the stored calibrated LLMVisor model's prediction (the operator's own model; no kernel
-tables needed), or with `--oracle reference` the reference engine of the recorded platform.
+tables needed), scaled by its mean error on the recorded steps (recorded over predicted latency:
+under overload TTFT is the backlog's wait, and a step time a little short makes it much
+shorter), or with `--oracle reference` the reference engine of the recorded platform.
 FCFS, the policy the engine really ran, goes first: its per-tenant TTFT p50 over the requests
 that ended in the record is set beside the recorded one, with the tolerance the replay claims,
 before the counterfactual policies are shown.
