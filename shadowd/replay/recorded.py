@@ -90,6 +90,7 @@ class Recording:
     recorded_ttft_ms: dict[str, list[float]]  # per tenant, over ended requests with a first token
     horizon_s: float
     running_at_end: int
+    recorded_steps: int
     model: ModelVersion | None
     model_bias: float  # recorded / predicted step time over the recorded steps it predicted
     platform_key: str | None
@@ -126,7 +127,7 @@ def _engine(con: duckdb.DuckDBPyConnection) -> str:
 
 def _rows(
     con: duckdb.DuckDBPyConnection, engine: str, version: str | None
-) -> tuple[list[tuple], list[tuple], float, float, float]:
+) -> tuple[list[tuple], list[tuple], float, float, float, int]:
     n = con.execute(
         "SELECT count(DISTINCT (run_id, req_id)) FROM step_requests WHERE engine_id = ?", [engine]
     )
@@ -163,12 +164,13 @@ def _rows(
         "WHERE engine_id = $e AND predicted_ms > 0 AND model_version = $v",
         {"e": engine, "v": version},
     ).fetchone()[0]
+    steps = con.execute("SELECT count(*) FROM steps WHERE engine_id = $e", {"e": engine}).fetchone()[0]
     t0, t1 = con.execute(
         "SELECT least((SELECT min(epoch_us(arrival_ts)) FROM requests WHERE engine_id = $e), "
         "min(epoch_us(ts))), max(epoch_us(ts)) FROM steps WHERE engine_id = $e",
         {"e": engine},
     ).fetchone()
-    return ended, running, float(t0), float(t1), float(bias) if bias else 1.0
+    return ended, running, float(t0), float(t1), float(bias) if bias else 1.0, int(steps)
 
 
 def _running_arrivals(ended: list[tuple], running: list[tuple]) -> list[float]:
@@ -216,7 +218,7 @@ def load_recording(db_path: str) -> Recording:
     try:
         engine = _engine(con)
         latest = storage.records.latest_model_version(con)
-        ended, running, t0_us, t1_us, bias = _rows(con, engine, latest[0] if latest else None)
+        ended, running, t0_us, t1_us, bias, steps = _rows(con, engine, latest[0] if latest else None)
     finally:
         con.close()
     if not ended:
@@ -246,6 +248,7 @@ def load_recording(db_path: str) -> Recording:
         recorded_ttft_ms=ttft,
         horizon_s=(t1_us - t0_us) / 1e6,
         running_at_end=len(running),
+        recorded_steps=steps,
         model=model,
         model_bias=bias,
         platform_key=key,
@@ -351,6 +354,7 @@ def replay_recorded(
         "requests": len(rec.requests),
         "ended_in_record": len(rec.ended),
         "running_at_end": rec.running_at_end,
+        "recorded_steps": rec.recorded_steps,
         "weights": weights,
         "policies": {},
     }
@@ -405,7 +409,9 @@ def render_recorded(result: dict[str, Any]) -> str:
         f"{result['requests']} requests ({result['ended_in_record']} ended, {result['running_at_end']} "
         "still running at the end)",
         "",
-        f"fidelity (FCFS, as recorded): TTFT p50 per tenant, tolerance ±{fid['tolerance']:.0%}",
+        f"fidelity (FCFS, as recorded): TTFT p50 per tenant, tolerance ±{fid['tolerance']:.0%}; "
+        f"steps recorded {result.get('recorded_steps', '-')}, replayed "
+        f"{result['policies'].get('fcfs', {}).get('steps', '-')}",
         f"{'tenant':<12}{'requests':>9}{'recorded':>11}{'replayed':>11}{'diff':>8}  ok",
     ]
     for t, p in fid["per_tenant"].items():
