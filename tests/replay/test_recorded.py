@@ -54,6 +54,9 @@ def test_fcfs_replay_reproduces_recorded_ttft_then_counterfactuals(demo_db):
     assert res.exit_code == 0, res.output
     out = json.loads(res.output[res.output.index("{") :])
     assert out["oracle"] == "model"
+    # the oracle is the stored model, its mean error on the recorded steps small (it is calibrated)
+    assert 0.9 < out["model_bias"] < 1.1
+    assert out["recorded_steps"] >= 1000 and out["policies"]["fcfs"]["steps"] > 0.8 * out["recorded_steps"]
     fid = out["fidelity"]
     assert fid["tolerance"] == TTFT_TOLERANCE
     assert set(fid["per_tenant"]) == {"chat", "code", "docs"}
