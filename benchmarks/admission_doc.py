@@ -192,7 +192,11 @@ What the replay cannot know, and what stands in for it:
   tokens it did under every policy (an aborted one stops where it was aborted, although under
   another policy its client might have waited longer or given up sooner).
 * **The step time** is the model's mean prediction: the recorded steps' jitter, and any drift
-  after calibration, are not replayed.
+  after calibration, are not replayed.  The model is calibrated at the engine's working point;
+  on batches far from it (the demo's ramp-up from an empty engine: few requests per step) it
+  predicts shorter steps than the engine took, the replay fills up sooner and its backlog (and
+  so TTFT under overload) is smaller.  That, not the re-created arrivals, is the gap between the
+  model-oracle and reference-oracle lines below.
 """
 
 
