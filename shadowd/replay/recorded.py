@@ -72,8 +72,10 @@ SCHEMA = 1
 # What the replay cannot know moves TTFT: prefix hits to the 512-token block and with a guessed
 # partner (prompt tokens recomputed or skipped), estimated arrivals and unknown outputs of requests
 # still running at the end, requests still waiting at the end (missing), and the oracle's error
-# (the model predicts the mean step time; the recorded steps had jitter).  Queueing amplifies a
-# small capacity error near saturation, so the bound is loose by design.
+# (the model predicts the mean step time, and is calibrated at the working point, not on small
+# ramp-up batches; the recorded steps had jitter).  Queueing amplifies a small capacity error
+# near saturation, so the bound is loose by design; docs/admission.md (benchmarks.admission
+# --recorded-demo) sets the model oracle beside the reference engine to show where it goes.
 TTFT_TOLERANCE = 0.25
 LOOKBACK = 256  # earlier requests searched for a prefix partner
 MAX_REQUESTS = 200_000  # one engine's requests in memory at once
