@@ -3,6 +3,7 @@
     .venv/bin/python -m benchmarks.govern_cost                        # cost section
     .venv/bin/python -m benchmarks.admission --replay noisy-neighbour # a replay section (10 min)
     .venv/bin/python -m benchmarks.admission --replay decode-heavy
+    .venv/bin/python -m benchmarks.admission --recorded-demo 4000     # recorded replay of a demo DB
     .venv/bin/python -m benchmarks.admission --render                 # re-render the .md
 
 Each section is stored with the command that produced it, when, and the machine; the .md is
@@ -53,11 +54,30 @@ def _module(path: str) -> str:
         return path
 
 
+def _recorded_demo(steps: int) -> dict[str, Any]:
+    """A demo run (FCFS) recorded to a fresh database, then ``shadowd replay --db`` on it; FCFS
+    again with the reference engine as the oracle, to tell the model's error from the rest."""
+    import tempfile
+
+    from shadowd.demo.scenario import run_demo
+    from shadowd.demo.spec import DemoSpec
+    from shadowd.replay.recorded import replay_recorded
+
+    with tempfile.TemporaryDirectory(prefix="shadowd-recorded-") as tmp:
+        db = str(Path(tmp) / "demo.duckdb")
+        run_demo(DemoSpec.build(db_path=db, steps=steps))
+        result = replay_recorded(db)
+        reference = replay_recorded(db, oracle="reference", policies=("fcfs",))["fidelity"]
+    result["db"] = f"<demo database, {steps} steps>"
+    return {"demo_steps": steps, "replay": result, "reference_fidelity": reference}
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replay", choices=["noisy-neighbour", "decode-heavy"])
     ap.add_argument("--minutes", type=float, default=10.0)
     ap.add_argument("--sample-steps", type=int, default=200)
+    ap.add_argument("--recorded-demo", type=int, metavar="STEPS", help="record a demo, replay its database")
     ap.add_argument("--render", action="store_true")
     a = ap.parse_args(argv)
     if a.render:
@@ -71,7 +91,10 @@ def main(argv: list[str]) -> int:
         result = replay(a.replay, minutes=a.minutes, sample_steps=a.sample_steps)
         store_section(f"replay:{a.replay}", result, ["benchmarks/admission.py"] + argv)
         return 0
-    ap.error("nothing to do: --replay NAME or --render")
+    if a.recorded_demo:
+        store_section("recorded", _recorded_demo(a.recorded_demo), ["benchmarks/admission.py"] + argv)
+        return 0
+    ap.error("nothing to do: --replay NAME, --recorded-demo STEPS or --render")
     return 2
 
 

@@ -312,6 +312,19 @@ def demo(
 @click.option("--seed", default=0, show_default=True)
 @click.option("--policy", "policies", multiple=True, type=click.Choice(["fcfs", "vtc", "llmvisor"]))
 @click.option("--sample-steps", default=200, show_default=True, help="Steps scored with Shapley values.")
+@click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False),
+    help="Replay this recorded database's traffic instead of a scenario (FCFS fidelity check first).",
+)
+@click.option(
+    "--oracle",
+    default="model",
+    show_default=True,
+    type=click.Choice(["model", "reference"]),
+    help="With --db: step time from the stored calibrated model, or the reference engine.",
+)
 @click.option("--json", "as_json", is_flag=True)
 def replay(
     scenario: str,
@@ -322,12 +335,24 @@ def replay(
     seed: int,
     policies: tuple[str, ...],
     sample_steps: int,
+    db_path: str | None,
+    oracle: str,
     as_json: bool,
 ) -> None:
     """The same arrivals through the real vLLM scheduler under FCFS, VTC and the governed policy."""
     from shadowd.replay.engine import POLICIES, EngineSetup
     from shadowd.replay.replay import replay as run_replay
     from shadowd.replay.table import render_table
+
+    if db_path is not None:
+        from shadowd.replay.recorded import render_recorded, replay_recorded
+
+        try:
+            rec = replay_recorded(db_path, oracle=oracle, policies=policies or POLICIES, seed=seed)
+        except (FileNotFoundError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+        click.echo(json.dumps(rec, indent=1, default=str) if as_json else render_recorded(rec))
+        return
 
     if minutes <= 0 or minutes > 240:
         raise click.BadParameter("--minutes must be in (0, 240]")

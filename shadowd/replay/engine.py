@@ -8,6 +8,7 @@ stops at the arrival horizon: what is still queued then is reported as unserved,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 from shadowd.govern.config import GovernConfig, TenantPolicy
 from shadowd.govern.vllm import GovernedAsyncScheduler
 from shadowd.replay.lifecycle import ServiceDriver
+from shadowd.sim.driver import ScheduledStep
 from shadowd.sim.reference_run import model_dir
 from shadowd.sim.vllm_scheduler import SchedulerSpec, build_scheduler
 from shadowd.steps.batch import StepBatch
@@ -68,8 +70,12 @@ def run_policy(
     requests: list[RequestSpec],
     config: GovernConfig,
     horizon_s: float,
+    step_ms: Callable[[ScheduledStep], float] | None = None,
 ) -> HorizonDriver:
-    """Drive ``requests`` through a fresh scheduler under ``config`` until ``horizon_s``."""
+    """Drive ``requests`` through a fresh scheduler under ``config`` until ``horizon_s``.
+
+    ``step_ms`` replaces the engine's step time (a calibrated model as the latency oracle); the
+    engine still sizes the KV cache."""
     shape = engine.model
     num_blocks = max(64, int(shape.kv_capacity_tokens(engine.platform.memory_gib, setup.tp)) // 16)
     cls = type("ReplayScheduler", (GovernedAsyncScheduler,), {"governor_config": config})
@@ -85,7 +91,7 @@ def run_policy(
     )
     driver = HorizonDriver(
         sched,
-        lambda st: engine.latency_ms(st.new_tokens, st.context_tokens, st.prefill),
+        step_ms or (lambda st: engine.latency_ms(st.new_tokens, st.context_tokens, st.prefill)),
         vocab_size=shape.vocab,
     )
     driver.record_steps = True

@@ -144,11 +144,13 @@ class EngineDriver:
         self._made = 0
         self._origin_ns = self.clock()
         self._arrivals = _ArrivalQueue(self.make_request)
+        # Wall clock = this epoch + the driver's clock: on simulated time the tap's wall stamps and
+        # each request's ``arrival_time`` both run on it, so queue time and TTFT are simulated too.
+        self._wall_epoch_ns = time.time_ns() - self.clock()
         tap = getattr(scheduler, "shadowd_tap", None)
         if tap is not None and isinstance(self.clock, SimClock):
             tap.clock = self.clock
-            epoch = time.time_ns() - self.clock.now_ns
-            tap.wall_clock = lambda: epoch + self.clock.now_ns
+            tap.wall_clock = lambda: self._wall_epoch_ns + self.clock.now_ns
 
     # -- requests ------------------------------------------------------------
     def make_request(self, spec: RequestLike) -> Any:
@@ -198,7 +200,9 @@ class EngineDriver:
             self._arrivals.submit(requests, offset_s=0.0)
         pending = self._arrivals
         while self.steps_run < max_steps:
-            for request in pending.due(self.clock() - self._origin_ns):
+            for arrival_s, request in pending.due(self.clock() - self._origin_ns):
+                # its trace arrival, not when the loop noticed it nor when it was built ahead
+                request.arrival_time = (self._wall_epoch_ns + self._origin_ns + arrival_s * 1e9) / 1e9
                 self.add_request(request)
             if not self._step():
                 nxt = pending.next_arrival_ns()
@@ -307,14 +311,15 @@ class _ArrivalQueue:
         times = [q[0][0] for q in (self._built, self._heads) if q]
         return min(times) if times else None
 
-    def due(self, elapsed_ns: int) -> list[Any]:
+    def due(self, elapsed_ns: int) -> list[tuple[float, Any]]:
+        """(arrival s, request) of every request arrived by ``elapsed_ns``, in arrival order."""
         out = []
         while (t := self._earliest()) is not None and t * 1e9 <= elapsed_ns:
             if self._built and self._built[0][0] == t:
-                out.append(heapq.heappop(self._built)[2])
+                out.append((t, heapq.heappop(self._built)[2]))
             else:
                 arrival, n, spec, it, offset = heapq.heappop(self._heads)
-                out.append(self._make(spec))
+                out.append((arrival, self._make(spec)))
                 self._push_head(it, offset)
         self._refill()
         return out
