@@ -12,13 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from shadowd.govern.config import GovernConfig, TenantPolicy
 from shadowd.govern.vllm import GovernedAsyncScheduler
 from shadowd.replay.lifecycle import ServiceDriver
 from shadowd.sim.driver import ScheduledStep
-from shadowd.sim.reference_run import model_dir
+from shadowd.sim.reference_run import driver_step_batch, model_dir
 from shadowd.sim.vllm_scheduler import SchedulerSpec, build_scheduler
 from shadowd.steps.batch import StepBatch
 from shadowd.twin.request_spec import RequestSpec
@@ -105,20 +103,7 @@ def run_policy(
 
 def step_batch(driver: ServiceDriver) -> StepBatch:
     """The run's steps as a ``StepBatch`` (latency = the engine's time for the step)."""
-    steps = driver.steps
-    sizes = np.array([len(s.req_ids) for s in steps])
-    cat = lambda name: np.concatenate([getattr(s, name) for s in steps])  # noqa: E731
-    return StepBatch(
-        latency_ms=np.array([s.duration_ms for s in steps]),
-        req_step=np.repeat(np.arange(len(steps)), sizes),
-        new_tokens=cat("new_tokens"),
-        context_tokens=cat("context_tokens"),
-        prompt_tokens=cat("prompt_tokens"),
-        prefill=cat("prefill"),
-        tenant=np.array([t for s in steps for t in s.tenants], dtype=object),
-        req_id=np.array([r for s in steps for r in s.req_ids], dtype=object),
-        step_seq=np.arange(1, len(steps) + 1),
-    )
+    return driver_step_batch(driver)
 
 
 def governor_status(driver: ServiceDriver) -> dict[str, Any] | None:

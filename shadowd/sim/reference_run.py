@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -125,17 +126,22 @@ class ReferenceRun:
 
     def step_batch(self) -> StepBatch:
         """The recorded steps as a ``StepBatch`` (latency = the emulated GPU time)."""
-        steps = self.driver.steps
-        sizes = np.array([len(s.req_ids) for s in steps])
-        cat = lambda name: np.concatenate([getattr(s, name) for s in steps])  # noqa: E731
-        return StepBatch(
-            latency_ms=np.array([s.duration_ms for s in steps]),
-            req_step=np.repeat(np.arange(len(steps)), sizes),
-            new_tokens=cat("new_tokens"),
-            context_tokens=cat("context_tokens"),
-            prompt_tokens=cat("prompt_tokens"),
-            prefill=cat("prefill"),
-            tenant=np.array([t for s in steps for t in s.tenants], dtype=object),
-            req_id=np.array([r for s in steps for r in s.req_ids], dtype=object),
-            step_seq=np.arange(1, len(steps) + 1),
-        )
+        return driver_step_batch(self.driver)
+
+
+def driver_step_batch(driver: Any) -> StepBatch:
+    """A driver's recorded steps as a ``StepBatch`` (latency = the engine's time for the step)."""
+    steps = driver.steps
+    sizes = np.array([len(s.req_ids) for s in steps])
+    cat = lambda name: np.concatenate([getattr(s, name) for s in steps])  # noqa: E731
+    return StepBatch(
+        latency_ms=np.array([s.duration_ms for s in steps]),
+        req_step=np.repeat(np.arange(len(steps)), sizes),
+        new_tokens=cat("new_tokens"),
+        context_tokens=cat("context_tokens"),
+        prompt_tokens=cat("prompt_tokens"),
+        prefill=cat("prefill"),
+        tenant=np.array([t for s in steps for t in s.tenants], dtype=object),
+        req_id=np.array([r for s in steps for r in s.req_ids], dtype=object),
+        step_seq=np.arange(1, len(steps) + 1),
+    )
