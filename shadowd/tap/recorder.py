@@ -267,6 +267,7 @@ class StepRecorder:
                         self.dropped + self._send_dropped(),
                         *cols[2:10],
                         self._records() if self._finished else None,
+                        (self.ids_truncated, self.records_dropped, self.missed_finishes, self.preempted),
                     )
                 )
             )
