@@ -2,28 +2,33 @@
 
 The tap's work is kept proportional to what changed, not to the batch:
 
-* *Per request, once.*  ``on_admit`` resolves a request's tenant and prompt
-  length; ``on_finish`` (vLLM's ``_free_request``, which every finish and abort
-  goes through) drops them.  A step's tenant and prompt columns are then one
-  dict lookup per row, in C (``map``), with no per-row Python work.
+* *Per request, once, with the step's others.*  ``on_admit`` and ``on_finish``
+  (vLLM's ``_free_request``, which every finish and abort goes through) only
+  note the request; before the next step is recorded, ``_settle`` takes the
+  notes in the order they came, in one loop: an arrival's tenant, prompt length
+  and arrival time are resolved, a departure's lifecycle record is made and its
+  state dropped.  A step's tenant and prompt columns are then one dict lookup
+  per row, in C (``map``), with no per-row Python work.
 * *Per step, only the requests that may be prefilling.*  New and resumed
   requests and those whose prompt was still unfinished after their last step
   (``_chunking``) are the only rows whose token count and prefill flag are
   looked at; every other row is a one-token decode step, which the step's
   token total proves (``_sparse_tokens``).  Columns that are all zeros, ones or
-  ``False`` come from a cache of encoded columns.
+  ``False`` come from a cache of encoded columns (``msgspec.Raw``).
 * *A steady decode step* (the same running requests as the step before, one
-  token each, nothing new, resumed or speculative) reuses the previous frame's
-  encoded columns whole: only the context column and the stamps are encoded.
-* *No walk over all admitted requests*: the sweep that catches a finish the tap
-  missed checks ``SWEEP_PER_STEP`` requests a step (``_sweep``).
+  token each, nothing new, resumed or speculative) reuses the previous step's
+  columns, encoded once: only the context column and the stamps are new.
+* *One encode per frame*: the columns and sections go to msgspec as one tuple.
+* *No walk over all admitted requests*: finishes the tap missed are looked for
+  only once it knows ``RECONCILE_SLACK`` more requests than the scheduler holds
+  (``_reconcile``), which normal traffic never reaches.
 
 Frames are byte for byte what ``encode_frame`` would produce for the same
 columns.  ``on_schedule`` runs right after the scheduler returns a
 ``SchedulerOutput`` and builds the columns; ``on_output`` runs when that step's
 model output arrives: it stamps the time and queues the encoded frame.  Frames
 are sent in batches (one zmq message, ``encode_batch``): a zmq send wakes zmq's
-I/O thread and costs tens of µs, more than building the frame.  A frame leaves
+I/O thread and costs more than building the frame.  A frame leaves
 at once if no frame was sent in the last ``SEND_INTERVAL_NS`` (engine clock);
 otherwise it waits until that much time has passed, ``BATCH_FRAMES`` frames are
 waiting, or no further step is in flight (the engine is going idle, or
@@ -52,8 +57,11 @@ Its fields, all counts, stamps and labels (no prompt text, no token ids):
   included), ``error``, ``repetition``, as vLLM reports it to the client.
 
 The per-step work for it is confined to the rows already looked at (new
-requests: first scheduled; prefill rows without a token yet: first token); the
-rest happens once per request, at admission and finish.  Records that cannot
+requests: first scheduled; rows whose prompt completes in the step: first
+token); the rest happens once per request, when its arrival and departure are
+settled.  The frame also carries the tap's counters (``TapCounters``:
+``ids_truncated``, ``records_dropped``, ``missed_finishes``, ``preempted``),
+which the daemon exports on ``/metrics``.  Records that cannot
 be queued (more than ``MAX_FINISHED_QUEUED`` waiting) are counted in
 ``records_dropped``.
 
