@@ -2,13 +2,13 @@
 
 The tap's work is kept proportional to what changed, not to the batch:
 
-* *Per request, once, with the step's others.*  ``on_admit`` and ``on_finish``
-  (vLLM's ``_free_request``, which every finish and abort goes through) only
-  note the request; before the next step is recorded, ``_settle`` takes the
-  notes in the order they came, in one loop: an arrival's tenant, prompt length
-  and arrival time are resolved, a departure's lifecycle record is made and its
-  state dropped.  A step's tenant and prompt columns are then one dict lookup
-  per row, in C (``map``), with no per-row Python work.
+* *Per request, once.*  ``on_admit`` only notes the request; before the next
+  step is recorded (or the request leaves), ``_settle`` resolves the arrivals'
+  tenants, prompt lengths and arrival times in one loop.  ``on_finish`` (vLLM's
+  ``_free_request``, which every finish and abort goes through) queues the
+  request's lifecycle record and drops its state.  A step's tenant and prompt
+  columns are then one dict lookup per row, in C (``map``), with no per-row
+  Python work.
 * *Per step, only the requests that may be prefilling.*  New and resumed
   requests and those whose prompt was still unfinished after their last step
   (``_chunking``) are the only rows whose token count and prefill flag are
@@ -17,8 +17,7 @@ The tap's work is kept proportional to what changed, not to the batch:
   ``False`` come from a cache of encoded columns (``msgspec.Raw``).
 * *A steady decode step* (the same running requests as the step before, one
   token each, nothing new, resumed or speculative) reuses the previous step's
-  columns, encoded once: only the context column and the stamps are new.
-* *One encode per frame*: the columns and sections go to msgspec as one tuple.
+  encoded columns whole: only the context column and the stamps are encoded.
 * *No walk over all admitted requests*: finishes the tap missed are looked for
   only once it knows ``RECONCILE_SLACK`` more requests than the scheduler holds
   (``_reconcile``), which normal traffic never reaches.
@@ -83,7 +82,7 @@ from typing import Any
 
 import msgspec
 
-from shadowd.tap.frame import FRAME_VERSION, array_header, encode_batch
+from shadowd.tap.frame import FRAME_VERSION, StepFrame, array_header, encode_batch
 from shadowd.tap.sender import BATCH_FRAMES  # frames per zmq message at most
 from shadowd.tap.tenant import TenantResolver
 
@@ -93,9 +92,11 @@ RECONCILE_SLACK = 64  # known requests beyond the scheduler's before the tap loo
 MAX_REQ_ID_LEN = 128  # longer request ids are shortened on the wire (short_id) and counted
 MAX_CHUNKING = 64  # more possibly-prefilling requests than this: the dense path
 MAX_FINISHED_QUEUED = 4096  # lifecycle records waiting for a frame; beyond: dropped, counted
-MAX_EVENTS = 8192  # arrivals and departures noted between two steps before they are settled at once
+MAX_EVENTS = 8192  # arrivals noted between two steps before they are settled at once
 _encode = msgspec.msgpack.Encoder().encode
 _Raw = msgspec.Raw
+_view = memoryview
+_FRAME_HEAD = array_header(len(StepFrame.__struct_fields__))
 _REASONS = {  # vLLM RequestStatus name -> finish reason (as vLLM reports it to clients)
     "FINISHED_STOPPED": "stop",
     "FINISHED_LENGTH_CAPPED": "length",
@@ -184,7 +185,7 @@ class StepRecorder:
         # Lifecycle per admitted request: [arrival wall ns, first scheduled step, its t_sched_start,
         # first token step, its t_done].
         self._life: dict[str, list[int]] = {}
-        self._events: list = []  # arrivals (requests) and departures ((request, t)) to settle
+        self._events: list = []  # arrivals (requests) to settle
         self._finished: list[list] = []  # records waiting for the next frame
         self._late: list[tuple] = []  # of those, ones whose first token is in the output being taken in
         self._reasons: dict[Any, str] = {}  # vLLM RequestStatus -> finish reason, filled as met
@@ -196,7 +197,7 @@ class StepRecorder:
         self._last_error_log = 0.0
         self._outbox: list[bytes] = []  # encoded frames waiting for their batch
         self._last_send = 0  # t_done of the step whose frame went out last
-        self._steady: list | None = None  # last all-decode step: [ids, its columns but ctx]
+        self._steady: tuple | None = None  # last all-decode step: (ids, encoded columns around ctx)
 
     def count_send_drops_with(self, fn: Callable[[], int]) -> None:
         self._send_dropped = fn
@@ -208,7 +209,7 @@ class StepRecorder:
     # -- hooks called by the scheduler subclass -------------------------
     def on_admit(self, request: Any) -> None:
         """A request entered the scheduler: noted, and its facts resolved with the other arrivals
-        and departures before the next step is recorded (``_settle``)."""
+        before the next step is recorded (``_settle``)."""
         try:
             self._events.append(request)
             if len(self._events) >= MAX_EVENTS:
@@ -229,12 +230,14 @@ class StepRecorder:
             self._fault(exc)
 
     def on_finish(self, request: Any) -> None:
-        """A request left the scheduler (finished, aborted): noted with the time; its record is
-        made and its state dropped, once, before the next frame (``_settle``)."""
+        """A request left the scheduler (finished, aborted): its lifecycle record is queued for the
+        next frame and its state dropped, once.  Done at once, not noted for later: holding the
+        request would move when it is freed, and so when CPython's collector runs
+        (``benchmarks/tap_cost.py`` saw it start running under churn when this was deferred)."""
         try:
-            self._events.append((request, self.clock()))
-            if len(self._events) >= MAX_EVENTS:
+            if self._events:  # it may have arrived since the last step
                 self._settle()
+            self._depart(request, self.clock())
         except Exception as exc:
             self.records_dropped += 1
             self._fault(exc)
@@ -257,25 +260,40 @@ class StepRecorder:
             if cols is None:
                 return
             self.step_seq += 1
-            if cols[10] or cols[11]:
+            if cols[5] or cols[6]:
                 self._lifecycle(cols, t_done)
+            head = _encode(
+                (
+                    FRAME_VERSION,
+                    self.engine_id,
+                    self.run_id,
+                    self.step_seq,
+                    cols[0],
+                    cols[1],
+                    t_done,
+                    self._prev_done,
+                    self.wall_clock(),
+                    self.dropped + self._send_dropped(),
+                )
+            )
+            tail = _encode(
+                (
+                    self._records() if self._finished else None,
+                    (self.ids_truncated, self.records_dropped, self.missed_finishes, self.preempted),
+                )
+            )
+            # Each part is a short msgpack array (a one-byte header): the frame is one array of
+            # all their elements, so each part goes in without its header.
             outbox = self._outbox
             outbox.append(
-                _encode(
+                b"".join(
                     (
-                        FRAME_VERSION,
-                        self.engine_id,
-                        self.run_id,
-                        self.step_seq,
-                        cols[0],
-                        cols[1],
-                        t_done,
-                        self._prev_done,
-                        self.wall_clock(),
-                        self.dropped + self._send_dropped(),
-                        *cols[2:10],
-                        self._records() if self._finished else None,
-                        (self.ids_truncated, self.records_dropped, self.missed_finishes, self.preempted),
+                        _FRAME_HEAD,
+                        head[1:],
+                        _view(cols[2])[1:],
+                        _encode(cols[3]),
+                        _view(cols[4])[1:],
+                        tail[1:],
                     )
                 )
             )
@@ -313,17 +331,13 @@ class StepRecorder:
 
     # -- internals ---------------------------------------------------------
     def _settle(self) -> None:
-        """Arrivals and departures noted since the last step, in the order they happened: done
-        in one loop per step, not one call each inside the scheduler's own work."""
+        """Arrivals noted since the last step, in the order they came: done in one loop per step,
+        not one call each inside the scheduler's own work."""
         events, self._events = self._events, []
-        for event in events:
+        for request in events:
             try:
-                if event.__class__ is tuple:
-                    self._depart(*event)
-                else:
-                    self._arrive(event)
+                self._arrive(request)
             except Exception as exc:
-                self.records_dropped += event.__class__ is tuple
                 self._fault(exc)
 
     def _arrive(self, request: Any) -> None:
@@ -365,9 +379,8 @@ class StepRecorder:
         return False
 
     def _columns(self, out: Any, t_start: int, t_end: int) -> tuple | None:
-        """(t_start, t_end, the seven row columns in frame order, new rows' lifecycles, rows
-        whose first token may come at this step's output).  A column is a list, or a
-        ``msgspec.Raw`` when it is a constant or reused from the step before."""
+        """(t_start, t_end, the columns before ctx encoded, ctx, the columns after it encoded, new
+        rows' lifecycles, rows whose first token may come at this step's output)."""
         total = out.total_num_scheduled_tokens
         if total <= 0:
             self._steady = None
@@ -389,10 +402,7 @@ class StepRecorder:
         if all_ones and steady is not None and not k_new and not cached.resumed_req_ids and steady[0] == ids:
             # The same running requests as the last step, which was all decode, one token
             # each again: context only grew, so every column but ctx is unchanged.
-            if steady[2].__class__ is list:  # first reuse: encode the kept columns, once
-                steady[1:] = [c if c.__class__ is _Raw else _Raw(_encode(c)) for c in steady[1:]]
-            s = steady
-            return (t_start, t_end, s[1], s[2], s[3], ctx, s[4], s[5], s[6], s[7], (), ())
+            return (t_start, t_end, steady[1], ctx, steady[2], (), ())
         self._steady = None
         nst = out.num_scheduled_tokens
         # Two C-level dict lookups per row: cheaper than any Python-level update of kept columns
@@ -406,24 +416,13 @@ class StepRecorder:
         if tokens is None:
             tokens = self._dense_tokens(k_new, ids, ctx, prompt, nst, drafts, all_ones)
         new_tokens, spec, prefill, any_prefill, firsts, watch = tokens
-        wire_ids = self._wire_ids(ids, nst)
-        preempt = self._preempt_column(ids, nst)
+        # Encoded here, not at the output: lists kept across the scheduler's own work would be
+        # freed after its frees, which shifts when CPython's collector runs (tap_cost saw it).
+        before = _encode((self._wire_ids(ids, nst), tenants, new_tokens))
+        after = _encode((prompt, spec, prefill, self._preempt_column(ids, nst)))
         if all_ones and not any_prefill:
-            self._steady = [list(ids), wire_ids, tenants, new_tokens, prompt, spec, prefill, preempt]
-        return (
-            t_start,
-            t_end,
-            wire_ids,
-            tenants,
-            new_tokens,
-            ctx,
-            prompt,
-            spec,
-            prefill,
-            preempt,
-            firsts,
-            watch,
-        )
+            self._steady = (list(ids), before, after)
+        return (t_start, t_end, before, ctx, after, firsts, watch)
 
     def _sparse_tokens(
         self, k_new: int, cached: Any, ids: list, ctx: list, prompt: list, nst: dict, total: int
@@ -571,10 +570,10 @@ class StepRecorder:
         in this step: its new requests, and its rows whose prompt completed in it (a first
         token comes at the output of the step that completes a prompt)."""
         seq = self.step_seq
-        for rec in cols[10]:
+        for rec in cols[5]:
             if rec is not None and not rec[1]:
                 rec[1], rec[2] = seq, cols[0]
-        for rec, req in cols[11]:
+        for rec, req in cols[6]:
             if not rec[3] and req.num_output_tokens > 0:
                 rec[3], rec[4] = seq, t_done
 
