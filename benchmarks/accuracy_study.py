@@ -85,6 +85,7 @@ class Case:
     max_num_batched_tokens: int = 2048
     kv_fraction: float = 1.0
     tenants: tuple[str, ...] = field(default=())
+    tp: int = 1
 
     def __post_init__(self) -> None:
         if not self.tenants:
@@ -95,7 +96,20 @@ class Case:
 
     @property
     def name(self) -> str:
-        return f"{self.platform}/{self.model}/{self.regime}"
+        model = Path(self.model).name + (f" tp{self.tp}" if self.tp > 1 else "")
+        return f"{Path(self.platform).name}/{model}/{self.regime}"
+
+    @property
+    def platform_key(self) -> dict[str, Any]:
+        return {
+            "gpu": Path(self.platform).name,
+            "model": Path(self.model).name,
+            "dtype": "bf16",
+            "tp": self.tp,
+            "pp": 1,
+            "vllm": "0.33",
+            "attention_backend": "reference-engine",
+        }
 
 
 def all_cases() -> list[Case]:
@@ -128,6 +142,7 @@ def simulate(case: Case):
         RunSpec(
             platform=case.platform,
             model=case.model,
+            tp=case.tp,
             tenants=case.tenants,
             seed=case.seed,
             max_num_seqs=case.max_num_seqs,
@@ -251,27 +266,48 @@ def check_targets(acc: dict[str, Any], truth: dict[str, Any]) -> list[dict[str, 
     return out
 
 
-def run_case(case: Case, log=print) -> dict[str, Any]:
-    """Simulate, fit on the first half, score the second, compare with Shapley; one JSON-able dict."""
+@dataclass
+class Fitted:
+    """One simulated run split into its fit window and its scored window, with the fitted version."""
+
+    run: Any
+    batch: Any
+    kv: np.ndarray
+    earlier: Any
+    later: Any
+    version: Any
+    seconds: float
+
+
+def fit_case(case: Case) -> Fitted:
+    """Simulate, then fit both models on the first half of the steps."""
     from shadowd.attribution import fit
-    from shadowd.attribution.accuracy import accuracy_report, split_window
-    from shadowd.sim.truth import tenant_truth_errors
+    from shadowd.attribution.accuracy import split_window
 
     t0 = time.perf_counter()
     run, batch, kv = simulate(case)
     t_sim = time.perf_counter() - t0
     earlier, later = split_window(batch, 0.5)
+    return Fitted(run, batch, kv, earlier, later, fit(earlier, case.platform_key), t_sim)
+
+
+def run_case(case: Case, log=print) -> dict[str, Any]:
+    """Simulate, fit on the first half, score the second, compare with Shapley; one JSON-able dict."""
+    from shadowd.attribution.accuracy import accuracy_report
+    from shadowd.sim.truth import tenant_truth_errors
+
+    t0 = time.perf_counter()
+    f = fit_case(case)
+    run, batch, kv, earlier, later, version, t_sim = (
+        f.run,
+        f.batch,
+        f.kv,
+        f.earlier,
+        f.later,
+        f.version,
+        f.seconds,
+    )
     later_mask = np.arange(batch.num_steps) >= earlier.num_steps
-    key = {
-        "gpu": case.platform,
-        "model": case.model,
-        "dtype": "bf16",
-        "tp": 1,
-        "pp": 1,
-        "vllm": "0.33",
-        "attention_backend": "reference-engine",
-    }
-    version = fit(earlier, key)
     report = accuracy_report(version, later, "equal")
     att = version.attribute(later, "equal")
     t1 = time.perf_counter()
@@ -510,6 +546,8 @@ def misses(results: list[dict[str, Any]]) -> list[str]:
 
 
 def render(doc: dict[str, Any]) -> str:
+    from benchmarks.held_out_accuracy import render_held_out
+
     results = doc["runs"]
     cost = doc["attribution_cost"]
     held = [t for r in results for t in r["targets"] if t["passed"] is not None]
@@ -633,6 +671,7 @@ def render(doc: dict[str, Any]) -> str:
         "(ignoring the attention to its cached prefix) and a decode "
         "2 tokens regardless of its KV length.",
         "",
+        *(render_held_out(doc["held_out"]) if doc.get("held_out") else []),
         "## Attribution cost",
         "",
         f"`benchmarks.attribution_timing.time_attribution`: {cost['steps']} synthetic steps of "
@@ -663,6 +702,7 @@ def render(doc: dict[str, Any]) -> str:
         "```",
         ".venv/bin/python -m benchmarks.accuracy_study          # this page and docs/accuracy.json",
         ".venv/bin/python -m benchmarks.accuracy_study --quick  # the two CI-sized runs, printed",
+        ".venv/bin/python -m benchmarks.accuracy_study --held-out  # the held-out runs, added to both files",
         ".venv/bin/python -m benchmarks.accuracy_study --render docs/accuracy.json   # page from stored figures",
         ".venv/bin/python -m pytest -q tests/sim/test_accuracy_reference.py   # the CI-sized check",
         "```",
@@ -703,13 +743,35 @@ MODEL_NOTE = (
 )
 
 
+def held_out_main(out: str, log) -> int:
+    """Run the held-out study and store it beside the development runs (``held_out`` key)."""
+    from benchmarks.held_out_accuracy import held_out_study
+
+    path = Path(out + ".json")
+    if not path.exists():
+        raise SystemExit(f"{path} missing: run the development study first (without --held-out)")
+    doc = json.loads(path.read_text())
+    doc["held_out"] = held_out_study(log=log)
+    doc["model_note"] = MODEL_NOTE
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    Path(out + ".md").write_text(render(doc))
+    log(f"wrote {out}.md and {out}.json (held_out)")
+    return 1 if any(t["passed"] is False for t in doc["held_out"]["targets"]) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="the two CI-sized H100 llama runs, printed")
+    ap.add_argument(
+        "--held-out",
+        action="store_true",
+        help="the held-out runs (docs/validation.md's held-out set 2), added to the stored study",
+    )
     ap.add_argument("--out", help="path prefix for .md/.json (default docs/accuracy; none with --quick)")
     ap.add_argument("--only", help="run only cases whose name contains this")
     ap.add_argument("--render", metavar="JSON", help="only re-render the page from a results JSON")
     args = ap.parse_args(argv)
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     if args.render:
         doc = json.loads(Path(args.render).read_text())
         doc["model_note"] = MODEL_NOTE
@@ -717,11 +779,13 @@ def main(argv: list[str] | None = None) -> int:
         Path(out + ".md").write_text(render(doc))
         print(f"wrote {out}.md", file=sys.stderr)
         return 0
+    if args.held_out:
+        return held_out_main(args.out or "docs/accuracy", log)
     cases = quick_cases() if args.quick else all_cases()
     if args.only:
         cases = [c for c in cases if args.only in c.name]
     t0 = time.perf_counter()
-    results = [run_case(c, log=lambda s: print(s, file=sys.stderr, flush=True)) for c in cases]
+    results = [run_case(c, log=log) for c in cases]
     doc = {
         "quick": args.quick,
         "runs": results,
@@ -733,8 +797,12 @@ def main(argv: list[str] | None = None) -> int:
         "model_note": MODEL_NOTE,
     }
     doc["seconds"] = time.perf_counter() - t0
-    text = render(doc)
     out = args.out or (None if args.quick else "docs/accuracy")
+    if out and Path(out + ".json").exists():  # keep the held-out runs a development re-run did not touch
+        stored = json.loads(Path(out + ".json").read_text())
+        if "held_out" in stored:
+            doc["held_out"] = stored["held_out"]
+    text = render(doc)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out + ".md").write_text(text)
