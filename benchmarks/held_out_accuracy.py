@@ -336,6 +336,26 @@ def _shares_row(label: str, s: dict[str, Any]) -> str:
     )
 
 
+def _regime_notes(runs: list[dict[str, Any]]) -> list[str]:
+    """What the runs did not reach: a full KV cache, every tenant in the scored window."""
+    out = []
+    for r in runs:
+        g, name = r["regime"], r["case"]["name"]
+        if r["case"]["regime"] == "saturated" and g["kv_usage"]["scored_median"] < 0.8:
+            out.append(
+                f"- {name}: the scored window did not fill the KV cache (median "
+                f"{g['kv_usage']['scored_median']:.0%}, peak {g['kv_usage']['peak']:.0%} over the run): "
+                "the name follows the protocol's rate multiple, not the load reached."
+            )
+        seen, declared = r["shares"]["all_steps"]["tenants_sampled"], len(r["case"]["tenants"])
+        if seen < declared:
+            out.append(
+                f"- {name}: {seen} of its {declared} tenants in the sampled scored steps (the ServeGen "
+                "traces, compressed to their rates, arrive in bursts that barely overlap)."
+            )
+    return (["What the runs did and did not reach:", "", *out]) if out else []
+
+
 def render_held_out(h: dict[str, Any]) -> list[str]:
     """The held-out section of docs/accuracy.md."""
     held = [t for t in h["targets"] if t["passed"] is not None]
@@ -380,6 +400,7 @@ def render_held_out(h: dict[str, Any]) -> list[str]:
             f"| {bs['p50']:.0f} / {bs['p90']:.0f} / {bs['max']} "
             f"| {k['prefill']} / {k['decode']} / {k['mixed']} | {g['simulated_s']:.0f} |"
         )
+    parts += ["", *_regime_notes(runs)]
     parts += [
         "",
         "### Accuracy per step class, out of sample (measured and noise-free)",
