@@ -545,6 +545,20 @@ def misses(results: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def held_out_line(doc: dict[str, Any]) -> list[str]:
+    """One line near the top on the held-out runs, when the stored study has them."""
+    h = doc.get("held_out")
+    if not h:
+        return []
+    held = [t for t in h["targets"] if t["passed"] is not None]
+    met = sum(1 for t in held if t["passed"])
+    return [
+        "",
+        f"**Held-out runs (issue 15, `{h['command'].split()[-1]}`): {met} of {len(held)} held checks "
+        'met** — section "Held-out runs" below.',
+    ]
+
+
 def saturated_figures(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Longest prompt, prompt-length CV range and KV peak over the saturated runs (prose figures)."""
     sat = [r["regime"] for r in results if r["case"]["regime"] == "saturated"] or [
@@ -600,6 +614,7 @@ def render(doc: dict[str, Any]) -> str:
         "",
         f"**Targets (issue 8): {met} of {len(held)} held checks met**"
         + (" — all of them." if met == len(held) else f"; missed: {len(held) - met} (below)."),
+        *held_out_line(doc),
         "",
         *summary_table(results),
         "",
