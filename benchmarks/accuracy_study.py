@@ -21,6 +21,8 @@ the attribution cost per 256-request step (:func:`benchmarks.attribution_timing.
                                                        # docs/accuracy.md and docs/accuracy.json
     .venv/bin/python -m benchmarks.accuracy_study --quick    # the 2 CI-sized runs, printed; --out PREFIX
                                                        # to write them
+    .venv/bin/python -m benchmarks.accuracy_study --held-out # the held-out runs (benchmarks/held_out_accuracy.py)
+                                                       # added beside the stored development runs
 """
 
 from __future__ import annotations
