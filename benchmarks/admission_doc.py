@@ -132,7 +132,7 @@ def _replay(name: str, section: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-SCENARIOS = """## Scenarios
+SCENARIOS_TEXT = """## Scenarios
 
 `shadowd replay --scenario NAME [--minutes M] [--json]` runs the same arrivals through the real
 vLLM scheduler (async scheduling, chunked prefill, prefix caching, KV cache sized from the GPU's
@@ -147,10 +147,10 @@ model where the model agrees with Shapley on the sample; the column `sample` is 
 Shapley share alone, for comparison.
 How the arrival rates are set: `shadowd/replay/scenarios.py`.
 
-* **noisy-neighbour**: `longdoc` (Mooncake conversation trace, real prefix sharing) offers 3× its
-  entitlement; `code` and `chat` (Azure 2023 code and conversation traces) 1.2×; equal weights.
+* **noisy-neighbour**: `longdoc` (Mooncake conversation trace, real prefix sharing) offers {nn_longdoc}× its
+  entitlement; `code` and `chat` (Azure 2023 code and conversation traces) {nn_code}× and {nn_chat}×; equal weights.
 * **decode-heavy**: `longgen` (Mooncake prompts, outputs lengthened to 1024 tokens: few VTC
-  tokens per GPU-ms, many KV reads) beside `code` and `chat`, all 2×; equal weights.  The gap
+  tokens per GPU-ms, many KV reads) beside `code` and `chat`, at {dh_longgen}×, {dh_code}× and {dh_chat}×; equal weights.  The gap
   between VTC's shares and true GPU time is the point: VTC prices a decode token the same at
   any context length, while its GPU cost grows with the KV it reads (and a prompt token the same
   whether it lands in a memory-bound or a compute-bound step), so equal token units are not
@@ -161,6 +161,17 @@ Reading the tables: a policy can only be held to its promise for tenants that ar
 rest is shared among the others.  TTFT under overload grows with the backlog for every tenant
 that exceeds its share: fairness decides *whose* queue grows, not whether queues grow.
 """
+
+
+def _demands() -> dict[str, str]:
+    """Each tenant's offered GPU time as a multiple of its entitlement, from the scenarios' inputs."""
+    from shadowd.replay.scenarios import SCENARIOS as PLANS
+
+    tag = {"noisy-neighbour": "nn", "decode-heavy": "dh"}
+    return {f"{tag[name]}_{t.name}": f"{t.demand:g}" for name, plans in PLANS.items() for t in plans}
+
+
+SCENARIOS = SCENARIOS_TEXT.format(**_demands())
 
 
 RECORDED = """## Replay of recorded traffic
