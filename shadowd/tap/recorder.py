@@ -26,7 +26,8 @@ Frames are byte for byte what ``encode_frame`` would produce for the same
 columns.  ``on_schedule`` runs right after the scheduler returns a
 ``SchedulerOutput`` and builds the columns; ``on_output`` runs when that step's
 model output arrives: it stamps the time and queues the encoded frame.  Frames
-are sent in batches (one zmq message, ``encode_batch``): a zmq send wakes zmq's
+are sent in batches (one zmq message, a msgpack array of frames, each encoded
+onto the end of the batch as its step completes): a zmq send wakes zmq's
 I/O thread and costs more than building the frame.  A frame leaves
 at once if no frame was sent in the last ``SEND_INTERVAL_NS`` (engine clock);
 otherwise it waits until that much time has passed, ``BATCH_FRAMES`` frames are
@@ -82,7 +83,7 @@ from typing import Any
 
 import msgspec
 
-from shadowd.tap.frame import FRAME_VERSION, StepFrame, array_header, encode_batch
+from shadowd.tap.frame import FRAME_VERSION, array_header
 from shadowd.tap.sender import BATCH_FRAMES  # frames per zmq message at most
 from shadowd.tap.tenant import TenantResolver
 
@@ -93,10 +94,10 @@ MAX_REQ_ID_LEN = 128  # longer request ids are shortened on the wire (short_id) 
 MAX_CHUNKING = 64  # more possibly-prefilling requests than this: the dense path
 MAX_FINISHED_QUEUED = 4096  # lifecycle records waiting for a frame; beyond: dropped, counted
 MAX_EVENTS = 8192  # arrivals noted between two steps before they are settled at once
-_encode = msgspec.msgpack.Encoder().encode
+_encoder = msgspec.msgpack.Encoder()
+_encode, _encode_into = _encoder.encode, _encoder.encode_into
 _Raw = msgspec.Raw
-_view = memoryview
-_FRAME_HEAD = array_header(len(StepFrame.__struct_fields__))
+_BATCH_HEAD = b"\xdc\x00\x00"  # a msgpack array16 header; its count is set when the batch leaves
 _REASONS = {  # vLLM RequestStatus name -> finish reason (as vLLM reports it to clients)
     "FINISHED_STOPPED": "stop",
     "FINISHED_LENGTH_CAPPED": "length",
@@ -195,9 +196,10 @@ class StepRecorder:
         self._pending: deque = deque(maxlen=16)
         self._prev_done = 0
         self._last_error_log = 0.0
-        self._outbox: list[bytes] = []  # encoded frames waiting for their batch
+        self._batch = bytearray(_BATCH_HEAD)  # encoded frames waiting to leave, as one message
+        self._batch_frames = 0
         self._last_send = 0  # t_done of the step whose frame went out last
-        self._steady: tuple | None = None  # last all-decode step: (ids, encoded columns around ctx)
+        self._steady: tuple | None = None  # last all-decode step: (ids, its encoded columns but ctx)
 
     def count_send_drops_with(self, fn: Callable[[], int]) -> None:
         self._send_dropped = fn
@@ -260,9 +262,11 @@ class StepRecorder:
             if cols is None:
                 return
             self.step_seq += 1
-            if cols[5] or cols[6]:
+            if cols[10] or cols[11]:
                 self._lifecycle(cols, t_done)
-            head = _encode(
+            # The frame, encoded straight onto the end of the batch (its columns are mostly
+            # encoded already, as ``msgspec.Raw``): no copy per frame, one per batch.
+            _encode_into(
                 (
                     FRAME_VERSION,
                     self.engine_id,
@@ -274,33 +278,25 @@ class StepRecorder:
                     self._prev_done,
                     self.wall_clock(),
                     self.dropped + self._send_dropped(),
-                )
-            )
-            tail = _encode(
-                (
+                    cols[2],
+                    cols[3],
+                    cols[4],
+                    cols[9],
+                    cols[5],
+                    cols[6],
+                    cols[7],
+                    cols[8],
                     self._records() if self._finished else None,
                     (self.ids_truncated, self.records_dropped, self.missed_finishes, self.preempted),
-                )
+                ),
+                self._batch,
+                -1,
             )
-            # Each part is a short msgpack array (a one-byte header): the frame is one array of
-            # all their elements, so each part goes in without its header.
-            outbox = self._outbox
-            outbox.append(
-                b"".join(
-                    (
-                        _FRAME_HEAD,
-                        head[1:],
-                        _view(cols[2])[1:],
-                        _encode(cols[3]),
-                        _view(cols[4])[1:],
-                        tail[1:],
-                    )
-                )
-            )
+            self._batch_frames += 1
             self._prev_done = t_done
             if (
                 t_done - self._last_send >= SEND_INTERVAL_NS
-                or len(outbox) >= BATCH_FRAMES
+                or self._batch_frames >= BATCH_FRAMES
                 or not self._step_in_flight()
             ):
                 self._last_send = t_done
@@ -311,23 +307,22 @@ class StepRecorder:
             self._fault(exc)
 
     def flush(self) -> None:
-        """Pass the queued frames on now (one batch)."""
-        outbox, self._outbox = self._outbox, []
-        if not outbox:
+        """Pass the queued frames on now, as one message (a batch, even of one frame)."""
+        batch, n = self._batch, self._batch_frames
+        if not n:
             return
+        self._batch, self._batch_frames = bytearray(_BATCH_HEAD), 0
+        batch[1:3] = n.to_bytes(2, "big")
         try:
-            if len(outbox) == 1:
-                self._send(outbox[0])
-            else:
-                self._send(encode_batch(outbox), len(outbox))
+            self._send(batch, n)
         except Exception as exc:  # the sender counts its own drops; this is a bug guard
-            self.dropped += len(outbox) - 1
+            self.dropped += n - 1
             self._fault(exc)
 
     @property
     def queued(self) -> int:
         """Frames built but not yet passed to the sender."""
-        return len(self._outbox)
+        return self._batch_frames
 
     # -- internals ---------------------------------------------------------
     def _settle(self) -> None:
@@ -379,8 +374,8 @@ class StepRecorder:
         return False
 
     def _columns(self, out: Any, t_start: int, t_end: int) -> tuple | None:
-        """(t_start, t_end, the columns before ctx encoded, ctx, the columns after it encoded, new
-        rows' lifecycles, rows whose first token may come at this step's output)."""
+        """(t_start, t_end, the seven columns but ctx encoded (``msgspec.Raw``, frame order), ctx,
+        new rows' lifecycles, rows whose first token may come at this step's output)."""
         total = out.total_num_scheduled_tokens
         if total <= 0:
             self._steady = None
@@ -402,7 +397,7 @@ class StepRecorder:
         if all_ones and steady is not None and not k_new and not cached.resumed_req_ids and steady[0] == ids:
             # The same running requests as the last step, which was all decode, one token
             # each again: context only grew, so every column but ctx is unchanged.
-            return (t_start, t_end, steady[1], ctx, steady[2], (), ())
+            return (t_start, t_end, *steady[1], ctx, (), ())
         self._steady = None
         nst = out.num_scheduled_tokens
         # Two C-level dict lookups per row: cheaper than any Python-level update of kept columns
@@ -418,11 +413,26 @@ class StepRecorder:
         new_tokens, spec, prefill, any_prefill, firsts, watch = tokens
         # Encoded here, not at the output: lists kept across the scheduler's own work would be
         # freed after its frees, which shifts when CPython's collector runs (tap_cost saw it).
-        before = _encode((self._wire_ids(ids, nst), tenants, new_tokens))
-        after = _encode((prompt, spec, prefill, self._preempt_column(ids, nst)))
+        # A ``msgspec.Raw`` is not tracked by the collector.
+        preempt = self._preempt_column(ids, nst)
+        raw = _Raw
+        cols = (
+            t_start,
+            t_end,
+            raw(_encode(self._wire_ids(ids, nst))),
+            raw(_encode(tenants)),
+            new_tokens if new_tokens.__class__ is raw else raw(_encode(new_tokens)),
+            raw(_encode(prompt)),
+            spec if spec.__class__ is raw else raw(_encode(spec)),
+            prefill if prefill.__class__ is raw else raw(_encode(prefill)),
+            preempt if preempt.__class__ is raw else raw(_encode(preempt)),
+            ctx,
+            firsts,
+            watch,
+        )
         if all_ones and not any_prefill:
-            self._steady = (list(ids), before, after)
-        return (t_start, t_end, before, ctx, after, firsts, watch)
+            self._steady = (list(ids), cols[2:9])
+        return cols
 
     def _sparse_tokens(
         self, k_new: int, cached: Any, ids: list, ctx: list, prompt: list, nst: dict, total: int
@@ -570,10 +580,10 @@ class StepRecorder:
         in this step: its new requests, and its rows whose prompt completed in it (a first
         token comes at the output of the step that completes a prompt)."""
         seq = self.step_seq
-        for rec in cols[5]:
+        for rec in cols[10]:
             if rec is not None and not rec[1]:
                 rec[1], rec[2] = seq, cols[0]
-        for rec, req in cols[6]:
+        for rec, req in cols[11]:
             if not rec[3] and req.num_output_tokens > 0:
                 rec[3], rec[4] = seq, t_done
 
