@@ -376,7 +376,7 @@ def replay(
 
 def _replay_html(result: dict, html_path: str | None) -> None:
     if html_path is not None:
-        from shadowd.replay.html import write_replay_html
+        from shadowd.replay.page import write_replay_html
 
         click.echo(f"wrote {write_replay_html(result, html_path)}", err=True)
 

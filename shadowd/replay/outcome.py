@@ -194,8 +194,9 @@ def share_series(
     """Per window of the horizon, each tenant's share of the window's GPU time.
 
     A tenant's attributed ms count times ``scale[tenant]`` (its Shapley-to-model ratio; 1 where
-    absent).  ``t_s``: window starts in simulated seconds from the run's start; a share is
-    ``None`` in a window with no GPU time."""
+    absent).  ``t_s``: window starts in simulated seconds from the run's start; ``gpu_ms``: the
+    window's total (so shares over any run of windows can be pooled); a share is ``None`` in a
+    window with no GPU time."""
     span_ns = max(driver.stop_ns - driver._origin_ns, 1)
     width_ns = span_ns / windows
     ends = np.asarray(driver.step_end_ns, dtype=np.int64)
@@ -210,6 +211,7 @@ def share_series(
     return {
         "width_s": width_ns / 1e9,
         "t_s": [i * width_ns / 1e9 for i in range(windows)],
+        "gpu_ms": [float(v) for v in total],
         "share": {
             t: [float(v / tot) if tot > 0 else None for v, tot in zip(per[i], total)]
             for i, t in enumerate(names)

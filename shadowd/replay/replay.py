@@ -6,7 +6,7 @@
    governed run reads it through the same hand-off as in production.
 3. VTC (token counter) and the governed policy run on the same arrivals.
 Each run is scored by :mod:`shadowd.replay.outcome` against the Shapley ground truth, in total
-and per window of simulated time (``series``, what ``--html`` plots: :mod:`shadowd.replay.html`).
+and per window of simulated time (``series``, what ``--html`` plots: :mod:`shadowd.replay.page`).
 """
 
 from __future__ import annotations
