@@ -77,8 +77,11 @@ def _true_share(run: dict[str, Any], tenant: str) -> float | None:
 def plotted_tenants(result: dict[str, Any]) -> list[str]:
     """At most ``MAX_TENANTS``: the largest share under the first policy first."""
     first = next(iter(result["policies"].values()), None)
-    key = lambda t: -(attributed_share(first, t) or 0.0) if first else 0.0  # noqa: E731
-    return sorted(_tenants(result), key=lambda t: (key(t), t))[:MAX_TENANTS]
+
+    def largest_first(t: str) -> tuple[float, str]:
+        return (-((attributed_share(first, t) if first else None) or 0.0), t)
+
+    return sorted(_tenants(result), key=largest_first)[:MAX_TENANTS]
 
 
 # -- plots -----------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from shadowd.cli import main
 from shadowd.replay.page import render_replay_html
-from shadowd.reports.model import CDF_P
+from shadowd.reports.model import CDF_P, MAX_TENANTS
 from tests.chromium import distinct_colours, read_png, screenshot
 
 POLICIES = ("fcfs", "vtc", "llmvisor")
@@ -205,3 +205,21 @@ def test_tenant_labels_are_drawn_as_written_and_escaped(noisy_replay):
 def test_html_into_a_missing_directory_fails_before_the_replay(tmp_path):
     res = CliRunner().invoke(main, ["replay", "--minutes", "1", "--html", str(tmp_path / "no" / "r.html")])
     assert res.exit_code != 0 and "does not exist" in res.output
+
+
+def test_plots_are_bounded_to_max_tenants_and_tables_are_not(noisy_replay):
+    out, _ = noisy_replay
+    many = json.loads(json.dumps(out))
+    extra = [f"clone{i}" for i in range(MAX_TENANTS)]
+    for name in extra:  # copies of "chat" under other names
+        many["tenants"][name] = many["tenants"]["chat"]
+        for run in many["policies"].values():
+            run["service"][name] = run["service"]["chat"]
+            run["truth"]["per_tenant"][name] = run["truth"]["per_tenant"]["chat"]
+            run["series"]["share"][name] = run["series"]["share"]["chat"]
+    page = Page(render_replay_html(many))
+    legend = set(page.figures["share-time"]) & set(many["tenants"])
+    assert len(legend) == MAX_TENANTS
+    assert "longdoc" in legend  # the largest FCFS share is drawn first
+    assert len(page.table("Service received beside cost caused")) == len(many["tenants"])
+    assert f"Plots show {MAX_TENANTS} tenants" in render_replay_html(many)
