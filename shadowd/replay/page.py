@@ -172,15 +172,15 @@ def _num(x: Any, spec: str) -> str:
 
 
 def service_beside_cost(result: dict[str, Any]) -> Table:
-    """Issue 18's view: each tenant's attributed share beside its TTFT p99, policy by policy."""
+    """The noisy-neighbour view: each tenant's attributed share beside its TTFT p99, policy by policy."""
     policies = list(result["policies"])
     ent = entitlements(result)
     headers = ["tenant", "entitlement"]
-    headers += [f"attributed share {LABEL.get(p, p)}" for p in policies]
-    headers += [f"TTFT p99 {LABEL.get(p, p)} (s)" for p in policies]
+    headers += [f"attributed {LABEL.get(p, p)}" for p in policies]
+    headers += [f"TTFT p99 {LABEL.get(p, p)} s" for p in policies]
     both = "fcfs" in policies and "llmvisor" in policies
     if both:
-        headers.append("TTFT p99 governed ÷ FCFS")
+        headers.append("p99 governed ÷ FCFS")
     rows = []
     for t in _tenants(result):
         p99 = {p: (r["service"].get(t) or {}).get("ttft_p99_s") for p, r in result["policies"].items()}
@@ -195,7 +195,7 @@ def service_beside_cost(result: dict[str, Any]) -> Table:
         "Service received beside cost caused",
         headers,
         rows,
-        "attributed share = the LLMVisor model's share of the scored window's GPU time (what shadowd "
+        "attributed = the LLMVisor model's share of the scored window's GPU time (what shadowd "
         "reports per tenant); a noisy neighbour holds more than its entitlement under FCFS while "
         "its batch-mates' TTFT p99 is higher under FCFS than governed.",
     )
