@@ -166,7 +166,7 @@ def _replay(name: str, section: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-SCENARIOS = """## Scenarios
+SCENARIOS_TEXT = """## Scenarios
 
 `shadowd replay --scenario NAME [--minutes M] [--json] [--html PATH]` runs the same arrivals through the real
 vLLM scheduler (async scheduling, chunked prefill, prefix caching, KV cache sized from the GPU's
@@ -192,10 +192,10 @@ under FCFS while its batch-mates' TTFT p99 is higher under FCFS than governed); 
 per-tenant tables below.  With `--json` the same figures come as data: `series` per policy (the
 windows' shares and GPU time) and `ttft_cdf_s` per tenant (TTFT quantiles at `ttft_cdf_levels`).
 
-* **noisy-neighbour**: `longdoc` (Mooncake conversation trace, real prefix sharing) offers 3× its
-  entitlement; `code` and `chat` (Azure 2023 code and conversation traces) 1.2×; equal weights.
+* **noisy-neighbour**: `longdoc` (Mooncake conversation trace, real prefix sharing) offers {nn_longdoc}× its
+  entitlement; `code` and `chat` (Azure 2023 code and conversation traces) {nn_code}× and {nn_chat}×; equal weights.
 * **decode-heavy**: `longgen` (Mooncake prompts, outputs lengthened to 1024 tokens: few VTC
-  tokens per GPU-ms, many KV reads) beside `code` and `chat`, all 2×; equal weights.  The gap
+  tokens per GPU-ms, many KV reads) beside `code` and `chat`, at {dh_longgen}×, {dh_code}× and {dh_chat}×; equal weights.  The gap
   between VTC's shares and true GPU time is the point: VTC prices a decode token the same at
   any context length, while its GPU cost grows with the KV it reads (and a prompt token the same
   whether it lands in a memory-bound or a compute-bound step), so equal token units are not
@@ -206,6 +206,17 @@ Reading the tables: a policy can only be held to its promise for tenants that ar
 rest is shared among the others.  TTFT under overload grows with the backlog for every tenant
 that exceeds its share: fairness decides *whose* queue grows, not whether queues grow.
 """
+
+
+def _demands() -> dict[str, str]:
+    """Each tenant's offered GPU time as a multiple of its entitlement, from the scenarios' inputs."""
+    from shadowd.replay.scenarios import SCENARIOS as PLANS
+
+    tag = {"noisy-neighbour": "nn", "decode-heavy": "dh"}
+    return {f"{tag[name]}_{t.name}": f"{t.demand:g}" for name, plans in PLANS.items() for t in plans}
+
+
+SCENARIOS = SCENARIOS_TEXT.format(**_demands())
 
 
 RECORDED = """## Replay of recorded traffic

@@ -33,6 +33,23 @@ def _load(entry: dict | None) -> str:
     return f"load average {m['load_avg_before'][0]:.1f} → {m['load_avg_after'][0]:.1f}, {m['started_at']}"
 
 
+def _load_span(r: dict[str, Any]) -> str:
+    """Lowest–highest one-minute load average over the stored runs (before and after each)."""
+    loads = [
+        x
+        for e in r.values()
+        for key in ("load_avg_before", "load_avg_after")
+        for x in (e.get("meta", {}).get(key) or [])[:1]
+    ]
+    return f"{min(loads):.1f}–{max(loads):.1f}" if loads else "not recorded"
+
+
+def _span(values: list[float], nd: int = 2) -> str:
+    """``a–b`` (or ``a`` when they round alike) of measured values."""
+    lo, hi = f"{min(values):.{nd}f}", f"{max(values):.{nd}f}"
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
 def _ab_verdict(t: dict[str, Any]) -> str:
     spread = (max(t["block_ratios"]) - min(t["block_ratios"])) / 2
     if t["ratio"] <= 1.03:
@@ -162,6 +179,7 @@ def render(doc: dict[str, Any]) -> str:
             python=m["python"],
             platform=m["platform"],
             versions=", ".join(f"{k} {v}" for k, v in m["versions"].items() if v),
+            load_span=_load_span(r),
         ),
         "## Summary\n",
         _table(["Figure", "Measured", "Target", "Met", "Command"], summary_rows(r)) + "\n",
@@ -185,7 +203,7 @@ are in `docs/benchmarks.json`.  Fault tests, which make claims about safety rath
 in `tests/daemon/test_faults.py` and `tests/daemon/test_receiver_fuzz.py`; their measured figures are below too.
 
 **Machine**: {nproc} CPUs (`nproc`), {cpu}, {ram} GiB RAM; Python {python}; {platform}; {versions}.
-The 2 vCPUs are shared with other jobs (load averages of 2–5 during these runs): wall-clock figures
+The {nproc} vCPUs are shared with other jobs (load averages of {load_span} during these runs): wall-clock figures
 carry that noise, so each benchmark pins its processes (daemon on CPU 0, generator on CPU 1),
 interleaves A/B runs, and reports CPU time where wall time would mostly measure the neighbours.
 """
@@ -290,8 +308,8 @@ def _attribution_section(entry: dict | None) -> str:
     return f"""## Attribution cost
 
 `benchmarks/attribution_cost.py` (`benchmarks.attribution_timing.time_attribution`): {d["steps"]:,}
-synthetic steps of 256 requests, `ModelVersion.attribute` over all of them at once (as the daemon
-does per batch), best of 7, on one CPU: **{d["us_per_step"]:.1f} µs per step**, the token baseline's
+synthetic steps of {d["requests_per_step"]:.0f} requests, `ModelVersion.attribute` over all of them at once (as the daemon
+does per batch), best of a few repeats, on one CPU: **{d["us_per_step"]:.1f} µs per step**, the token baseline's
 part alone {d["token_baseline_us_per_step"]:.1f} µs ({d["ratio_to_token_baseline"]:.1f}×).  In the
 daemon, `pipeline._attribute` costs more per row (see the ingest stages: NaN defaults, float32
 copies, a model-version string per row).  {_load(entry)}.
@@ -333,6 +351,34 @@ def _free_blocks_table(entry: dict | None) -> str:
     )
 
 
+def _ingest_figures(stages: dict[str, Any], append: dict | None) -> tuple[str, ...]:
+    """The prose figures of the ingest verdict, from the stored stage and DuckDB-alone results."""
+    per = stages["us_per_row"]
+    duck = next((v for k, v in per.items() if k.startswith("DuckDB append")), None)
+    decode = next((v for k, v in per.items() if k.startswith("decode")), None)
+    alone = (append or {}).get("data", {}).get("us_per_row", {})
+    fed = [v for k, v in alone.items() if k.endswith("(file)") and "alone" not in k]
+    memory = next((v for k, v in alone.items() if "in-memory" in k), None)
+    blocks = (append or {}).get("data", {}).get("free_blocks_by_append_size") or []
+    whole = [
+        b["cpu_us_per_row"]
+        for b in blocks
+        if len(b["append_rows"]) == 1 and b["append_rows"][0] % 122880 == 0
+    ]
+    wal = [b["cpu_us_per_row"] for b in blocks if b["append_rows"] == [65536]]
+    col = alone.get("engine_id alone (file)")
+    return (
+        _span(fed) if fed else "–",
+        _fmt(memory, 2),
+        _fmt(1.0 - duck, 2) if duck is not None else "–",
+        _fmt(decode, 2),
+        _span(whole) if whole else "–",
+        _span(wal) if wal else "–",
+        _fmt(col, 2),
+        _fmt(duck, 2),
+    )
+
+
 def _ingest_section(entry: dict | None, stages: dict | None, append: dict | None = None) -> str:
     out = ["## Daemon end-to-end ingest\n"]
     if entry:
@@ -354,8 +400,7 @@ def _ingest_section(entry: dict | None, stages: dict | None, append: dict | None
             f"""`benchmarks/ingest.py`: the production `Daemon` (receiver, pipeline with its observers, jobs,
 DuckDB writer) in its own process pinned to CPU 0 (`benchmarks/ingest_daemon.py`); a generator
 process pinned to CPU 1 (`benchmarks/framegen.py`) pushes pre-encoded frames of 256 requests
-(50-character request ids that churn as requests finish and arrive, 8 tenants, mixed steps,
-~17.6 kB per frame) over the real ipc socket with blocking sends, so zmq's high-water marks
+(50-character request ids that churn as requests finish and arrive, 8 tenants, mixed steps) over the real ipc socket with blocking sends, so zmq's high-water marks
 throttle it to what the daemon takes.  "Attributing": a platform is configured, the daemon
 calibrates on the first 1000 steps and attributes every later step, drift detectors on.
 Rate = rows reaching DuckDB per second, from 3 s after start (or calibration) until the generator
@@ -381,6 +426,7 @@ Peak RSS here is with the daemon's defaults (`[storage]`: 192 MB, one thread; se
         )
     if stages:
         d = stages["data"]
+        fed_file, in_memory, left, decode, aligned, wal, string_col, duck = _ingest_figures(d, append)
         rows = [[k, f"{v:.3f}"] for k, v in d["us_per_row"].items()]
         rows.append(["**total**", f"**{d['total_us_per_row']:.3f}**"])
         out.append(
@@ -398,35 +444,37 @@ Peak RSS here is with the daemon's defaults (`[storage]`: 192 MB, one thread; se
 **Verdict: missed, by a factor of {1 / max(d["implied_rows_per_s"] / 1e6, 1e-9):.1f} on this CPU.**
 The target (1 µs per row, all stages, one core) is out of reach with the v1 wire format and this
 schema on this CPU.  The floor is DuckDB: its append into a file of the `step_requests` columns
-costs 0.70–0.75 µs per row here however it is fed (the tables above: object columns, strings as
-SQL constants or as codes; Arrow dictionary arrays were tried too, 0.70–0.75, and not adopted),
-and in memory it is a third of that, so most is the write path itself.  That leaves ~0.3 µs per
-row for decoding, columns, attribution and checks, which msgspec's decoding of a v1 frame alone
-(two Python strings and six ints per row) exceeds.
+costs {fed_file} µs per row here however it is fed (the DuckDB-alone table above: object columns,
+strings as SQL constants or as codes; Arrow dictionary arrays were tried too and not adopted), and
+in memory {in_memory} µs, so most is the write path itself.  That leaves
+{left} µs per row for decoding, columns, attribution and checks; msgspec's decoding of a v1 frame
+alone costs {decode} µs per row (the stage table: two Python strings and six ints per row).
 
-**What was optimised** (before → after, µs per row on this machine; noisy ±30 %):
+**What was optimised** (the stage table above shows where each stage stands now; the costs before
+these changes were not kept in `docs/benchmarks.json`):
 - Appends are cut at DuckDB's row-group boundaries (`storage/row_groups.py`, see the
-  storage section): whole row groups are DuckDB's cheapest append (the free-blocks table: 0.7
-  µs per row, against 1.3 for appends of 65,536 rows that go through the WAL).
+  storage section): whole row groups are DuckDB's cheapest append (the free-blocks table: {aligned}
+  µs per row for appends of whole row groups, against {wal} for appends of 65,536 rows that go
+  through the WAL).
 - CPython's young-generation collection runs every 50,000 allocations instead of 700
   (`shadowd.daemon.receiver.tune_gc_for_ingest`): each pass walked every item of every decoded frame's
-  lists; decode 0.44–0.51 → 0.37.
+  lists (the decode stage).
 - Workload-envelope checks run on whole batches (`EnvelopeMonitor.update_many`, new tenants
-  found from the batch's tenant codes): `DriftWatch.observe` 0.19 → 0.05.
-- `model_version` columns are filled, not built with `np.full` (35× slower for a `str`):
-  attribution 0.09 → 0.03.
-- `frames_to_columns` (`shadowd/steps/columns.py`): 0.59–0.62 → 0.35–0.41: `np.fromiter` over
+  found from the batch's tenant codes) (`DriftWatch.observe`).
+- `model_version` columns are filled, not built with `np.full`, which is slow for a `str`
+  (attribution).
+- `frames_to_columns` (`shadowd/steps/columns.py`): `np.fromiter` over
   `chain`/`map(attrgetter)` (object columns too) instead of generator expressions and list copies;
   request ids and tenants go through a code table, so all rows of a request share one `str` (a
-  queued row then costs ~90 bytes instead of ~240) and `StepColumns.tenant_index` gives per-tenant
-  codes for free.
+  queued row then holds one reference instead of its own string) and `StepColumns.tenant_index`
+  gives per-tenant codes for free.
 - `IngestStats.observe` (`shadowd/daemon/metrics.py`) sums per tenant over those codes instead of
-  `np.unique` over the tenant strings: 0.46 → 0.006 µs per row.
+  `np.unique` over the tenant strings.
 - The pipeline stores a batch's steps and request rows as one unit (`Writer.append_many`): a full
   queue drops both or neither.  While the writer is behind, the receiver waits up to 1 s for room
   (`Writer.append_many(wait_s=...)`): zmq's queue fills, and overload becomes drops the tap counts
   and reports in later frames (so they reach the database), instead of drops after receipt.
-- DuckDB runs on `[storage] threads = 1` by default (25 % faster appends on one core than all
+- DuckDB runs on `[storage] threads = 1` by default (faster appends on one core than all
   cores, and a sidecar leaves the host's cores to the engine), with `memory_limit = "192MB"`.
 - Batches are bounded by rows (`FrameReceiver(batch_rows=32_768)`) as well as frames, and the
   writer's queue by rows (see the overload section).
@@ -437,9 +485,9 @@ them `np.frombuffer` calls, but a prototype showed the packing moves into the ta
 byte columns from vLLM's Python lists costs more than msgpack-encoding them, and the tap's budget
 (the engine's hot path) is the tighter one; packing would have to come from vLLM's own arrays.
 Dropping per-row copies of step-level strings (`engine_id`, `run_id`, `model_version`, joined from
-`steps` by a view with the contract's name) saves ~0.07 µs per column (table above).  Even so,
-with DuckDB's append at ~0.7 µs per row, 1 M rows per second on one core of this CPU needs a
-faster core, or the writer on a second core.
+`steps` by a view with the contract's name) saves about {string_col} µs per column (`engine_id alone`
+in the DuckDB-alone table).  Even so, with DuckDB's append at {duck} µs per row, 1 M rows per second
+on one core of this CPU needs a faster core, or the writer on a second core.
 """
         )
     return "\n".join(out)
@@ -456,6 +504,13 @@ def _free_series(entry: dict) -> str:
         ", ".join(str(m["free_blocks"]) for m in series)
         + f" (of {last['total_blocks']} at the end, {_fmt(last['rows'])} rows, {last['bytes_per_row']:.2f} B per row)"
     )
+
+
+def _share_column_bytes(entry: dict) -> str:
+    """Bytes per row of the ``llmvisor_ms`` column in the attributed storage run."""
+    runs = [s for s in entry["data"] if s["attribute"]]
+    col = runs[-1]["step_requests_column_bytes_per_row"].get("llmvisor_ms") if runs else None
+    return _fmt(col, 2)
 
 
 def _storage_section(entry: dict | None) -> str:
@@ -505,10 +560,10 @@ unattributed.  {_load(entry)}.
 
 **Met, on the whole file.**  The writer cuts its appends where DuckDB's row groups end
 (`storage/row_groups.py`): every `step_requests` row group but the last holds exactly 122,880
-rows, so no checkpoint rewrites one and no blocks are left free by it.  Before (the same
-benchmark, appends of 131,072 rows): 18.05 B per row on the file, 14.02 in used blocks, 63 free
-blocks of 282, because a transaction that ends part-way into a row group makes a later checkpoint
-rewrite that group (the free-blocks table in the ingest section: half a file free in isolation).
+rows, so no checkpoint rewrites one and no blocks are left free by it.  Before (appends of
+131,072 rows; those figures were not kept in `docs/benchmarks.json`) the file held many free
+blocks, because a transaction that ends part-way into a row group makes a later checkpoint
+rewrite that group (the free-blocks table in the ingest section shows it in isolation).
 The few free blocks left come and go with each checkpoint (the small tables' last row groups are
 rewritten) and do not grow with the file: over a longer attributed run, checkpointed every
 1,024,000 rows (`storage_size.free_blocks_over_time`), free blocks were """
@@ -523,16 +578,17 @@ in between leaves a record, and the next open deletes the orphaned rows
 Queries that join request rows to their steps never see the half step; sums over `step_requests`
 alone may count it up to one flush early.
 
-What dominates the used bytes: the two LLMVisor share columns (`llmvisor_ms`,
-`llmvisor_measured_ms`: REAL, ALP-RD compressed to ~2.8 B each, since shares differ row by row),
-the request id (50 characters, but each repeats on every step of its request, so DuckDB's
-dictionary compression brings it to ~2 B), context and prompt token counts (bit-packed, ~2 B
-each).  The VTC columns compress to almost nothing (equal shares for a step's decode rows).
+What dominates the used bytes (the largest columns in the table above): the two LLMVisor share
+columns (`llmvisor_ms`, `llmvisor_measured_ms`: REAL, ALP-RD compressed, since shares differ row by
+row), the request id (50 characters, but each repeats on every step of its request, so DuckDB's
+dictionary compression shrinks it to a few bytes), context and prompt token counts (bit-packed).
+The VTC columns compress to almost nothing (equal shares for a step's decode rows).
 Cheap fixes on the used bytes, both contract changes: drop `llmvisor_ms` (it is
-`llmvisor_measured_ms` × predicted/measured, derivable per step: −2.8 B), or store shares as ‰
-of the step in SMALLINT.  Earlier versions of this benchmark fed latencies that did not depend
-on context, so every decode row of a step got the same share and compressed to nothing: the
-generator now prices KV reads, as real traffic does.
+`llmvisor_measured_ms` × predicted/measured, derivable per step: −"""
+        + _share_column_bytes(entry)
+        + """ B), or store shares as ‰ of the step in SMALLINT.  Earlier versions of this benchmark
+fed latencies that did not depend on context, so every decode row of a step got the same share and
+compressed to nothing: the generator now prices KV reads, as real traffic does.
 """
     )
 
@@ -582,16 +638,16 @@ then SIGTERM (the daemon drains what zmq holds, flushes and exits).  {_load(entr
 
 Every frame is accounted for: sent = received (nothing lost in transit once zmq took it), and
 received rows = stored + dropped by the writer (the writer's `rows_dropped` counts rows of both
-tables, so it exceeds the request rows by one per dropped step).  Where memory goes, at ~190 MiB
-after imports (scipy ~70 MiB, DuckDB ~30, numpy ~20): zmq's receive queue (≤ 512 messages, here
-single frames: ~9 MB), one batch of decoded frames (≤ 32,768 rows), the writer's queue (≤ 131,072
-rows) and buffer (flushed once it can complete a DuckDB row group of 122,880 rows), and DuckDB, which without a limit took ~300 MB more during a checkpoint and
-~1 GB at times over 30 s.
+tables, so it exceeds the request rows by one per dropped step).  Where memory goes, beyond the
+imports (scipy, DuckDB, numpy): zmq's receive queue (≤ 512 messages, here single frames), one
+batch of decoded frames (≤ 32,768 rows), the writer's queue (≤ 131,072 rows) and buffer (flushed
+once it can complete a DuckDB row group of 122,880 rows), and DuckDB, which takes more without a
+limit (the table's rows differ only in DuckDB's `memory_limit`).
 
-**What was changed** (before → after): peak RSS 1,379 MiB (zmq receive queue of 100,000 frames ≈
-1.7 GB possible; batches of 2,000 frames = 512,000 rows; a writer queue bounded only in items,
-4,096 × 512,000 rows) → the figures above: `RCV_HWM_MESSAGES = 512` (2,048 until the
-row-group-aligned writer measured 495 MiB), `BATCH_ROWS = 32_768` (65,536 until then)
+**What was changed** (the figures before were not kept in `docs/benchmarks.json`): the bounds
+were a zmq receive queue of 100,000 frames, batches of 2,000 frames (512,000 rows) and a writer
+queue bounded only in items (4,096 batches); now `RCV_HWM_MESSAGES = 512` (2,048 until the
+row-group-aligned writer), `BATCH_ROWS = 32_768` (65,536 until then)
 (`shadowd/daemon/receiver.py`); `Writer(flush_rows=131_072, queue_max_rows=131_072,
 buffer_max_rows=1_000_000)`, flushing as it drains on stop (`storage/writer.py`); request ids and
 tenants interned per batch; DuckDB's memory bounded by `[storage] memory_limit` (the first row;
@@ -620,16 +676,17 @@ gap-free prefix of steps, each with all its request rows.  {_load(entry)}.
 """
     return f"""## Fault tests (`tests/daemon/test_faults.py`, `tests/daemon/test_receiver_fuzz.py`)
 
-`.venv/bin/python -m pytest -s tests/daemon/test_faults.py tests/daemon/test_receiver_fuzz.py` (~75 s here).
+`.venv/bin/python -m pytest -s tests/daemon/test_faults.py tests/daemon/test_receiver_fuzz.py`.
 
 **kill -9 mid-ingest.**  {k9}
 
 **Engine carries on through `kill -9`** (real vLLM `AsyncScheduler`, tapped): the daemon process is
-killed at step 400 of 800 while the engine runs; no exception, median engine step time unchanged
-(e.g. 0.54 → 0.61 ms; the slowest step after the kill 6 ms), 400+ frames dropped and counted by the
-tap; after a restart on the same file every step is stored, counted as dropped by the tap
-(`dropped_frames_total`), or counted as a gap by the daemon (lost with the killed process), e.g.
-512 + 401 + 89 = 1002.  Finding: a run the database has never stored a step of (the daemon killed
+killed at step 400 of 800 while the engine runs; the test asserts no exception, a median engine
+step time after the kill within twice the one before (plus 0.5 ms), no step blocked (each under
+0.25 s), and at least 300 of the dead daemon's frames dropped and counted by the tap; after a
+restart on the same file every step is stored, counted as dropped by the tap
+(`dropped_frames_total`), or counted as a gap by the daemon (lost with the killed process):
+stored + dropped + gap = steps run.  Finding: a run the database has never stored a step of (the daemon killed
 before its first flush of that run) restarts gap counting from zero, so those steps are not counted
 anywhere (`RunTracker` treats a run unknown to the database as new; counting `step_seq − 1 −
 dropped_total` for it would close the hole, at the price of counting a whole history when a daemon

@@ -29,9 +29,9 @@ scaled to unit norm before solving, as the features span ten orders of magnitude
 **Ablations.**  On :mod:`shadowd.attribution.synthetic_steps` (fit on one window, score the
 next), leaving out ``p·c`` made out-of-sample relative error much worse (prefill above all) and
 one segment instead of two worsened it too, the p99 most; dropping ``p²``, or weighting by
-absolute instead of relative error, changed little there.  Those synthetic figures are not kept
-in a generated doc; the reference engine's (one segment; without ``p²`` and ``p·c``, on the
-CI-sized runs) are in ``docs/accuracy.md`` ("Reproduce"), from ``benchmarks/accuracy_study.py``.
+absolute instead of relative error, changed little there.  Those figures, and the same ablations
+on the reference engine's CI-sized runs, were not stored, so no document states them; the model
+as it is is scored in ``docs/accuracy.md`` (``benchmarks/accuracy_study.py``).
 
 **Shares.** ``v_i = θ·φ_i`` per request (its own work: it depends on the rest of the batch only
 through the step's segment), plus a part of the step's fixed term by a stated policy (see
@@ -41,9 +41,10 @@ floor ``β₀`` (:attr:`LLMVisorModel.floor_ms`), not a compute-bound segment's 
 ``T̂`` is divided by *price*: ``v_i`` for prefill-like rows, the memory-bound ``θ₀·φ_i`` for
 decode-like rows (their one token costs GEMM time only because a chunk made the step
 compute-bound).  Chosen because it tracks the Shapley ground truth of the reference engine
-more closely than the plain ``β/|B|`` split (the comparison, per run and per policy, is in
-``docs/accuracy.md``, "Against the ground truth" and "The model", measured by
-``benchmarks/accuracy_study.py``; see also :mod:`shadowd.attribution.shares`).  In the
+more closely than the plain ``β/|B|`` split (a development comparison, not stored; the policies as
+they are, per run, against the Shapley values: ``docs/accuracy.md``, "Against the ground truth"
+and "Held-out runs", measured by ``benchmarks/accuracy_study.py``; see also
+:mod:`shadowd.attribution.shares`).  In the
 example the step is compute-bound (``T̂ = β₁ + 24 + 0.42 = 25.42``): the floor ``4`` is split
 equally, the other ``21.42`` in proportion to ``24 : 0.4`` (the decode at segment-0 prices).
 
@@ -55,8 +56,7 @@ llama-3.1-8b one.  What it cannot carry is a step function of the step's *total*
 tables jump between 128 and 129 tokens (tile quantisation; far more on A100 than on H100), so a lone
 127-token chunk runs about as fast as a decode step and a slightly longer one much slower; no
 additive per-request term can follow that, and those steps set the prefill p99 and the mixed p99 of
-the light A100 llama run (the size of the jump and of those p99s: ``docs/accuracy.md``, "Targets
-missed").  CUDA-graph padding (to multiples of 8/16 tokens up to 512) is the same kind of step
+the light A100 llama run (those p99s: ``docs/accuracy.md``, "Targets missed").  CUDA-graph padding (to multiples of 8/16 tokens up to 512) is the same kind of step
 function, but small.  A separate prefix-attention term is not needed: ``c`` and ``p·c`` carry it.
 
 >>> import numpy as np

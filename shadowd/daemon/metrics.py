@@ -137,6 +137,15 @@ class DaemonCollector(Collector):
             "Frames the taps report dropped (latest per run)",
             status.tap_dropped_frames,
         )
+        tap = CounterMetricFamily(
+            "shadowd_tap_events",
+            "What the taps report shortening, losing or seeing (latest per run, summed): "
+            "request ids shortened, lifecycle records dropped, finishes missed, preemptions",
+            labels=["kind"],
+        )
+        for kind, value in status.tap_counters.items():
+            tap.add_metric([kind], float(value))
+        yield tap
         faults = CounterMetricFamily(
             "shadowd_ingest_faults", "Frames rejected or lost, by kind", labels=["kind"]
         )

@@ -26,7 +26,7 @@ from pathlib import Path
 import msgspec
 import zmq
 
-from shadowd.tap.frame import FrameError, StepFrame, decode_message
+from shadowd.tap.frame import FrameError, StepFrame, TapCounters, decode_message
 
 log = logging.getLogger("shadowd.daemon.receiver")
 MAX_FRAME_BYTES = 8 << 20
@@ -55,7 +55,8 @@ def tune_gc_for_ingest() -> None:
 
 
 class RunTracker:
-    """Per (engine, run): last step_seq and drop count seen, to find unexplained gaps.
+    """Per (engine, run): last step_seq and drop count seen, to find unexplained gaps; and the
+    tap's own counters (version 3 frames), summed over runs for ``/metrics``.
 
     At most ``max_runs`` runs are tracked, least recently seen forgotten first: anything that
     can reach the socket can invent runs, and a forgotten run only loses gap counting across
@@ -67,6 +68,7 @@ class RunTracker:
     ) -> None:
         self.max_runs = max_runs
         self._last: OrderedDict[tuple[str, str], tuple[int, int]] = OrderedDict()
+        self._counters: dict[tuple[str, str], TapCounters] = {}
         for key, value in (known or {}).items():
             self._remember(key, value)
 
@@ -74,13 +76,16 @@ class RunTracker:
         self._last[key] = value
         self._last.move_to_end(key)
         while len(self._last) > self.max_runs:
-            self._last.popitem(last=False)
+            gone, _ = self._last.popitem(last=False)
+            self._counters.pop(gone, None)
 
     def observe(self, frame: StepFrame) -> int:
         """Steps missing before ``frame`` that neither the tap counted nor we received."""
         key = (frame.engine_id, frame.run_id)
         prev = self._last.get(key)
         self._remember(key, (frame.step_seq, frame.dropped_total))
+        if frame.counters is not None:
+            self._counters[key] = frame.counters
         if prev is None:
             return 0  # a run this database has never seen: what came before is unknowable
         seq, dropped = prev
@@ -90,6 +95,14 @@ class RunTracker:
 
     def runs(self) -> dict[tuple[str, str], tuple[int, int]]:
         return dict(self._last)
+
+    def tap_counters(self) -> dict[str, int]:
+        """The taps' counters (latest per run), summed over the runs tracked."""
+        sums = dict.fromkeys(TapCounters.__struct_fields__, 0)
+        for counters in self._counters.values():
+            for name in sums:
+                sums[name] += getattr(counters, name)
+        return sums
 
 
 class FrameReceiver:

@@ -295,6 +295,7 @@ class Daemon:
             frames_received=rx.frames_received if rx else 0,
             faults=dict(rx.faults) if rx else {},
             tap_dropped_frames=sum(d for _, d in rx.tracker.runs().values()) if rx else 0,
+            tap_counters=rx.tracker.tap_counters() if rx else {},
             seconds_since_last_frame=(mono - last_frame)
             if last_frame
             else ((now - self.started_at) if rx else None),

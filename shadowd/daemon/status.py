@@ -55,6 +55,7 @@ class DaemonStatus:
     frames_received: int = 0
     faults: dict[str, int] = field(default_factory=dict)
     tap_dropped_frames: int = 0
+    tap_counters: dict[str, int] = field(default_factory=dict)  # TapCounters, summed over runs
     seconds_since_last_frame: float | None = None
     storage_errors: int = 0
     last_storage_error: str | None = None

@@ -18,8 +18,12 @@ Version 2 adds a trailing ``requests`` section, nil (one byte) unless some
 request finished during the frame's step (or since the previous frame): then
 one ``RequestRecord`` per finished request, its lifecycle once (arrival, first
 scheduled step, first token step, finish, prompt and output tokens,
-preemptions, finish reason).  This module reads both versions (a version 1
-frame has no section).
+preemptions, finish reason).  Version 3 adds a trailing ``counters`` section
+(``TapCounters``): the tap's own running counts of what it shortened, lost or
+saw (request ids shortened, lifecycle records dropped, finishes it missed,
+preemptions), so an operator sees them on the daemon's ``/metrics``.  This
+module reads all three versions (version 1 has neither section, version 2 no
+counters).
 
 >>> f = StepFrame(version=FRAME_VERSION, engine_id="e", run_id="r", step_seq=1, t_sched_start=0, t_sched_end=5,
 ...               t_done=90, t_prev_done=40, wall_ns=0, dropped_total=0,
@@ -49,8 +53,8 @@ import msgspec
 
 from shadowd.tap.tenant import MAX_TENANT_LEN
 
-FRAME_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # version 1: no ``requests`` section
+FRAME_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)  # version 1: no ``requests`` section; 1 and 2: no ``counters``
 
 # Range limits, checked by msgspec while decoding (in C, per element): a frame that decodes is
 # safe to put in the int64/int32/int16 columns the daemon stores, so one bad frame is counted
@@ -104,6 +108,15 @@ class RequestRecord(msgspec.Struct, array_like=True, frozen=True):
     finish_reason: FinishReason  # stop, length (incl. ignored), abort (incl. cancelled), ...
 
 
+class TapCounters(msgspec.Struct, array_like=True, frozen=True):
+    """The tap's running counts for its run (``StepRecorder``), as of the frame."""
+
+    ids_truncated: Stamp  # request ids longer than the tap's limit, shortened on the wire
+    records_dropped: Stamp  # lifecycle records lost (queue full, or a tap error)
+    missed_finishes: Stamp  # requests that left without the tap seeing them go
+    preemptions: Stamp  # preemptions seen
+
+
 class StepFrame(msgspec.Struct, array_like=True, frozen=True):
     """One engine step as the tap saw it (version ``FRAME_VERSION``)."""
 
@@ -127,6 +140,7 @@ class StepFrame(msgspec.Struct, array_like=True, frozen=True):
     preemptions: _rows(Small)  # times this request has been preempted so far
     # Requests that finished since the last frame; nil when none (absent in version 1 frames).
     requests: Annotated[list[RequestRecord], msgspec.Meta(max_length=MAX_ROWS)] | None = None
+    counters: TapCounters | None = None  # absent before version 3
 
 
 class FrameError(ValueError):
@@ -178,6 +192,8 @@ def _validated(frame: StepFrame) -> StepFrame:
         )
     if frame.requests is not None and frame.version < 2:
         raise FrameError("a version 1 frame has no requests section")
+    if frame.counters is not None and frame.version < 3:
+        raise FrameError(f"a version {frame.version} frame has no counters section")
     n = len(frame.req_ids)
     for name in _COLUMNS:
         if len(getattr(frame, name)) != n:

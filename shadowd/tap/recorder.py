@@ -2,28 +2,32 @@
 
 The tap's work is kept proportional to what changed, not to the batch:
 
-* *Per request, once.*  ``on_admit`` resolves a request's tenant and prompt
-  length; ``on_finish`` (vLLM's ``_free_request``, which every finish and abort
-  goes through) drops them.  A step's tenant and prompt columns are then one
-  dict lookup per row, in C (``map``), with no per-row Python work.
+* *Per request, once.*  ``on_admit`` only notes the request; before the next
+  step is recorded (or the request leaves), ``_settle`` resolves the arrivals'
+  tenants, prompt lengths and arrival times in one loop.  ``on_finish`` (vLLM's
+  ``_free_request``, which every finish and abort goes through) queues the
+  request's lifecycle record and drops its state.  A step's tenant and prompt
+  columns are then one dict lookup per row, in C (``map``), with no per-row
+  Python work.
 * *Per step, only the requests that may be prefilling.*  New and resumed
   requests and those whose prompt was still unfinished after their last step
   (``_chunking``) are the only rows whose token count and prefill flag are
   looked at; every other row is a one-token decode step, which the step's
   token total proves (``_sparse_tokens``).  Columns that are all zeros, ones or
-  ``False`` come from a cache of encoded columns.
+  ``False`` come from a cache of encoded columns (``msgspec.Raw``).
 * *A steady decode step* (the same running requests as the step before, one
-  token each, nothing new, resumed or speculative) reuses the previous frame's
+  token each, nothing new, resumed or speculative) reuses the previous step's
   encoded columns whole: only the context column and the stamps are encoded.
-* *No walk over all admitted requests*: the sweep that catches a finish the tap
-  missed checks ``SWEEP_PER_STEP`` requests a step (``_sweep``).
+* *No walk over all admitted requests*: finishes the tap missed are looked for
+  only once it knows ``RECONCILE_SLACK`` more requests than the scheduler holds
+  (``_reconcile``), which normal traffic never reaches.
 
 Frames are byte for byte what ``encode_frame`` would produce for the same
 columns.  ``on_schedule`` runs right after the scheduler returns a
 ``SchedulerOutput`` and builds the columns; ``on_output`` runs when that step's
 model output arrives: it stamps the time and queues the encoded frame.  Frames
 are sent in batches (one zmq message, ``encode_batch``): a zmq send wakes zmq's
-I/O thread and costs tens of µs, more than building the frame.  A frame leaves
+I/O thread and costs more than building the frame.  A frame leaves
 at once if no frame was sent in the last ``SEND_INTERVAL_NS`` (engine clock);
 otherwise it waits until that much time has passed, ``BATCH_FRAMES`` frames are
 waiting, or no further step is in flight (the engine is going idle, or
@@ -52,8 +56,11 @@ Its fields, all counts, stamps and labels (no prompt text, no token ids):
   included), ``error``, ``repetition``, as vLLM reports it to the client.
 
 The per-step work for it is confined to the rows already looked at (new
-requests: first scheduled; prefill rows without a token yet: first token); the
-rest happens once per request, at admission and finish.  Records that cannot
+requests: first scheduled; rows whose prompt completes in the step: first
+token); the rest happens once per request, when its arrival and departure are
+settled.  The frame also carries the tap's counters (``TapCounters``:
+``ids_truncated``, ``records_dropped``, ``missed_finishes``, ``preempted``),
+which the daemon exports on ``/metrics``.  Records that cannot
 be queued (more than ``MAX_FINISHED_QUEUED`` waiting) are counted in
 ``records_dropped``.
 
@@ -81,14 +88,15 @@ from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.tap")
 SEND_INTERVAL_NS = 50_000_000  # at most one send per 50 ms of engine clock, unless idle or full
-SWEEP_PER_STEP = 1  # admitted requests checked per step for a finish the tap missed
+RECONCILE_SLACK = 64  # known requests beyond the scheduler's before the tap looks for missed finishes
 MAX_REQ_ID_LEN = 128  # longer request ids are shortened on the wire (short_id) and counted
 MAX_CHUNKING = 64  # more possibly-prefilling requests than this: the dense path
-_encode = msgspec.msgpack.Encoder().encode
-_N_FIELDS = len(StepFrame.__struct_fields__)
-_FRAME_HEAD = array_header(_N_FIELDS)
-_NO_REQUESTS = _encode(None)  # the requests section of a frame where no request finished
 MAX_FINISHED_QUEUED = 4096  # lifecycle records waiting for a frame; beyond: dropped, counted
+MAX_EVENTS = 8192  # arrivals noted between two steps before they are settled at once
+_encode = msgspec.msgpack.Encoder().encode
+_Raw = msgspec.Raw
+_view = memoryview
+_FRAME_HEAD = array_header(len(StepFrame.__struct_fields__))
 _REASONS = {  # vLLM RequestStatus name -> finish reason (as vLLM reports it to clients)
     "FINISHED_STOPPED": "stop",
     "FINISHED_LENGTH_CAPPED": "length",
@@ -97,15 +105,6 @@ _REASONS = {  # vLLM RequestStatus name -> finish reason (as vLLM reports it to 
     "FINISHED_ERROR": "error",
     "FINISHED_REPETITION": "repetition",
 }
-
-
-def _wall_ns(seconds: Any) -> int:
-    """vLLM's ``arrival_time`` (wall-clock seconds, a float) as ns; 0 when absent or odd."""
-    try:
-        ns = int(seconds * 1e9)
-    except (TypeError, ValueError, OverflowError):
-        return 0
-    return ns if 0 <= ns < 2**63 else 0
 
 
 def short_id(rid: str) -> str:
@@ -131,18 +130,19 @@ class _RequestFacts(dict):
         return value
 
 
-_ZERO, _ONE, _FALSE = _encode(0), _encode(1), _encode(False)
-
-
 class _ConstColumns(dict):
-    """(encoded value, n) -> the encoded column of ``n`` times that value (zeros, ones, ``False``)."""
+    """(value, n) -> the encoded column of ``n`` times that value (zeros, ones, ``False``), as a
+    ``msgspec.Raw`` the frame's encoder copies as it is."""
 
-    def __missing__(self, key: tuple[bytes, int]) -> bytes:
+    def __missing__(self, key: tuple[bytes, int]) -> msgspec.Raw:
         if len(self) > 4096:
             self.clear()
         value, n = key
-        col = self[key] = array_header(n) + value * n
+        col = self[key] = _Raw(array_header(n) + value * n)
         return col
+
+
+_ZERO, _ONE, _FALSE = _encode(0), _encode(1), _encode(False)  # keys: 0 == False in a dict
 
 
 class StepRecorder:
@@ -169,7 +169,7 @@ class StepRecorder:
         self.step_seq = 0
         self.dropped = 0  # frames not produced because of a tap error
         self.ids_truncated = 0  # request ids longer than MAX_REQ_ID_LEN, shortened on the wire
-        self.missed_finishes = 0  # per-request state dropped by the sweep, not by on_finish
+        self.missed_finishes = 0  # per-request state dropped by _reconcile, not by on_finish
         self.preempted = 0  # preemptions seen
         self.records_dropped = 0  # lifecycle records lost (queue full, or a tap error)
         self.clock = clock
@@ -183,12 +183,13 @@ class StepRecorder:
         self._long_ids: dict[str, str] = {}  # over-long request id -> its shortened form
         self._preemptions: dict[str, int] = {}
         # Lifecycle per admitted request: [arrival wall ns, first scheduled step, its t_sched_start,
-        # first token step, its t_done]; finished ones wait in _finishing for the next frame.
+        # first token step, its t_done].
         self._life: dict[str, list[int]] = {}
-        self._finishing: list[tuple] = []
+        self._events: list = []  # arrivals (requests) to settle
+        self._finished: list[list] = []  # records waiting for the next frame
+        self._late: list[tuple] = []  # of those, ones whose first token is in the output being taken in
         self._reasons: dict[Any, str] = {}  # vLLM RequestStatus -> finish reason, filled as met
         self._chunking: set[str] = set()  # requests whose prompt (or recompute) may be unfinished
-        self._admitted: deque[str] = deque()  # sweep order: each admitted id once
         self._sparse = sparse  # token/prefill columns from the candidates only (_sparse_tokens)
         self._const = _ConstColumns()
         self._pending: deque = deque(maxlen=16)
@@ -207,20 +208,12 @@ class StepRecorder:
 
     # -- hooks called by the scheduler subclass -------------------------
     def on_admit(self, request: Any) -> None:
-        """A request entered the scheduler: its facts, resolved and encoded once."""
+        """A request entered the scheduler: noted, and its facts resolved with the other arrivals
+        before the next step is recorded (``_settle``)."""
         try:
-            rid = request.request_id
-            if rid in self._tenant_of:  # a streaming-input update of a live request
-                self._prompt_of.pop(rid, None)  # re-read from the live request when next needed
-                self._chunking.add(rid)  # its new prompt tokens are prefill work
-                return
-            self._tenant_of[rid] = self._tenants.resolve(request)
-            self._prompt_of[rid] = int(request.num_prompt_tokens)
-            self._life[rid] = [_wall_ns(getattr(request, "arrival_time", 0)), 0, 0, 0, 0]
-            if len(rid) > MAX_REQ_ID_LEN:
-                self.ids_truncated += 1
-                self._long_ids[rid] = short_id(rid)
-            self._admitted.append(rid)
+            self._events.append(request)
+            if len(self._events) >= MAX_EVENTS:
+                self._settle()
         except Exception as exc:
             self._fault(exc)
 
@@ -237,41 +230,22 @@ class StepRecorder:
             self._fault(exc)
 
     def on_finish(self, request: Any) -> None:
-        """A request left the scheduler (finished, aborted): queue its lifecycle for the next
-        frame and drop its state, once."""
+        """A request left the scheduler (finished, aborted): its lifecycle record is queued for the
+        next frame and its state dropped, once.  Done at once, not noted for later: holding the
+        request would move when it is freed, and so when CPython's collector runs
+        (``benchmarks/tap_cost.py`` saw it start running under churn when this was deferred)."""
         try:
-            rid = request.request_id
-            rec = self._life.pop(rid, None)
-            tenant, prompt = self._tenant_of.pop(rid, None), self._prompt_of.pop(rid, None)
-            if rec is not None:
-                if len(self._finishing) < MAX_FINISHED_QUEUED:
-                    status = request.status
-                    reason = self._reasons.get(status)
-                    if reason is None:
-                        reason = self._reasons[status] = _REASONS.get(getattr(status, "name", ""), "unknown")
-                    preempted = getattr(request, "num_preemptions", 0)
-                    self._finishing.append(
-                        (
-                            self._long_ids.get(rid, rid) if self._long_ids else rid,
-                            tenant if tenant is not None else self._tenants.resolve(request),
-                            rec,
-                            self.clock(),
-                            prompt if prompt is not None else int(request.num_prompt_tokens),
-                            request.num_output_tokens,
-                            preempted if preempted < 32767 else 32767,
-                            reason,
-                        )
-                    )
-                else:
-                    self.records_dropped += 1
-            if self._preemptions or self._long_ids or self._chunking:
-                self._forget(rid)
+            if self._events:  # it may have arrived since the last step
+                self._settle()
+            self._depart(request, self.clock())
         except Exception as exc:
             self.records_dropped += 1
             self._fault(exc)
 
     def on_schedule(self, out: Any, t_start: int, t_end: int) -> None:
         try:
+            if self._events:
+                self._settle()
             self._pending.append((out, self._columns(out, t_start, t_end)))
         except Exception as exc:
             self._pending.append((out, None))
@@ -280,6 +254,8 @@ class StepRecorder:
     def on_output(self, out: Any, t_done: int) -> None:
         """After the scheduler took the step's output in (``t_done``: when it arrived)."""
         try:
+            if self._events:
+                self._settle()
             cols = self._pop_pending(out)
             if cols is None:
                 return
@@ -300,10 +276,28 @@ class StepRecorder:
                     self.dropped + self._send_dropped(),
                 )
             )
-            self._prev_done = t_done
+            tail = _encode(
+                (
+                    self._records() if self._finished else None,
+                    (self.ids_truncated, self.records_dropped, self.missed_finishes, self.preempted),
+                )
+            )
+            # Each part is a short msgpack array (a one-byte header): the frame is one array of
+            # all their elements, so each part goes in without its header.
             outbox = self._outbox
-            tail = self._records() if self._finishing else _NO_REQUESTS
-            outbox.append(b"".join((_FRAME_HEAD, head[1:], cols[2], _encode(cols[3]), cols[4], tail)))
+            outbox.append(
+                b"".join(
+                    (
+                        _FRAME_HEAD,
+                        head[1:],
+                        _view(cols[2])[1:],
+                        _encode(cols[3]),
+                        _view(cols[4])[1:],
+                        tail[1:],
+                    )
+                )
+            )
+            self._prev_done = t_done
             if (
                 t_done - self._last_send >= SEND_INTERVAL_NS
                 or len(outbox) >= BATCH_FRAMES
@@ -311,7 +305,8 @@ class StepRecorder:
             ):
                 self._last_send = t_done
                 self.flush()
-            self._sweep()
+            if len(self._tenant_of) > len(self._requests) + RECONCILE_SLACK:
+                self._reconcile()
         except Exception as exc:
             self._fault(exc)
 
@@ -335,6 +330,47 @@ class StepRecorder:
         return len(self._outbox)
 
     # -- internals ---------------------------------------------------------
+    def _settle(self) -> None:
+        """Arrivals noted since the last step, in the order they came: done in one loop per step,
+        not one call each inside the scheduler's own work."""
+        events, self._events = self._events, []
+        for request in events:
+            try:
+                self._arrive(request)
+            except Exception as exc:
+                self._fault(exc)
+
+    def _arrive(self, request: Any) -> None:
+        """Its facts, resolved once."""
+        rid = request.request_id
+        if rid in self._tenant_of:  # a streaming-input update of a live request
+            self._prompt_of.pop(rid, None)  # re-read from the live request when next needed
+            self._chunking.add(rid)  # its new prompt tokens are prefill work
+            return
+        self._tenant_of[rid] = self._tenants.resolve(request)
+        self._prompt_of[rid] = int(request.num_prompt_tokens)
+        try:
+            arrival = int(request.arrival_time * 1e9)
+        except (AttributeError, TypeError, ValueError, OverflowError):
+            arrival = 0
+        self._life[rid] = [arrival if 0 <= arrival < 2**63 else 0, 0, 0, 0, 0]
+        if len(rid) > MAX_REQ_ID_LEN:
+            self.ids_truncated += 1
+            self._long_ids[rid] = short_id(rid)
+
+    def _depart(self, request: Any, t_finish: int) -> None:
+        """Its lifecycle record queued for the next frame, and its state dropped."""
+        rid = request.request_id
+        rec = self._life.pop(rid, None)
+        tenant, prompt = self._tenant_of.pop(rid, None), self._prompt_of.pop(rid, None)
+        if rec is not None:
+            if len(self._finished) < MAX_FINISHED_QUEUED:
+                self._queue_record(request, rid, rec, tenant, prompt, t_finish)
+            else:
+                self.records_dropped += 1
+        if self._preemptions or self._long_ids or self._chunking:
+            self._forget(rid)
+
     def _step_in_flight(self) -> bool:
         """Whether a non-empty step is already scheduled behind the one just finished."""
         for _, cols in self._pending:
@@ -343,7 +379,8 @@ class StepRecorder:
         return False
 
     def _columns(self, out: Any, t_start: int, t_end: int) -> tuple | None:
-        """(t_start, t_end, encoded columns before ctx, ctx list, encoded columns after ctx)."""
+        """(t_start, t_end, the columns before ctx encoded, ctx, the columns after it encoded, new
+        rows' lifecycles, rows whose first token may come at this step's output)."""
         total = out.total_num_scheduled_tokens
         if total <= 0:
             self._steady = None
@@ -352,20 +389,22 @@ class StepRecorder:
         cached = out.scheduled_cached_reqs
         drafts = out.scheduled_spec_decode_tokens
         if new:
-            ids = [r.req_id for r in new] + cached.req_ids
-            ctx = [r.num_computed_tokens for r in new] + cached.num_computed_tokens
+            ids = [r.req_id for r in new]
+            ctx = [r.num_computed_tokens for r in new]
+            k_new = len(ids)
+            ids += cached.req_ids
+            ctx += cached.num_computed_tokens
         else:
-            ids, ctx = cached.req_ids, cached.num_computed_tokens
+            ids, ctx, k_new = cached.req_ids, cached.num_computed_tokens, 0
         n = len(ids)
         all_ones = total == n and not drafts
         steady = self._steady
-        if all_ones and steady is not None and not new and not cached.resumed_req_ids and steady[0] == ids:
+        if all_ones and steady is not None and not k_new and not cached.resumed_req_ids and steady[0] == ids:
             # The same running requests as the last step, which was all decode, one token
             # each again: context only grew, so every column but ctx is unchanged.
             return (t_start, t_end, steady[1], ctx, steady[2], (), ())
         self._steady = None
         nst = out.num_scheduled_tokens
-        k_new = len(new)
         # Two C-level dict lookups per row: cheaper than any Python-level update of kept columns
         # (the running order is not the next step's order: async scheduling skips requests whose
         # last token is in flight, budgets skip others).
@@ -375,20 +414,20 @@ class StepRecorder:
         if not drafts and self._sparse:
             tokens = self._sparse_tokens(k_new, cached, ids, ctx, prompt, nst, total)
         if tokens is None:
-            tokens = self._dense_tokens(ids, ctx, prompt, nst, drafts, all_ones)
-        new_tokens, spec, prefill, any_prefill, watch = tokens
-        before = b"".join((self._ids_column(ids, nst), _encode(tenants), new_tokens))
-        after = b"".join((_encode(prompt), spec, prefill, self._preempt_column(ids, nst)))
+            tokens = self._dense_tokens(k_new, ids, ctx, prompt, nst, drafts, all_ones)
+        new_tokens, spec, prefill, any_prefill, firsts, watch = tokens
+        # Encoded here, not at the output: lists kept across the scheduler's own work would be
+        # freed after its frees, which shifts when CPython's collector runs (tap_cost saw it).
+        before = _encode((self._wire_ids(ids, nst), tenants, new_tokens))
+        after = _encode((prompt, spec, prefill, self._preempt_column(ids, nst)))
         if all_ones and not any_prefill:
             self._steady = (list(ids), before, after)
-        new_recs = list(map(self._life.get, ids[:k_new])) if k_new else ()
-        return (t_start, t_end, before, ctx, after, new_recs, watch)
+        return (t_start, t_end, before, ctx, after, firsts, watch)
 
     def _sparse_tokens(
         self, k_new: int, cached: Any, ids: list, ctx: list, prompt: list, nst: dict, total: int
     ) -> tuple | None:
-        """Encoded token, spec and prefill columns, looking only at the requests that may be
-        prefilling.
+        """Token, spec and prefill columns, looking only at the requests that may be prefilling.
 
         Candidates: new and resumed requests, and those whose prompt (or recompute) was still
         unfinished after their last scheduled step (``_chunking``).  Every other scheduled request
@@ -397,71 +436,80 @@ class StepRecorder:
         step of a request whose prompt is done is not prefill work (``c >= p``): a request only
         gets back into its prompt through preemption (``on_preempt`` marks it) or a
         streaming-input update (``on_admit`` marks it); KV-connector rollbacks are ruled out by
-        ``sparse`` (``shadowd.tap.vllm``)."""
+        ``sparse`` (``shadowd.tap.vllm``).  A new request still has its prompt unfinished after
+        the step exactly when ``c + k < p`` (it has no output yet); candidates the tap marked
+        read vLLM's own ``is_prefill_chunk``."""
         chunking = self._chunking
         if len(chunking) > MAX_CHUNKING:
             return None
-        n = len(ids)
-        cand = list(range(k_new))
         resumed = cached.resumed_req_ids
-        rev = None
-        for rid in (*chunking, *resumed) if resumed else chunking:
-            if rid in nst:
-                # A request still in its prompt was admitted lately: it sits near the end of the
-                # running order, so it is searched for from the end.
-                if rev is None:
-                    rev = ids[::-1]
-                i = n - 1 - rev.index(rid)
-                if i >= k_new and i not in cand:
-                    cand.append(i)
+        marked = [r for r in chunking if r in nst]
+        if resumed:
+            marked += [r for r in resumed if r not in chunking]
+        n = len(ids)
         const = self._const
-        zeros = const[_ZERO, n]
-        if not cand:
+        if not k_new and not marked:
             if total != n:
                 return None
-            return const[_ONE, n], zeros, const[_FALSE, n], False, ()
+            return const[_ONE, n], const[_ZERO, n], const[_FALSE, n], False, (), ()
         new_tokens = [1] * n
         prefill = [False] * n
         counted = 0
         any_prefill = False
-        for i in cand:
-            k = nst[ids[i]]
+        life, reqs = self._life, self._requests
+        firsts = list(map(life.get, ids[:k_new])) if k_new else ()
+        watch = []
+        skipped = 0
+        for i in range(k_new):
+            rid = ids[i]
+            if rid in chunking:  # resumed after preemption (vLLM's v2 runner sends it as new)
+                skipped += 1  # it is in ``marked``
+                continue
+            k = nst[rid]
+            counted += k
+            new_tokens[i] = k
+            c, p = ctx[i], prompt[i]
+            if k > 1 or c < p:
+                prefill[i] = any_prefill = True
+            if c + k < p:
+                chunking.add(rid)
+            else:  # its prompt completes in this step: its first token comes at the output
+                rec = firsts[i]
+                if rec is not None and not rec[3]:
+                    watch.append((rec, reqs[rid]))
+        for rid in marked:
+            i = ids.index(rid)
+            k = nst[rid]
             counted += k
             new_tokens[i] = k
             if k > 1 or ctx[i] < prompt[i]:
                 prefill[i] = any_prefill = True
-        if counted + n - len(cand) != total:
-            return None
-        reqs, life = self._requests, self._life
-        watch = []
-        for i in cand:
-            rid = ids[i]
             req = reqs[rid]
             flag = getattr(req, "is_prefill_chunk", None)
             if flag is None:
                 self._sparse = False
-            elif flag:
-                chunking.add(rid)
-            else:
+            elif not flag:
                 chunking.discard(rid)
-            rec = life.get(rid)
-            if prefill[i] and rec is not None and not rec[3]:
-                watch.append((rec, req))
-        prefill_col = _encode(prefill) if any_prefill else const[_FALSE, n]
-        return _encode(new_tokens), zeros, prefill_col, any_prefill, watch
+                rec = life.get(rid)
+                if rec is not None and not rec[3]:
+                    watch.append((rec, req))
+        if counted + n - (k_new - skipped) - len(marked) != total:
+            return None
+        prefill_col = prefill if any_prefill else const[_FALSE, n]
+        return new_tokens, const[_ZERO, n], prefill_col, any_prefill, firsts, watch
 
     def _dense_tokens(
-        self, ids: list, ctx: list, prompt: list, nst: dict, drafts: Any, all_ones: bool
+        self, k_new: int, ids: list, ctx: list, prompt: list, nst: dict, drafts: Any, all_ones: bool
     ) -> tuple:
-        """Encoded token, spec and prefill columns computed for every scheduled request
-        (speculative decoding, or a step the sparse path cannot prove)."""
+        """Token, spec and prefill columns computed for every scheduled request (speculative
+        decoding, or a step the sparse path cannot prove)."""
         n = len(ids)
         new_tokens = [1] * n if all_ones else list(map(nst.__getitem__, ids))
         if drafts:
             spec = [len(drafts.get(r, ())) for r in ids]
             prefill = [c < p or k - s > 1 for c, p, k, s in zip(ctx, prompt, new_tokens, spec)]
         else:
-            spec = [0] * n
+            spec = self._const[_ZERO, n]
             prefill = [c < p or k > 1 for c, p, k in zip(ctx, prompt, new_tokens)]
         reqs, chunking, life = self._requests, self._chunking, self._life
         sparse = self._sparse
@@ -477,21 +525,29 @@ class StepRecorder:
                     continue
             if sparse:  # keep the sparse path's candidates right for the next step
                 chunking.discard(rid)
-        return _encode(new_tokens), _encode(spec), _encode(prefill), any(prefill), watch
+        firsts = list(map(life.get, ids[:k_new])) if k_new else ()
+        return new_tokens, spec, prefill, any(prefill), firsts, watch
 
-    def _preempt_column(self, ids: list, nst: dict) -> bytes:
+    def _preempt_column(self, ids: list, nst: dict) -> list | msgspec.Raw:
         pre = self._preemptions
         n = len(ids)
         if pre:
             hits = [r for r in pre if r in nst]
             if len(hits) > 16:
-                return _encode(list(map(pre.get, ids, repeat(0))))
+                return list(map(pre.get, ids, repeat(0)))
             if hits:
                 col = [0] * n
                 for r in hits:
                     col[ids.index(r)] = pre[r]
-                return _encode(col)
+                return col
         return self._const[_ZERO, n]
+
+    def _wire_ids(self, ids: list, nst: dict) -> list:
+        """``ids`` as they go on the wire: over-long ids (counted at admission) shortened."""
+        long = self._long_ids
+        if long and any(r in nst for r in long):
+            return [long.get(r, r) for r in ids]
+        return ids
 
     def _pop_pending(self, out: Any) -> tuple | None:
         """The columns of the step whose output this is; steps before it whose output never came
@@ -511,7 +567,7 @@ class StepRecorder:
 
     def _lifecycle(self, cols: tuple, t_done: int) -> None:
         """First scheduled and first token, for the few requests where either can have happened
-        in this step: its new requests, and its prefill rows that had no token yet (a first
+        in this step: its new requests, and its rows whose prompt completed in it (a first
         token comes at the output of the step that completes a prompt)."""
         seq = self.step_seq
         for rec in cols[5]:
@@ -521,18 +577,38 @@ class StepRecorder:
             if not rec[3] and req.num_output_tokens > 0:
                 rec[3], rec[4] = seq, t_done
 
-    def _records(self) -> bytes:
-        """The encoded ``requests`` section: every request finished since the last frame (read
-        from the request when it finished; first scheduled and first token filled in since)."""
-        finishing, self._finishing = self._finishing, []
-        return _encode([(w, tenant, *rec, *rest) for w, tenant, rec, *rest in finishing])
+    def _queue_record(
+        self, request: Any, rid: str, rec: list, tenant: Any, prompt: Any, t_finish: int
+    ) -> None:
+        """The request's ``RequestRecord`` fields, for the next frame; if its first token came in
+        the output the scheduler is taking in, ``_lifecycle`` has yet to see it: filled in then."""
+        status = request.status
+        reason = self._reasons.get(status)
+        if reason is None:
+            reason = self._reasons[status] = _REASONS.get(getattr(status, "name", ""), "unknown")
+        preempted = getattr(request, "num_preemptions", 0)
+        out_tokens = request.num_output_tokens
+        fields = [
+            self._long_ids.get(rid, rid) if self._long_ids else rid,
+            tenant if tenant is not None else self._tenants.resolve(request),
+            *rec,
+            t_finish,
+            prompt if prompt is not None else int(request.num_prompt_tokens),
+            out_tokens,
+            preempted if preempted < 32767 else 32767,
+            reason,
+        ]
+        self._finished.append(fields)
+        if not rec[3] and out_tokens:
+            self._late.append((fields, rec))
 
-    def _ids_column(self, ids: list, nst: dict) -> bytes:
-        """``ids`` encoded as they go on the wire: over-long ids (counted at admission) shortened."""
-        long = self._long_ids
-        if long and any(r in nst for r in long):
-            return _encode([long.get(r, r) for r in ids])
-        return _encode(ids)
+    def _records(self) -> list:
+        """The ``requests`` section: every request finished since the last frame."""
+        done, self._finished = self._finished, []
+        for fields, rec in self._late:
+            fields[5], fields[6] = rec[3], rec[4]  # first token, filled in since
+        self._late = []
+        return done
 
     def _forget(self, rid: str) -> None:
         self._tenant_of.pop(rid, None)
@@ -544,23 +620,15 @@ class StepRecorder:
             self._long_ids.pop(rid, None)
         self._chunking.discard(rid)
 
-    def _sweep(self) -> None:
-        """A safety net for finishes the tap never saw, spread over the steps: drop the ids of
-        requests already forgotten from the front of the admission queue, then check
-        ``SWEEP_PER_STEP`` live ones against the scheduler's requests, moving them to the back.
-        Amortised O(1) per step and per admission; no step walks all admitted requests."""
-        adm, known, live = self._admitted, self._tenant_of, self._requests
-        for _ in range(SWEEP_PER_STEP):
-            while adm and adm[0] not in known:
-                adm.popleft()
-            if not adm:
-                return
-            rid = adm.popleft()
-            if rid in live:
-                adm.append(rid)
-            else:
-                self._forget(rid)
-                self.missed_finishes += 1
+    def _reconcile(self) -> None:
+        """A safety net for finishes the tap never saw: when it knows ``RECONCILE_SLACK`` more
+        requests than the scheduler holds, drop the ones the scheduler no longer has.  Normal
+        finishes never trigger it; with missed ones its walk costs O(1) per missed finish,
+        amortised, and the tap's per-request state stays within the scheduler's plus the slack."""
+        live = self._requests
+        for rid in [r for r in self._tenant_of if r not in live]:
+            self._forget(rid)
+            self.missed_finishes += 1
 
     def _fault(self, exc: Exception) -> None:
         self.dropped += 1

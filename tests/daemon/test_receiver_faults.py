@@ -43,18 +43,25 @@ def test_version_error_names_the_fix():
         decode_frame(raw)
 
 
-def test_version_1_frames_still_read():
-    """A tap one version behind (no requests section) is still understood; a version 1 frame
-    claiming a requests section is not."""
+def test_older_frame_versions_still_read():
+    """Taps one or two versions behind (no counters section; no requests section either) are
+    still understood; an older frame claiming a section its version lacks is not."""
     import pytest
 
     from shadowd.tap.frame import FrameError, decode_frame
 
     fields = list(msgspec.msgpack.decode(encode_frame(make_frame(1))))
-    v1 = decode_frame(msgspec.msgpack.encode([1, *fields[1:-1]]))
+    head = fields[1:-2]  # without the requests and counters sections
+    v1 = decode_frame(msgspec.msgpack.encode([1, *head]))
     assert v1.version == 1 and v1.requests is None and v1.req_ids == make_frame(1).req_ids
     with pytest.raises(FrameError, match="version 1 frame has no requests"):
-        decode_frame(msgspec.msgpack.encode([1, *fields[1:-1], []]))
+        decode_frame(msgspec.msgpack.encode([1, *head, []]))
+    v2 = decode_frame(msgspec.msgpack.encode([2, *head, []]))
+    assert v2.version == 2 and v2.requests == [] and v2.counters is None
+    with pytest.raises(FrameError, match="version 2 frame has no counters"):
+        decode_frame(msgspec.msgpack.encode([2, *head, None, [0, 0, 0, 0]]))
+    v3 = decode_frame(msgspec.msgpack.encode([3, *head, None, [1, 2, 3, 4]]))
+    assert (v3.counters.records_dropped, v3.counters.preemptions) == (2, 4)
 
 
 def test_ragged_columns_rejected():

@@ -49,3 +49,56 @@ def test_output_skipping_a_step_counts_it_dropped():
     rec.on_schedule(kept, 3, 4)
     rec.on_output(kept, 5)
     assert rec.dropped == 1 and [f.t_sched_start for m in sent for f in decode_message(m)[0]] == [3]
+
+
+def _request(rid: str) -> NS:
+    return NS(request_id=rid, num_prompt_tokens=5, sampling_params=None, lora_request=None, arrival_time=1.0)
+
+
+def test_finishes_the_tap_never_saw_are_reconciled_within_the_slack():
+    """Requests that leave the scheduler without ``_free_request`` (a vLLM change, a bug) must not
+    grow the tap's state for ever: beyond ``RECONCILE_SLACK`` extra known requests, the ones the
+    scheduler no longer holds are dropped and counted, and live ones are kept."""
+    from shadowd.tap.recorder import RECONCILE_SLACK
+
+    live = {"keep": _request("keep")}
+    rec = StepRecorder(lambda d, frames=1: True, engine_id="e", requests=live, tenants=TenantResolver())
+    rec.on_admit(live["keep"])
+    lost = [_request(f"lost-{i}") for i in range(RECONCILE_SLACK + 5)]
+    for i, r in enumerate(lost):
+        live[r.request_id] = r
+        rec.on_admit(r)
+        out = _out(["keep"])
+        rec.on_schedule(out, 2 * i, 2 * i + 1)
+        del live[r.request_id]  # gone from the scheduler, no on_finish
+        rec.on_output(out, 2 * i + 2)
+        assert len(rec._tenant_of) <= len(live) + RECONCILE_SLACK + 1
+    assert rec.missed_finishes == RECONCILE_SLACK + 1
+    assert "keep" in rec._tenant_of and rec.dropped == 0
+    assert len(rec._tenant_of) == len(rec._life) == len(rec._prompt_of)
+
+
+def test_arrival_and_departure_between_steps_keep_their_order():
+    """An id a client reuses: the first request finishes and a new one with the same id arrives
+    before the next step.  Its record is the first one's, and the second stays known."""
+    live: dict = {}
+    sent: list[bytes] = []
+    rec = StepRecorder(
+        lambda d, frames=1: sent.append(d) or True, engine_id="e", requests=live, tenants=TenantResolver()
+    )
+    first, second = _request("x"), _request("x")
+    first.arrival_time, second.arrival_time = 1.0, 2.0
+    live["x"] = first
+    rec.on_admit(first)
+    first.status, first.num_output_tokens, first.num_preemptions = None, 0, 0
+    rec.on_finish(first)
+    live["x"] = second
+    rec.on_admit(second)
+    out = _out(["x"])
+    rec.on_schedule(out, 1, 2)
+    rec.on_output(out, 3)
+    (frame,) = [f for m in sent for f in decode_message(m)[0]]
+    assert [(r.req_id, r.arrival_wall_ns, r.finish_reason) for r in frame.requests] == [
+        ("x", 1_000_000_000, "unknown")
+    ]
+    assert rec._life["x"][0] == 2_000_000_000

@@ -13,7 +13,9 @@ import time
 import duckdb
 import numpy as np
 import pytest
+from prometheus_client import generate_latest
 
+from shadowd.daemon.metrics import registry_for
 from tests.helpers import make_daemon, start_daemon_process, stop_daemon_process, wait_until
 from tests.workloads import mixed_trace_requests
 
@@ -80,9 +82,14 @@ def test_every_step_stored_exactly(monkeypatch, ipc_endpoint, db_path, llama_dir
     time.sleep(0.2)  # let the PUSH socket connect
     n = driver.run(mixed_trace_requests(per_tenant=40, seed=1), max_steps=3000)
     assert wait_until(lambda: daemon.receiver.frames_received == n)
+    metrics = generate_latest(registry_for(daemon.metric_sources())).decode()
     daemon.stop()
     steps, rows = _stored(db_path)
 
+    # The tap's own counters reach the daemon's /metrics (its last frame's, as of that step).
+    tap = sched.shadowd_tap
+    assert f'shadowd_tap_events_total{{kind="preemptions"}} {float(tap.preempted)}' in metrics
+    assert 'shadowd_tap_events_total{kind="records_dropped"} 0.0' in metrics
     assert len(steps) == n == len(driver.steps)
     assert [s[0] for s in steps] == list(range(1, n + 1))
     assert steps[-1][4] == 0  # nothing dropped
@@ -111,7 +118,6 @@ def test_every_step_stored_exactly(monkeypatch, ipc_endpoint, db_path, llama_dir
     assert any(r[2] == "prefill" and 0 < r[4] < r[5] for r in all_rows), "no chunked prefill"
     assert len({r[1] for r in all_rows}) == 3
     assert {s[2] for s in steps} >= {"prefill", "decode", "mixed"}
-    tap = sched.shadowd_tap
     assert tap.preempted, "the small KV cache caused no preemption"
     # Per-request state went when the request did: nothing left behind, none missed.
     assert not tap._tenant_of and not tap._prompt_of and not tap._preemptions and not tap._chunking

@@ -1,0 +1,110 @@
+"""The held-out accuracy study (``benchmarks.accuracy_study --held-out``), CI-sized.
+
+Two short runs of the held-out set (H200 tables, qwen2.5-72b at TP 4, the set's ServeGen
+clients and seeds) go through the whole path: fit and score per run, the noise-free refit, the
+cross-regime scoring, Shapley shares on multi-request steps. The checks are about structure and
+about the runs being held out; the figures are the full study's, in ``docs/accuracy.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.accuracy_study import CLASSES, all_cases, quick_cases, render
+from benchmarks.gate_matrix import HELD2_BASE, PROTOCOL
+from benchmarks.held_out_accuracy import held_out_cases, held_out_study, multi_request
+
+pytestmark = pytest.mark.usefixtures("vllm")
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def study():
+    cases = held_out_cases({"saturated": 1200, "light": 1600}, truth_steps=12)
+    for c in cases:
+        c.permutations = 8
+    return held_out_study(cases, log=lambda s: None)
+
+
+def test_held_out_runs_are_not_development_runs(study):
+    dev = {(c.platform, Path(c.model).name, c.tp) for c in all_cases() + quick_cases()}
+    lo, hi = (int(x) for x in PROTOCOL["held_out_2"]["seeds"].split("-"))
+    clients = {t.split("=")[1].rsplit(":", 1)[0] for t in HELD2_BASE["tenants"]}
+    assert study["set"] == "held_out_2" and study["shares_dev_runs"] == []
+    for r in study["runs"]:
+        c = r["case"]
+        assert (c["platform"], Path(c["model"]).name, c["tp"]) not in dev
+        assert (c["platform"], Path(c["model"]).name, c["tp"]) == ("h200_sxm", "qwen2.5-72b", 4)
+        assert lo <= c["seed"] <= hi
+        assert {t.split("=")[1].rsplit(":", 1)[0] for t in c["tenants"]} == clients
+    assert {r["case"]["regime"] for r in study["runs"]} == {"saturated", "light"}
+
+
+def test_every_run_is_scored_per_class_measured_and_noise_free(study):
+    for r in study["runs"]:
+        assert abs(r["fit_steps"] - r["scored_steps"]) <= 1  # fitted on the first half, scored on the second
+        for acc in (r["accuracy"], r["noise_free"]["accuracy"]):
+            assert set(acc) == set(CLASSES)
+            assert acc["all"]["steps"] == r["scored_steps"]
+            for q in ("p50", "p90", "p99"):
+                assert acc["all"]["llmvisor"][q] is not None and acc["all"]["token_baseline"][q] is not None
+        # the noiseless engine takes the jitter away: the typical error must drop
+        assert r["noise_free"]["accuracy"]["all"]["llmvisor"]["p50"] < r["accuracy"]["all"]["llmvisor"]["p50"]
+
+
+def test_shares_are_compared_on_multi_request_steps_and_on_all(study):
+    for r in study["runs"]:
+        multi, every = r["shares"]["multi_request"], r["shares"]["all_steps"]
+        assert every["scored_steps"] == r["scored_steps"]
+        assert 0 < multi["scored_steps"] <= every["scored_steps"]
+        assert 0 < multi["steps"] <= 12 and multi["requests"] >= 2 * multi["steps"]
+        assert multi["llmvisor"]["tenant_error_max"] is not None and multi["tenants_sampled"] >= 1
+        assert r["noise_free"]["shares"]["steps"] == multi["steps"]
+    light = next(r for r in study["runs"] if r["case"]["regime"] == "light")
+    assert (
+        light["shares"]["multi_request"]["scored_steps"] < light["scored_steps"]
+    )  # one-request steps left out
+    for x in study["cross"]:  # the other run, every step of it out of sample
+        assert x["shares"]["requests"] >= 2 * x["shares"]["steps"] > 0
+
+
+def test_multi_request_keeps_only_steps_of_two_or_more():
+    from shadowd.attribution.synthetic_steps import synthetic_batch
+
+    b = synthetic_batch(steps=200, seed=4)
+    m = multi_request(b)
+    assert m.num_steps == int(np.sum(b.batch_size() >= 2)) and m.batch_size().min() >= 2
+
+
+def test_cross_regime_scores_each_fit_on_the_other_run(study):
+    versions = {r["case"]["regime"]: r["model_version"] for r in study["runs"]}
+    scored = {r["case"]["regime"]: r["scored_steps"] for r in study["runs"]}
+    pairs = {(x["fit_on"], x["score_on"]) for x in study["cross"]}
+    assert pairs == {("saturated", "light"), ("light", "saturated")}
+    for x in study["cross"]:
+        assert x["model_version"] == versions[x["fit_on"]]
+        assert x["accuracy"]["all"]["steps"] == scored[x["score_on"]]
+        assert x["envelope"]["all"]["scored_steps"] == scored[x["score_on"]]
+        assert 0.0 <= x["envelope"]["all"]["beyond_envelope"] <= 1.0
+
+
+def test_targets_are_judged_and_rendered_beside_the_development_runs(study):
+    judged = [t for t in study["targets"] if t["passed"] is not None]
+    assert any(t["target"].startswith("shapley tenant error, multi-request") for t in judged)
+    assert any(t["where"].startswith("fit ") for t in study["targets"])
+    for t in study["targets"]:
+        if t["passed"] is False:
+            assert t["note"], t  # a miss says why
+        if t["target"].startswith("shapley") and t["passed"] is None:
+            assert "1 tenant" in t["note"]  # only a one-tenant window goes unjudged
+    doc = json.loads((REPO / "docs" / "accuracy.json").read_text())
+    doc["held_out"] = json.loads(json.dumps(study, allow_nan=False))
+    text = render(doc)
+    assert "## Held-out runs" in text and "## Runs" in text
+    assert text.index("## Runs") < text.index("## Held-out runs")
+    assert doc["runs"][0]["case"]["name"] in text
