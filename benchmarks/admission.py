@@ -4,11 +4,12 @@
     .venv/bin/python -m benchmarks.admission --replay noisy-neighbour # a replay section (10 min)
     .venv/bin/python -m benchmarks.admission --replay decode-heavy
     .venv/bin/python -m benchmarks.admission --recorded-demo 4000     # recorded replay of a demo DB
-    .venv/bin/python -m benchmarks.admission --render                 # re-render the .md
+    .venv/bin/python -m benchmarks.admission --render                 # re-render the .md and pages
 
 Each section is stored with the command that produced it, when, and the machine; the .md is
 rendered from the JSON only (figures are never written by hand), with the fixed prose of
-``docs/admission.md``'s template below.
+``docs/admission.md``'s template below; so is each replay's ``shadowd replay --html`` page
+(``docs/admission-<section>.html``), for results stored with their per-window series.
 """
 
 from __future__ import annotations
@@ -40,10 +41,18 @@ def store_section(name: str, data: Any, argv: list[str]) -> None:
         "data": data,
     }
     JSON_PATH.write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    from benchmarks.admission_doc import render
+    render_docs(doc)
+    print(f"wrote {JSON_PATH.relative_to(ROOT)} and {MD_PATH.relative_to(ROOT)}", file=sys.stderr)
+
+
+def render_docs(doc: dict[str, Any]) -> None:
+    """docs/admission.md and the replays' HTML pages beside it, from the stored results only."""
+    from benchmarks.admission_doc import pages, render
+    from shadowd.reports.html import write_atomic
 
     MD_PATH.write_text(render(doc))
-    print(f"wrote {JSON_PATH.relative_to(ROOT)} and {MD_PATH.relative_to(ROOT)}", file=sys.stderr)
+    for name, text in pages(doc).items():
+        write_atomic(str(MD_PATH.parent / name), text)
 
 
 def _module(path: str) -> str:
@@ -81,9 +90,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--render", action="store_true")
     a = ap.parse_args(argv)
     if a.render:
-        from benchmarks.admission_doc import render
-
-        MD_PATH.write_text(render(json.loads(JSON_PATH.read_text())))
+        render_docs(json.loads(JSON_PATH.read_text()))
         return 0
     if a.replay:
         from shadowd.replay.replay import replay

@@ -1,4 +1,4 @@
-"""Render docs/admission.md from docs/admission.json (see benchmarks/admission.py)."""
+"""Render docs/admission.md, and the replays' HTML pages, from docs/admission.json (see benchmarks/admission.py)."""
 
 from __future__ import annotations
 
@@ -99,9 +99,43 @@ def _cost(section: dict[str, Any]) -> str:
     )
 
 
+def page_name(section: str) -> str:
+    """The file, beside the .md, of a section's ``shadowd replay --html`` page."""
+    return f"admission-{section.replace(':', '-')}.html"
+
+
+def _replay_result(key: str, section: dict[str, Any]) -> dict[str, Any] | None:
+    data = section["data"]
+    return data if key.startswith("replay:") else data.get("replay") if key == "recorded" else None
+
+
+def pages(doc: dict[str, Any]) -> dict[str, str]:
+    """The HTML page of each stored replay that keeps its series (stored since ``--html``)."""
+    from shadowd.replay.page import render_replay_html
+
+    out = {}
+    for key, section in doc.get("sections", {}).items():
+        result = _replay_result(key, section)
+        if result and any(run.get("series") for run in result["policies"].values()):
+            out[page_name(key)] = render_replay_html(result)
+    return out
+
+
+def _page_line(key: str, section: dict[str, Any]) -> list[str]:
+    result = _replay_result(key, section)
+    if not result or not any(run.get("series") for run in result["policies"].values()):
+        return []
+    return [
+        f"Plots (shares over time, TTFT CDFs) and tables: [{page_name(key)}]({page_name(key)}), "
+        "the `--html` page of this stored result.",
+        "",
+    ]
+
+
 def _replay(name: str, section: dict[str, Any]) -> str:
     r = section["data"]
     lines = [f"## Replay: {name}", "", "```", render_table(r), "```", ""]
+    lines += _page_line(f"replay:{name}", section)
     lines.append("Backlogged tenants, |true share / entitlement − 1| (the governed policy's promise):")
     lines.append("")
     lines.append("| policy | " + " | ".join(sorted(r["tenants"])) + " | Jain's index |")
@@ -134,7 +168,7 @@ def _replay(name: str, section: dict[str, Any]) -> str:
 
 SCENARIOS_TEXT = """## Scenarios
 
-`shadowd replay --scenario NAME [--minutes M] [--json]` runs the same arrivals through the real
+`shadowd replay --scenario NAME [--minutes M] [--json] [--html PATH]` runs the same arrivals through the real
 vLLM scheduler (async scheduling, chunked prefill, prefix caching, KV cache sized from the GPU's
 memory) on the reference engine under FCFS (vLLM as shipped), VTC (`SHADOWD_GOVERN=vtc`) and the
 governed policy (`SHADOWD_GOVERN=on`, with an LLMVisor model fitted on the FCFS run's steps as the
@@ -146,6 +180,17 @@ the window, times each tenant's Shapley-to-LLMVisor ratio on the sampled steps. 
 model where the model agrees with Shapley on the sample; the column `sample` is the sampled
 Shapley share alone, for comparison.
 How the arrival rates are set: `shadowd/replay/scenarios.py`.
+
+`--html PATH` also writes the result as one self-contained page (inline SVG, no scripts or
+fetches; `shadowd/replay/page.py`): per policy, each tenant's true GPU-time share ÷ entitlement
+per window of simulated time, with the entitlement line (the window's share is the same ratio
+estimate as the totals, `shadowd/replay/outcome.py`); per tenant, the TTFT CDFs under FCFS, VTC
+and the governed policy, titled with the tenant's attributed share under each; the table of
+*service received beside cost caused* (each tenant's attributed share and TTFT p99 under each
+policy, and the governed TTFT p99 over FCFS's: a noisy neighbour holds more than its entitlement
+under FCFS while its batch-mates' TTFT p99 is higher under FCFS than governed); and the
+per-tenant tables below.  With `--json` the same figures come as data: `series` per policy (the
+windows' shares and GPU time) and `ttft_cdf_s` per tenant (TTFT quantiles at `ttft_cdf_levels`).
 
 * **noisy-neighbour**: `longdoc` (Mooncake conversation trace, real prefix sharing) offers {nn_longdoc}× its
   entitlement; `code` and `chat` (Azure 2023 code and conversation traces) {nn_code}× and {nn_chat}×; equal weights.
@@ -176,7 +221,7 @@ SCENARIOS = SCENARIOS_TEXT.format(**_demands())
 
 RECORDED = """## Replay of recorded traffic
 
-`shadowd replay --db PATH [--oracle model|reference] [--json]` replays an operator's own record
+`shadowd replay --db PATH [--oracle model|reference] [--json] [--html PATH]` replays an operator's own record
 (a shadowd database) under FCFS, VTC and the governed policy, so the effect on *their* traffic is
 seen before anything is turned on (`shadowd/replay/recorded.py`).  The arrivals are re-created
 per request from the `requests` table (tenant, arrival, prompt tokens, output tokens); the step
@@ -186,7 +231,9 @@ under overload TTFT is the backlog's wait, and a step time a little short makes 
 shorter), or with `--oracle reference` the reference engine of the recorded platform.
 FCFS, the policy the engine really ran, goes first: its per-tenant TTFT p50 over the requests
 that ended in the record is set beside the recorded one, with the tolerance the replay claims,
-before the counterfactual policies are shown.
+before the counterfactual policies are shown.  Its `--html` page leads with that check; its
+shares over time are the stored model's attributed shares (recorded traffic has no Shapley
+ground truth: the step time is the model's own).
 
 What the replay cannot know, and what stands in for it:
 
@@ -241,6 +288,7 @@ def _recorded(section: dict[str, Any]) -> str:
             "```",
             "",
             *_reference_line(d.get("reference_fidelity")),
+            *_page_line("recorded", section),
             _meta(section),
         ]
     )

@@ -325,6 +325,12 @@ def demo(
     type=click.Choice(["model", "reference"]),
     help="With --db: step time from the stored calibrated model, or the reference engine.",
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False),
+    help="Also write a self-contained HTML page: shares over time, TTFT CDFs, the tables.",
+)
 @click.option("--json", "as_json", is_flag=True)
 def replay(
     scenario: str,
@@ -337,6 +343,7 @@ def replay(
     sample_steps: int,
     db_path: str | None,
     oracle: str,
+    html_path: str | None,
     as_json: bool,
 ) -> None:
     """The same arrivals through the real vLLM scheduler under FCFS, VTC and the governed policy."""
@@ -344,6 +351,8 @@ def replay(
     from shadowd.replay.replay import replay as run_replay
     from shadowd.replay.table import render_table
 
+    if html_path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(html_path))):
+        raise click.BadParameter(f"{html_path}: its directory does not exist", param_hint="--html")
     if db_path is not None:
         from shadowd.replay.recorded import render_recorded, replay_recorded
 
@@ -351,6 +360,7 @@ def replay(
             rec = replay_recorded(db_path, oracle=oracle, policies=policies or POLICIES, seed=seed)
         except (FileNotFoundError, ValueError) as exc:
             raise click.ClickException(str(exc)) from None
+        _replay_html(rec, html_path)
         click.echo(json.dumps(rec, indent=1, default=str) if as_json else render_recorded(rec))
         return
 
@@ -360,7 +370,15 @@ def replay(
     result = run_replay(
         scenario, minutes=minutes, setup=setup, policies=policies or POLICIES, sample_steps=sample_steps
     )
+    _replay_html(result, html_path)
     click.echo(json.dumps(result, indent=1, default=str) if as_json else render_table(result))
+
+
+def _replay_html(result: dict, html_path: str | None) -> None:
+    if html_path is not None:
+        from shadowd.replay.page import write_replay_html
+
+        click.echo(f"wrote {write_replay_html(result, html_path)}", err=True)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,15 @@ entitlement among the backlogged), its relative gap ``|x_t − 1|``, and Jain's 
 
 **Service**: TTFT and TPOT p50/p99 per tenant over requests arriving in the window.  A request
 with no first token by the horizon counts with TTFT = horizon − arrival (a lower bound: leaving
-it out would flatter the policy that starved it); ``unserved`` counts them.
+it out would flatter the policy that starved it); ``unserved`` counts them.  ``ttft_cdf_s`` is
+the tenant's TTFT distribution as its quantiles at the report's CDF levels
+(:data:`shadowd.reports.model.CDF_P`, ``ttft_cdf_levels`` in the result): the CDF the HTML page
+draws, at a size that does not grow with the number of requests.
+
+**Over time** (:func:`share_series`): the run's horizon cut into ``WINDOWS`` equal windows, each
+step's GPU time counted in the window it ended in.  Per window and tenant, the model's attributed
+time times the tenant's Shapley-to-model ratio on the sample (the same ratio estimate as the
+totals; a window holds too few sampled steps for Shapley alone), as a share of the window's total.
 """
 
 from __future__ import annotations
@@ -29,11 +37,13 @@ from typing import Any
 import numpy as np
 
 from shadowd.replay.lifecycle import ServiceDriver
+from shadowd.reports.model import CDF_P
 from shadowd.sim.truth import spread_sample, step_shapley
 from shadowd.steps.batch import StepBatch
 from shadowd.twin.step_latency import ReferenceEngine
 
 BACKLOG_FRACTION = 0.9
+WINDOWS = 30
 VTC_W_P, VTC_W_Q = 1.0, 2.0
 
 
@@ -79,6 +89,9 @@ def tenant_service(driver: ServiceDriver, t0_ns: int, stop_ns: int) -> dict[str,
             "tpot_p99_ms": None if not d["tpot"] else 1e3 * _pct(d["tpot"], 99),
             "output_tokens_per_s": d["tokens"] / span_s if span_s > 0 else None,
             "preemptions": d["pre"],
+            "ttft_cdf_s": [float(v) for v in np.percentile(d["ttft"], [100 * p for p in CDF_P])]
+            if d["ttft"]
+            else None,
         }
         for t, d in sorted(by.items())
     }
@@ -108,16 +121,18 @@ def true_shares(
     tokens = np.where(batch.prefill, VTC_W_P, VTC_W_Q) * batch.new_tokens  # what VTC charges
     vtc = {t: float(tokens[in_window & (batch.tenant == t)].sum()) for t in names}
     vtc_total = sum(vtc.values())
-    gpu, att = dict(sampled), {}
+    gpu, att, att_all, ratio = dict(sampled), {}, {}, {}
     if attributed_ms is not None:
         a = attributed_ms[rows]
         att = {t: float(a[tenants == t].sum()) / float(a.sum()) for t in names}
+        window_ms = float(attributed_ms[in_window].sum())
         for t in names:  # ratio estimator: the model over every step, corrected by the sample
-            mine = in_window & (batch.tenant == t)
+            mine = float(attributed_ms[in_window & (batch.tenant == t)].sum())
+            att_all[t] = mine / window_ms if window_ms > 0 else None
             on_sample = float(a[tenants == t].sum())
-            gpu[t] = (
-                float(attributed_ms[mine].sum()) * (sampled[t] / on_sample) if on_sample > 0 else sampled[t]
-            )
+            if on_sample > 0:
+                ratio[t] = sampled[t] / on_sample
+                gpu[t] = mine * ratio[t]
     total = sum(gpu.values())
     sampled_total = sum(sampled.values())
     queued = _queued_fraction(driver, ends[idx], names)
@@ -132,6 +147,8 @@ def true_shares(
             t: {
                 "true_share": gpu[t] / total if total > 0 else None,
                 "sampled_true_share": sampled[t] / sampled_total if sampled_total > 0 else None,
+                "attributed_share": att_all.get(t),
+                "shapley_over_attributed": ratio.get(t),
                 "vtc_token_share": vtc[t] / vtc_total if vtc_total > 0 else None,
                 "attributed_share_on_sample": att.get(t),
                 "entitlement": weights[t] / sum(weights.values()),
@@ -164,3 +181,39 @@ def _queued_fraction(driver: ServiceDriver, times_ns: np.ndarray, names: list[st
         started = np.searchsorted(np.sort(a[:, 1]), times_ns, side="right")
         out[t] = float(np.mean(arrived > started))
     return out
+
+
+def share_series(
+    driver: ServiceDriver,
+    batch: StepBatch,
+    attributed_ms: np.ndarray,
+    scale: dict[str, float],
+    *,
+    windows: int = WINDOWS,
+) -> dict[str, Any]:
+    """Per window of the horizon, each tenant's share of the window's GPU time.
+
+    A tenant's attributed ms count times ``scale[tenant]`` (its Shapley-to-model ratio; 1 where
+    absent).  ``t_s``: window starts in simulated seconds from the run's start; ``gpu_ms``: the
+    window's total (so shares over any run of windows can be pooled); a share is ``None`` in a
+    window with no GPU time."""
+    span_ns = max(driver.stop_ns - driver._origin_ns, 1)
+    width_ns = span_ns / windows
+    ends = np.asarray(driver.step_end_ns, dtype=np.int64)
+    step_window = np.clip(((ends - driver._origin_ns) / width_ns).astype(np.int64), 0, windows - 1)
+    row_window = step_window[batch.req_step]
+    names = sorted(set(batch.tenant.tolist()) | set(scale))
+    per = np.zeros((len(names), windows))
+    for i, t in enumerate(names):
+        m = batch.tenant == t
+        per[i] = np.bincount(row_window[m], weights=attributed_ms[m], minlength=windows) * scale.get(t, 1.0)
+    total = per.sum(axis=0)
+    return {
+        "width_s": width_ns / 1e9,
+        "t_s": [i * width_ns / 1e9 for i in range(windows)],
+        "gpu_ms": [float(v) for v in total],
+        "share": {
+            t: [float(v / tot) if tot > 0 else None for v, tot in zip(per[i], total)]
+            for i, t in enumerate(names)
+        },
+    }

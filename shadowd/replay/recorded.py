@@ -60,8 +60,9 @@ from shadowd.replay.engine import (
     run_policy,
     step_batch,
 )
-from shadowd.replay.outcome import tenant_service
+from shadowd.replay.outcome import share_series, tenant_service
 from shadowd.replay.replay import _publish_go
+from shadowd.reports.model import CDF_P
 from shadowd.sim.driver import ScheduledStep
 from shadowd.steps.batch import StepBatch
 from shadowd.twin.request_spec import BLOCK_TOKENS, RequestSpec, block_key
@@ -313,15 +314,16 @@ def fidelity(recorded: dict[str, list[float]], replayed: dict[str, list[float]])
     }
 
 
-def _attributed_shares(model: ModelVersion | None, driver: Any) -> dict[str, float] | None:
+def _attributed(model: ModelVersion | None, driver: Any) -> tuple[dict[str, float] | None, dict | None]:
+    """The model's share of the replayed GPU time per tenant, in total and per window
+    (no Shapley truth here: the step time is the model's own)."""
     if model is None or not driver.steps:
-        return None
+        return None, None
     batch = step_batch(driver)
     ms = model.attribute(batch, "equal").llmvisor_ms
     total = float(ms.sum())
-    return (
-        {t: float(ms[batch.tenant == t].sum()) / total for t in sorted(set(batch.tenant))} if total else None
-    )
+    shares = {t: float(ms[batch.tenant == t].sum()) / total for t in sorted(set(batch.tenant))}
+    return (shares if total else None), {"basis": "attributed", **share_series(driver, batch, ms, {})}
 
 
 def replay_recorded(
@@ -358,6 +360,7 @@ def replay_recorded(
         "running_at_end": rec.running_at_end,
         "recorded_steps": rec.recorded_steps,
         "weights": weights,
+        "ttft_cdf_levels": CDF_P,
         "policies": {},
     }
     key = rec.platform_key or f"replay/{setup.platform}/{setup.model}/tp={setup.tp}"
@@ -383,10 +386,12 @@ def replay_recorded(
                 result["fidelity"] = fidelity(rec.recorded_ttft_ms, _replayed_ttft_ms(driver, rec))
             if policy not in policies:
                 continue
+            shares, series = _attributed(model, driver)
             result["policies"][policy] = {
                 "steps": len(driver.steps),
                 "service": tenant_service(driver, driver._origin_ns, driver.stop_ns),
-                "attributed_share": _attributed_shares(model, driver),
+                "attributed_share": shares,
+                "series": series,
                 "governor": governor_status(driver),
                 "wall_s": time.monotonic() - started,
             }

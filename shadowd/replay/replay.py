@@ -5,7 +5,8 @@
    and published in a gate state file with a GO verdict for the replay's platform key: the
    governed run reads it through the same hand-off as in production.
 3. VTC (token counter) and the governed policy run on the same arrivals.
-Each run is scored by :mod:`shadowd.replay.outcome` against the Shapley ground truth.
+Each run is scored by :mod:`shadowd.replay.outcome` against the Shapley ground truth, in total
+and per window of simulated time (``series``, what ``--html`` plots: :mod:`shadowd.replay.page`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from shadowd.replay.engine import (
     run_policy,
     step_batch,
 )
-from shadowd.replay.outcome import tenant_service, true_shares
+from shadowd.replay.outcome import share_series, tenant_service, true_shares
 from shadowd.replay.scenarios import scenario_requests
+from shadowd.reports.model import CDF_P
 from shadowd.twin.step_latency import ReferenceEngine
 
 SCHEMA = 1
@@ -72,6 +74,7 @@ def replay(
         "minutes": minutes,
         "warmup_fraction": warmup,
         "tenants": tenants,
+        "ttft_cdf_levels": CDF_P,
         "policies": {},
     }
     with tempfile.TemporaryDirectory(prefix="shadowd-replay-") as tmp:
@@ -90,12 +93,20 @@ def replay(
                 continue
             t0 = driver._origin_ns + int(warmup * horizon_s * 1e9)
             attributed = model.attribute(batch, "equal").llmvisor_ms
+            truth = true_shares(
+                driver, batch, engine, weights, t0, sample_steps=sample_steps, attributed_ms=attributed
+            )
+            ratio = {t: p["shapley_over_attributed"] for t, p in truth["per_tenant"].items()}
             result["policies"][policy] = {
                 "steps": batch.num_steps,
                 "service": tenant_service(driver, t0, driver.stop_ns),
-                "truth": true_shares(
-                    driver, batch, engine, weights, t0, sample_steps=sample_steps, attributed_ms=attributed
-                ),
+                "truth": truth,
+                "series": {
+                    "basis": "true",
+                    **share_series(
+                        driver, batch, attributed, {t: r for t, r in ratio.items() if r is not None}
+                    ),
+                },
                 "governor": governor_status(driver),
                 "wall_s": time.monotonic() - started,
             }

@@ -13,6 +13,7 @@ import html
 import io
 import os
 import threading
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -34,13 +35,21 @@ COLOURS = {
 }
 
 
-def _figure(width: float, height: float):
+def new_figure(width: float, height: float):
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height), layout="constrained")
 
 
-def _svg(fig) -> str:
+def figure_svg(fig) -> str:
+    """The figure as inline SVG (log axes ticked as plain numbers: mathtext is off, see ``draw_plots``)."""
+    from matplotlib.ticker import FuncFormatter, LogFormatter
+
+    for ax in fig.axes:
+        for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+            if scale == "log":
+                axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+                axis.set_minor_formatter(LogFormatter(labelOnlyBase=False))
     buf = io.StringIO()
     fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
@@ -51,7 +60,7 @@ def plot_scatter(data: ReportData) -> str | None:
     s = data.scatter
     if not len(s.get("latency_ms", ())):
         return None
-    fig = _figure(11, 4.6)
+    fig = new_figure(11, 4.6)
     axes = fig.subplots(1, 2, sharex=True, sharey=True)
     lo = float(min(np.min(s["latency_ms"]), np.min(s["predicted_ms"]), np.min(s["baseline_ms"])))
     hi = float(max(np.max(s["latency_ms"]), np.max(s["predicted_ms"]), np.max(s["baseline_ms"])))
@@ -81,14 +90,14 @@ def plot_scatter(data: ReportData) -> str | None:
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("predicted (ms)")
     axes[0].legend(loc="upper left", fontsize=8)
-    return _svg(fig)
+    return figure_svg(fig)
 
 
 def plot_error_cdfs(data: ReportData) -> str | None:
     classes = [c for c in CLASSES if c in data.cdf]
     if not classes:
         return None
-    fig = _figure(11, 3.8)
+    fig = new_figure(11, 3.8)
     axes = np.atleast_1d(fig.subplots(1, len(classes), sharey=True))
     for ax, name in zip(axes, classes):
         for key, _, label in MODELS:
@@ -103,7 +112,7 @@ def plot_error_cdfs(data: ReportData) -> str | None:
         ax.grid(True, alpha=0.3)
         ax.legend(loc="lower right", fontsize=8)
     axes[0].set_ylabel("fraction of steps ≤ error")
-    return _svg(fig)
+    return figure_svg(fig)
 
 
 def plot_tenant_time(data: ReportData) -> str | None:
@@ -119,7 +128,7 @@ def plot_tenant_time(data: ReportData) -> str | None:
     for b, t, v in zip(ts["b"], ts["tenant"], ts["seconds"]):
         if t in tenants:
             series[tenants.index(t), index[b]] += v
-    fig = _figure(11, 3.8)
+    fig = new_figure(11, 3.8)
     ax = fig.subplots()
     ax.stackplot(buckets, series, labels=tenants, alpha=0.85, step="post")
     ax.set(
@@ -128,7 +137,7 @@ def plot_tenant_time(data: ReportData) -> str | None:
     )
     ax.legend(loc="upper left", fontsize=8, ncols=min(4, len(tenants)))
     ax.grid(True, alpha=0.3)
-    return _svg(fig)
+    return figure_svg(fig)
 
 
 def plot_service(data: ReportData) -> str | None:
@@ -136,7 +145,7 @@ def plot_service(data: ReportData) -> str | None:
     ss = data.service_series
     if not len(ss.get("b", ())):
         return None
-    fig = _figure(11, 3.2)
+    fig = new_figure(11, 3.2)
     ax = fig.subplots()
     tenants = [t["tenant"] for t in data.service[:MAX_TENANTS]]
     for tenant in tenants:
@@ -150,14 +159,14 @@ def plot_service(data: ReportData) -> str | None:
     )
     ax.legend(loc="upper left", fontsize=8, ncols=min(4, max(1, len(tenants))))
     ax.grid(True, alpha=0.3)
-    return _svg(fig)
+    return figure_svg(fig)
 
 
 def plot_drift(data: ReportData) -> str | None:
     es = data.error_series
     if not data.drift and not len(es.get("b", ())):
         return None
-    fig = _figure(11, 4.2)
+    fig = new_figure(11, 4.2)
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
     if len(es.get("b", ())):
         for key, _, label in MODELS:
@@ -175,7 +184,7 @@ def plot_drift(data: ReportData) -> str | None:
     bottom.set_title("drift events (red: unresolved, grey: resolved)", fontsize=9)
     if len(es.get("b", ())) or data.drift:
         top.legend(loc="upper left", fontsize=8)
-    return _svg(fig)
+    return figure_svg(fig)
 
 
 def plot_gate(data: ReportData) -> str | None:
@@ -183,7 +192,7 @@ def plot_gate(data: ReportData) -> str | None:
         return None
     t = [g[0] for g in data.gate]
     level = [VERDICT_LEVEL.get(g[1], 1) for g in data.gate]
-    fig = _figure(11, 2.6)
+    fig = new_figure(11, 2.6)
     ax = fig.subplots()
     ax.step(t, level, where="post", color="#333333", lw=1.2)
     colours = ["#d62728", "#ff7f0e", "#2ca02c"]
@@ -192,7 +201,7 @@ def plot_gate(data: ReportData) -> str | None:
     ax.set_ylim(-0.5, 2.5)
     ax.set_title("Gate history")
     ax.grid(True, alpha=0.3)
-    return _svg(fig)
+    return figure_svg(fig)
 
 
 PLOTS = (
@@ -224,17 +233,34 @@ def _td(c: Any) -> str:
     return f"<td{cls}>{html.escape(text)}</td>"
 
 
-def _html_table(t: Table) -> str:
+def html_table(t: Table) -> str:
+    """A report table as HTML: text cells left-aligned (``class="t"``), numbers right-aligned."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in t.headers)
     body = "".join("<tr>" + "".join(_td(c) for c in row) + "</tr>" for row in t.rows)
     note = f'<p class="note">{html.escape(t.note)}</p>' if t.note else ""
     return f"<h2>{html.escape(t.title)}</h2><table><tr>{head}</tr>{body}</table>{note}"
 
 
+def figure_html(key: str, caption: str, svg: str) -> str:
+    return (
+        f'<figure class="plot" data-plot="{html.escape(key)}"><figcaption>{html.escape(caption)}'
+        f"</figcaption>{svg}</figure>"
+    )
+
+
+def page(title: str, meta: str, parts: list[str]) -> str:
+    """One self-contained HTML document: inline styles, no scripts, nothing fetched."""
+    gen = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1>"
+        f'<p class="meta">generated {gen} · {html.escape(meta)}</p>' + "\n".join(parts) + "</body></html>\n"
+    )
+
+
 def render_html(data: ReportData) -> str:
     """One self-contained HTML document: summary tables and inline SVG plots."""
-    title = data.title
-    gen = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     scope = (
         ", ".join(
             f"{k} {v}"
@@ -243,10 +269,7 @@ def render_html(data: ReportData) -> str:
         )
         or "all data"
     )
-    parts = [
-        f"<h1>{html.escape(title)}</h1>",
-        f'<p class="meta">generated {gen} · {html.escape(str(scope))}</p>',
-    ]
+    parts = []
     note = empty_note(data)
     if data.accuracy_note:
         parts.append(f'<p class="note">{html.escape(data.accuracy_note)}</p>')
@@ -257,29 +280,22 @@ def render_html(data: ReportData) -> str:
             else f'<section class="empty" id="no-attribution"><p>{html.escape(note)}</p></section>'
         )
     tabs = tables(data)
-    parts.append(_html_table(tabs[0]))
-    for key, caption, svg in _plots(data):
-        if svg is not None:
-            parts.append(
-                f'<figure class="plot" data-plot="{key}"><figcaption>{html.escape(caption)}'
-                f"</figcaption>{svg}</figure>"
-            )
-    parts += [_html_table(t) for t in tabs[1:]]
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>"
-        + "\n".join(parts)
-        + "</body></html>\n"
-    )
+    parts.append(html_table(tabs[0]))
+    parts += [figure_html(key, caption, svg) for key, caption, svg in draw_plots(PLOTS, data)]
+    parts += [html_table(t) for t in tabs[1:]]
+    return page(data.title, str(scope), parts)
 
 
-def _plots(data: ReportData) -> list[tuple[str, str, str]]:
-    """Every plot with data, drawn under one rc context (labels as plain text, stable ids)."""
+def draw_plots(
+    plots: Iterable[tuple[str, str, Callable[[Any], str | None]]], data: Any
+) -> list[tuple[str, str, str]]:
+    """Every plot with data, drawn under one rc context (labels as plain text: tenant names are
+    client-controlled, so no mathtext; stable SVG ids); ``(key, caption, svg)`` for those drawn."""
     import matplotlib
 
     rc = {"svg.fonttype": "none", "svg.hashsalt": "shadowd", "text.parse_math": False}
     with _MATPLOTLIB, matplotlib.rc_context(rc):
-        drawn = [(key, caption, plot(data)) for key, caption, plot in PLOTS]
+        drawn = [(key, caption, plot(data)) for key, caption, plot in plots]
     return [(k, c, svg) for k, c, svg in drawn if svg is not None]
 
 

@@ -8,26 +8,15 @@ tenant's TTFT p50 within ``TTFT_TOLERANCE`` of the recorded one (why that bound:
 
 from __future__ import annotations
 
-import json
-
 import duckdb
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from shadowd.cli import main
-from shadowd.demo.scenario import run_demo
-from shadowd.demo.spec import DemoSpec
 from shadowd.replay.recorded import TTFT_TOLERANCE, load_recording
 
 pytestmark = pytest.mark.usefixtures("vllm")
-
-
-@pytest.fixture(scope="module")
-def demo_db(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("recorded") / "demo.duckdb")
-    run_demo(DemoSpec.build(db_path=path, steps=1000))
-    return path
 
 
 def test_arrivals_are_recreated_on_the_recorded_clock(demo_db):
@@ -49,10 +38,8 @@ def test_arrivals_are_recreated_on_the_recorded_clock(demo_db):
         assert len(shared) < sum(len(r.prefix_blocks or ()) for r in rec.requests)
 
 
-def test_fcfs_replay_reproduces_recorded_ttft_then_counterfactuals(demo_db):
-    res = CliRunner().invoke(main, ["replay", "--db", demo_db, "--json"])
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.output[res.output.index("{") :])
+def test_fcfs_replay_reproduces_recorded_ttft_then_counterfactuals(recorded_replay):
+    out, _ = recorded_replay
     assert out["oracle"] == "model"
     # the oracle is the stored model, its mean error on the recorded steps small (it is calibrated)
     assert 0.9 < out["model_bias"] < 1.1

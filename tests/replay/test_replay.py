@@ -1,6 +1,6 @@
 """``shadowd replay`` end to end on the real vLLM scheduler and the reference engine (CI-sized).
 
-The noisy-neighbour scenario for 1.5 simulated minutes: the governed policy's true GPU-time
+The noisy-neighbour scenario for 1.5 simulated minutes (``noisy_replay`` in ``conftest.py``): the governed policy's true GPU-time
 shares (Shapley values of the engine's step cost) must be closer to the entitlements of the
 backlogged tenants than FCFS's, by the max relative gap and by Jain's index; the governed run
 must really have charged attributed time (GO through the state file) and never erred.
@@ -8,23 +8,13 @@ must really have charged attributed time (GO through the state file) and never e
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from click.testing import CliRunner
-
-from shadowd.cli import main
 
 pytestmark = pytest.mark.usefixtures("vllm")
 
 
-def test_governed_shares_are_closer_to_entitlement_than_fcfs():
-    res = CliRunner().invoke(
-        main,
-        ["replay", "--scenario", "noisy-neighbour", "--minutes", "1.5", "--sample-steps", "60", "--json"],
-    )
-    assert res.exit_code == 0, res.output
-    out = json.loads(res.output[res.output.index("{") :])
+def test_governed_shares_are_closer_to_entitlement_than_fcfs(noisy_replay):
+    out, _ = noisy_replay
     fcfs, vtc, gov = (out["policies"][p]["truth"] for p in ("fcfs", "vtc", "llmvisor"))
     assert len(fcfs["backlogged"]) >= 2 and len(gov["backlogged"]) >= 2
     assert gov["max_gap"] < fcfs["max_gap"], (gov["max_gap"], fcfs["max_gap"])

@@ -5,9 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 import duckdb
@@ -21,6 +19,7 @@ from shadowd.reports.model import collect
 from shadowd.reports.text import render_text
 from shadowd.steps.log_reader import Window
 from storage.schema import migrate
+from tests.chromium import distinct_colours, read_png, screenshot
 
 START = dt.datetime(2025, 3, 18, 8, 0)
 KEY = {
@@ -31,18 +30,6 @@ KEY = {
     "vllm": "0.33.0",
     "attention_backend": "FLASH_ATTN",
 }
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--hide-scrollbars",
-    "--window-size=1200,3000",
-]
 
 
 def write_steps(con, batch, *, engine: str, attribution=None, warmup: int = 0) -> None:
@@ -146,9 +133,9 @@ def test_html_report_renders_in_headless_chromium(report_db, tmp_path):
     assert "NO_GO now" in text and "No data yet" not in text
 
     png = screenshot(page, tmp_path)
-    image = _read_png(png)
+    image = read_png(png)
     assert image.shape[0] >= 2000 and image.shape[1] >= 1000
-    assert _distinct_colours(image) > 50, "screenshot is blank or nearly so"
+    assert distinct_colours(image) > 50, "screenshot is blank or nearly so"
     rows_with_ink = (image[..., :3].min(axis=2) < 0.8).any(axis=1).mean()
     assert rows_with_ink > 0.4, f"only {rows_with_ink:.0%} of the page has content"
 
@@ -161,7 +148,7 @@ def test_empty_database_says_no_data_yet(tmp_path):
     assert "No data yet" in page and 'class="plot"' not in page
     assert "No data yet" in text
     (tmp_path / "empty.html").write_text(page)
-    assert _distinct_colours(_read_png(screenshot(str(tmp_path / "empty.html"), tmp_path))) > 2
+    assert distinct_colours(read_png(screenshot(str(tmp_path / "empty.html"), tmp_path))) > 2
 
 
 def test_unattributed_steps_get_an_explanation_not_an_error(tmp_path):
@@ -190,47 +177,6 @@ def test_text_report_tables(report_db):
     assert "Per-tenant attributed GPU time" in text and "Drift events" in text
     assert "page_hinkley" in text and "open" in text
     assert "No data yet" in later  # window after the data
-
-
-# -- rendering helpers -------------------------------------------------------------------------
-def screenshot(page: str, tmp_path: Path) -> Path:
-    """Headless Chromium screenshot of ``page``; fails (never skips) when Chromium is missing."""
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.fail(
-            "headless Chromium is required: apt-get update && "
-            "apt-get install -y --no-install-recommends chromium  (make system-deps does)"
-        )
-    png = tmp_path / f"{Path(page).stem}.png"
-    profile = tempfile.mkdtemp(prefix="shd-chrome-")
-    try:
-        proc = subprocess.run(
-            [
-                exe,
-                *CHROMIUM_FLAGS,
-                f"--user-data-dir={profile}",
-                f"--screenshot={png}",
-                Path(page).resolve().as_uri(),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        shutil.rmtree(profile, ignore_errors=True)
-    assert png.exists() and png.stat().st_size > 1000, f"no screenshot: {proc.stderr[-2000:]}"
-    return png
-
-
-def _read_png(path: Path) -> np.ndarray:
-    from matplotlib.image import imread
-
-    return imread(str(path))
-
-
-def _distinct_colours(image: np.ndarray) -> int:
-    rgb = (image[..., :3] * 255).astype(np.uint8).reshape(-1, 3)
-    return len(np.unique(rgb[:: max(1, len(rgb) // 200_000)], axis=0))
 
 
 def test_report_over_parquet_exports_matches_the_database(report_db, tmp_path):
