@@ -30,7 +30,7 @@ from shadowd.tap.frame import FrameError, StepFrame, TapCounters, decode_message
 
 log = logging.getLogger("shadowd.daemon.receiver")
 MAX_FRAME_BYTES = 8 << 20
-# zmq's receive queue, in messages (a frame, or a batch of up to 16 the tap sent together): 512
+# zmq's receive queue, in messages (a frame, or a batch of up to 32 the tap sent together): 512
 # single 256-request frames are ~9 MB; beyond it the tap's non-blocking send drops and counts.
 RCV_HWM_MESSAGES = 512
 BATCH_ROWS = 32_768  # request rows per hand-over to the pipeline (bounds memory per batch)

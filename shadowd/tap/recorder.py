@@ -88,7 +88,7 @@ from shadowd.tap.sender import BATCH_FRAMES  # frames per zmq message at most
 from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.tap")
-SEND_INTERVAL_NS = 50_000_000  # at most one send per 50 ms of engine clock, unless idle or full
+SEND_INTERVAL_NS = 100_000_000  # at most one send per 100 ms of engine clock, unless idle or full
 RECONCILE_SLACK = 64  # known requests beyond the scheduler's before the tap looks for missed finishes
 MAX_REQ_ID_LEN = 128  # longer request ids are shortened on the wire (short_id) and counted
 MAX_CHUNKING = 64  # more possibly-prefilling requests than this: the dense path

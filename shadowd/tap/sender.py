@@ -7,14 +7,14 @@ connected (so a stopped daemon means drops, counted, not a silent backlog);
 a full queue into ``zmq.Again``, which we count as a drop.  zmq reconnects by
 itself, so a restarted daemon simply starts receiving again.
 
-A batch of frames goes as one message (``shadowd.tap.frame.encode_batch``):
+A batch of frames goes as one message (a msgpack array of frames, ``shadowd.tap.frame``):
 a zmq send costs the engine thread a fixed amount of CPU whatever its size
 (it wakes zmq's I/O thread), and each further part of a multipart message
 adds to it, so one message per batch is what makes batching pay (the costs:
 docs/benchmarks.md, tap cost, "What was optimised", measured by
 ``benchmarks/tap_cost.py``).  zmq's high-water mark counts messages, not
-frames: it is set to ``hwm // 4`` messages.  Steps slower than the recorder's
-send interval (50 ms) go one frame per message, so ``hwm // 4`` frames queue
+frames: it is set to ``hwm // 8`` messages.  Steps slower than the recorder's
+send interval (100 ms) go one frame per message, so ``hwm // 8`` frames queue
 (≥ 50 s of such steps at the default); faster steps share messages of up to
 ``BATCH_FRAMES`` frames, so at most ``4 * hwm`` (small, fast-step) frames
 queue before the tap drops.
@@ -28,7 +28,7 @@ import time
 import zmq
 
 log = logging.getLogger("shadowd.tap")
-BATCH_FRAMES = 16  # the recorder's largest batch (shadowd.tap.recorder.BATCH_FRAMES)
+BATCH_FRAMES = 32  # the recorder's largest batch (shadowd.tap.recorder.BATCH_FRAMES)
 
 
 class FrameSender:
@@ -42,7 +42,7 @@ class FrameSender:
         self._ctx = zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.PUSH)
         self._sock.setsockopt(zmq.IMMEDIATE, 1)
-        self._sock.setsockopt(zmq.SNDHWM, max(1, hwm // 4))
+        self._sock.setsockopt(zmq.SNDHWM, max(1, hwm // 8))
         self._sock.setsockopt(zmq.LINGER, 0)
         self._sock.connect(endpoint)
 

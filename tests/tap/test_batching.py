@@ -2,7 +2,7 @@
 
 A real vLLM ``AsyncScheduler`` with the tap runs long decodes (the same running set step after
 step, where the recorder reuses columns), arrivals and completions (where it must not), and
-1 ms steps (shorter than the 2 ms send interval, so frames leave in batches).  Every frame is
+1 ms steps (shorter than the send interval, so frames leave in batches).  Every frame is
 compared with what the scheduler itself scheduled.
 """
 
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from shadowd.tap.frame import decode_frame, decode_message, encode_frame, is_batch
+from shadowd.tap.sender import BATCH_FRAMES
 from shadowd.twin.request_spec import RequestSpec
 
 pytestmark = pytest.mark.usefixtures("vllm")
@@ -36,7 +37,7 @@ def test_reused_columns_and_batched_sends_are_exact(monkeypatch, llama_dir):
     def counting(out, t0, t1):
         steady_before = tap._steady
         cols = columns(out, t0, t1)
-        if cols is not None and steady_before is not None and cols[2] is steady_before[1]:
+        if cols is not None and steady_before is not None and cols[2] is steady_before[1][0]:
             reused[0] += 1
         return cols
 
@@ -61,6 +62,6 @@ def test_reused_columns_and_batched_sends_are_exact(monkeypatch, llama_dir):
     assert [f.step_seq for f in frames] == list(range(1, n + 1))
     assert reused[0] > n // 3, "steady decode steps did not reuse columns"
     assert any(len(b) > 1 for b in batches), "1 ms steps were not batched"
-    assert max(len(b) for b in batches) <= 16
+    assert max(len(b) for b in batches) <= BATCH_FRAMES
     latency = np.diff([f.t_done for f in frames]) / 1e6
     assert np.all(latency >= 0)
