@@ -284,11 +284,10 @@ their mean.  On this shared 2-vCPU host thread CPU time also absorbs cache and h
 the neighbours (see the load average above and the ratio's block range).
 
 **How the tap keeps its cost proportional to what changed** (`shadowd/tap/recorder.py`):
-- *Per request, once.*  An arrival is noted by `on_admit` and resolved (tenant, prompt length,
-  arrival time) with the step's other arrivals in one loop before the step is recorded; a finish
-  (`on_finish`, hooked on vLLM's `_free_request`, which every finish and abort goes through) queues
-  the request's lifecycle record and drops its state.  Finishes the tap missed are looked for only
-  once it knows {_rec.RECONCILE_SLACK} more requests than the scheduler holds, never by a scan per step.
+- *Per request, once.*  Tenant and prompt length are resolved at admission and dropped at finish
+  (`on_finish`, hooked on vLLM's `_free_request`, which every finish and abort goes through), where
+  the request's lifecycle record is queued too.  Finishes the tap missed are looked for only once it
+  knows {_rec.RECONCILE_SLACK} more requests than the scheduler holds, never by a scan per step.
 - *Tenant and prompt columns* are one C-level dict lookup per row (`map`); keeping them in the
   scheduler's running order and editing them per arrival and finish was tried and cost more (async
   scheduling skips requests whose last token is in flight, so the kept order needed a Python-level
@@ -296,14 +295,16 @@ the neighbours (see the load average above and the ratio's block range).
 - *Token and prefill columns from the candidates only.*  New, resumed and still-prefilling requests
   are the only rows looked at; every other row is a one-token decode, proven by the step's token total
   (else the dense path runs).  Columns of all zeros, ones or `False` come from a cache.
-- *Columns are encoded at schedule time* (as `msgspec.Raw`, which CPython's collector does not track:
-  lists held across the scheduler's own work shifted when the collector ran); steady decode steps
-  reuse the previous step's; each frame is encoded straight onto the end of its batch, byte for
-  byte `encode_frame`'s (asserted in `tests/tap/test_batching.py`).
+- *Steady decode steps reuse the previous frame's encoded columns*; frames are assembled from encoded
+  parts (byte for byte `encode_frame`'s, asserted in `tests/tap/test_batching.py`).
 - *Sends are batched*: one zmq message per batch of frames, at most one send per
   {_rec.SEND_INTERVAL_NS // 1_000_000} ms of engine clock unless {_rec.BATCH_FRAMES} frames wait or the
   engine goes idle (a frame waits at most {_rec.SEND_INTERVAL_NS // 1_000_000} ms plus one step): a zmq
   send costs the engine thread a fixed amount of CPU, and more wall time, whatever its size.
+- Tried and not kept: resolving a step's arrivals in one loop, encoding each column at schedule time
+  (as `msgspec.Raw`) and each frame straight onto its batch buffer.  Faster on a warm replay of
+  captured steps, slower inside the running scheduler (with the collector off in both, so not its
+  doing): what counts is the tap's cost in the engine, not in isolation.
 - Exactness under churn (arrivals every step, chunked prefill, preemption, aborts): `tests/tap/test_churn.py`.
 """
 

@@ -2,21 +2,18 @@
 
 The tap's work is kept proportional to what changed, not to the batch:
 
-* *Per request, once.*  ``on_admit`` only notes the request; before the next
-  step is recorded (or the request leaves), ``_settle`` resolves the arrivals'
-  tenants, prompt lengths and arrival times in one loop.  ``on_finish`` (vLLM's
-  ``_free_request``, which every finish and abort goes through) queues the
-  request's lifecycle record and drops its state.  A step's tenant and prompt
-  columns are then one dict lookup per row, in C (``map``), with no per-row
-  Python work.
+* *Per request, once.*  ``on_admit`` resolves a request's tenant and prompt
+  length; ``on_finish`` (vLLM's ``_free_request``, which every finish and abort
+  goes through) drops them.  A step's tenant and prompt columns are then one
+  dict lookup per row, in C (``map``), with no per-row Python work.
 * *Per step, only the requests that may be prefilling.*  New and resumed
   requests and those whose prompt was still unfinished after their last step
   (``_chunking``) are the only rows whose token count and prefill flag are
   looked at; every other row is a one-token decode step, which the step's
   token total proves (``_sparse_tokens``).  Columns that are all zeros, ones or
-  ``False`` come from a cache of encoded columns (``msgspec.Raw``).
+  ``False`` come from a cache of encoded columns.
 * *A steady decode step* (the same running requests as the step before, one
-  token each, nothing new, resumed or speculative) reuses the previous step's
+  token each, nothing new, resumed or speculative) reuses the previous frame's
   encoded columns whole: only the context column and the stamps are encoded.
 * *No walk over all admitted requests*: finishes the tap missed are looked for
   only once it knows ``RECONCILE_SLACK`` more requests than the scheduler holds
@@ -26,8 +23,7 @@ Frames are byte for byte what ``encode_frame`` would produce for the same
 columns.  ``on_schedule`` runs right after the scheduler returns a
 ``SchedulerOutput`` and builds the columns; ``on_output`` runs when that step's
 model output arrives: it stamps the time and queues the encoded frame.  Frames
-are sent in batches (one zmq message, a msgpack array of frames, each encoded
-onto the end of the batch as its step completes): a zmq send wakes zmq's
+are sent in batches (one zmq message, ``encode_batch``): a zmq send wakes zmq's
 I/O thread and costs more than building the frame.  A frame leaves
 at once if no frame was sent in the last ``SEND_INTERVAL_NS`` (engine clock);
 otherwise it waits until that much time has passed, ``BATCH_FRAMES`` frames are
@@ -57,11 +53,11 @@ Its fields, all counts, stamps and labels (no prompt text, no token ids):
   included), ``error``, ``repetition``, as vLLM reports it to the client.
 
 The per-step work for it is confined to the rows already looked at (new
-requests: first scheduled; rows whose prompt completes in the step: first
-token); the rest happens once per request, when its arrival and departure are
-settled.  The frame also carries the tap's counters (``TapCounters``:
-``ids_truncated``, ``records_dropped``, ``missed_finishes``, ``preempted``),
-which the daemon exports on ``/metrics``.  Records that cannot
+requests: first scheduled; prefill rows without a token yet: first token); the
+rest happens once per request, at admission and finish.  Each frame also carries
+the tap's counters (``TapCounters``: ``ids_truncated``, ``records_dropped``,
+``missed_finishes``, ``preempted``), which the daemon exports on ``/metrics``.
+Records that cannot
 be queued (more than ``MAX_FINISHED_QUEUED`` waiting) are counted in
 ``records_dropped``.
 
@@ -83,7 +79,7 @@ from typing import Any
 
 import msgspec
 
-from shadowd.tap.frame import FRAME_VERSION, array_header
+from shadowd.tap.frame import FRAME_VERSION, StepFrame, array_header, encode_batch
 from shadowd.tap.sender import BATCH_FRAMES  # frames per zmq message at most
 from shadowd.tap.tenant import TenantResolver
 
@@ -92,12 +88,11 @@ SEND_INTERVAL_NS = 100_000_000  # at most one send per 100 ms of engine clock, u
 RECONCILE_SLACK = 64  # known requests beyond the scheduler's before the tap looks for missed finishes
 MAX_REQ_ID_LEN = 128  # longer request ids are shortened on the wire (short_id) and counted
 MAX_CHUNKING = 64  # more possibly-prefilling requests than this: the dense path
+_encode = msgspec.msgpack.Encoder().encode
+_N_FIELDS = len(StepFrame.__struct_fields__)
+_FRAME_HEAD = array_header(_N_FIELDS)
+_NO_REQUESTS = _encode(None)  # the requests section of a frame where no request finished
 MAX_FINISHED_QUEUED = 4096  # lifecycle records waiting for a frame; beyond: dropped, counted
-MAX_EVENTS = 8192  # arrivals noted between two steps before they are settled at once
-_encoder = msgspec.msgpack.Encoder()
-_encode, _encode_into = _encoder.encode, _encoder.encode_into
-_Raw = msgspec.Raw
-_BATCH_HEAD = b"\xdc\x00\x00"  # a msgpack array16 header; its count is set when the batch leaves
 _REASONS = {  # vLLM RequestStatus name -> finish reason (as vLLM reports it to clients)
     "FINISHED_STOPPED": "stop",
     "FINISHED_LENGTH_CAPPED": "length",
@@ -106,6 +101,15 @@ _REASONS = {  # vLLM RequestStatus name -> finish reason (as vLLM reports it to 
     "FINISHED_ERROR": "error",
     "FINISHED_REPETITION": "repetition",
 }
+
+
+def _wall_ns(seconds: Any) -> int:
+    """vLLM's ``arrival_time`` (wall-clock seconds, a float) as ns; 0 when absent or odd."""
+    try:
+        ns = int(seconds * 1e9)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return ns if 0 <= ns < 2**63 else 0
 
 
 def short_id(rid: str) -> str:
@@ -131,19 +135,18 @@ class _RequestFacts(dict):
         return value
 
 
-class _ConstColumns(dict):
-    """(value, n) -> the encoded column of ``n`` times that value (zeros, ones, ``False``), as a
-    ``msgspec.Raw`` the frame's encoder copies as it is."""
+_ZERO, _ONE, _FALSE = _encode(0), _encode(1), _encode(False)
 
-    def __missing__(self, key: tuple[bytes, int]) -> msgspec.Raw:
+
+class _ConstColumns(dict):
+    """(encoded value, n) -> the encoded column of ``n`` times that value (zeros, ones, ``False``)."""
+
+    def __missing__(self, key: tuple[bytes, int]) -> bytes:
         if len(self) > 4096:
             self.clear()
         value, n = key
-        col = self[key] = _Raw(array_header(n) + value * n)
+        col = self[key] = array_header(n) + value * n
         return col
-
-
-_ZERO, _ONE, _FALSE = _encode(0), _encode(1), _encode(False)  # keys: 0 == False in a dict
 
 
 class StepRecorder:
@@ -184,11 +187,9 @@ class StepRecorder:
         self._long_ids: dict[str, str] = {}  # over-long request id -> its shortened form
         self._preemptions: dict[str, int] = {}
         # Lifecycle per admitted request: [arrival wall ns, first scheduled step, its t_sched_start,
-        # first token step, its t_done].
+        # first token step, its t_done]; finished ones wait in _finishing for the next frame.
         self._life: dict[str, list[int]] = {}
-        self._events: list = []  # arrivals (requests) to settle
-        self._finished: list[list] = []  # records waiting for the next frame
-        self._late: list[tuple] = []  # of those, ones whose first token is in the output being taken in
+        self._finishing: list[tuple] = []
         self._reasons: dict[Any, str] = {}  # vLLM RequestStatus -> finish reason, filled as met
         self._chunking: set[str] = set()  # requests whose prompt (or recompute) may be unfinished
         self._sparse = sparse  # token/prefill columns from the candidates only (_sparse_tokens)
@@ -196,10 +197,9 @@ class StepRecorder:
         self._pending: deque = deque(maxlen=16)
         self._prev_done = 0
         self._last_error_log = 0.0
-        self._batch = bytearray(_BATCH_HEAD)  # encoded frames waiting to leave, as one message
-        self._batch_frames = 0
+        self._outbox: list[bytes] = []  # encoded frames waiting for their batch
         self._last_send = 0  # t_done of the step whose frame went out last
-        self._steady: tuple | None = None  # last all-decode step: (ids, its encoded columns but ctx)
+        self._steady: tuple | None = None  # last all-decode step: (ids, encoded columns around ctx)
 
     def count_send_drops_with(self, fn: Callable[[], int]) -> None:
         self._send_dropped = fn
@@ -210,12 +210,19 @@ class StepRecorder:
 
     # -- hooks called by the scheduler subclass -------------------------
     def on_admit(self, request: Any) -> None:
-        """A request entered the scheduler: noted, and its facts resolved with the other arrivals
-        before the next step is recorded (``_settle``)."""
+        """A request entered the scheduler: its facts, resolved and encoded once."""
         try:
-            self._events.append(request)
-            if len(self._events) >= MAX_EVENTS:
-                self._settle()
+            rid = request.request_id
+            if rid in self._tenant_of:  # a streaming-input update of a live request
+                self._prompt_of.pop(rid, None)  # re-read from the live request when next needed
+                self._chunking.add(rid)  # its new prompt tokens are prefill work
+                return
+            self._tenant_of[rid] = self._tenants.resolve(request)
+            self._prompt_of[rid] = int(request.num_prompt_tokens)
+            self._life[rid] = [_wall_ns(getattr(request, "arrival_time", 0)), 0, 0, 0, 0]
+            if len(rid) > MAX_REQ_ID_LEN:
+                self.ids_truncated += 1
+                self._long_ids[rid] = short_id(rid)
         except Exception as exc:
             self._fault(exc)
 
@@ -232,22 +239,41 @@ class StepRecorder:
             self._fault(exc)
 
     def on_finish(self, request: Any) -> None:
-        """A request left the scheduler (finished, aborted): its lifecycle record is queued for the
-        next frame and its state dropped, once.  Done at once, not noted for later: holding the
-        request would move when it is freed, and so when CPython's collector runs
-        (``benchmarks/tap_cost.py`` saw it start running under churn when this was deferred)."""
+        """A request left the scheduler (finished, aborted): queue its lifecycle for the next
+        frame and drop its state, once."""
         try:
-            if self._events:  # it may have arrived since the last step
-                self._settle()
-            self._depart(request, self.clock())
+            rid = request.request_id
+            rec = self._life.pop(rid, None)
+            tenant, prompt = self._tenant_of.pop(rid, None), self._prompt_of.pop(rid, None)
+            if rec is not None:
+                if len(self._finishing) < MAX_FINISHED_QUEUED:
+                    status = request.status
+                    reason = self._reasons.get(status)
+                    if reason is None:
+                        reason = self._reasons[status] = _REASONS.get(getattr(status, "name", ""), "unknown")
+                    preempted = getattr(request, "num_preemptions", 0)
+                    self._finishing.append(
+                        (
+                            self._long_ids.get(rid, rid) if self._long_ids else rid,
+                            tenant if tenant is not None else self._tenants.resolve(request),
+                            rec,
+                            self.clock(),
+                            prompt if prompt is not None else int(request.num_prompt_tokens),
+                            request.num_output_tokens,
+                            preempted if preempted < 32767 else 32767,
+                            reason,
+                        )
+                    )
+                else:
+                    self.records_dropped += 1
+            if self._preemptions or self._long_ids or self._chunking:
+                self._forget(rid)
         except Exception as exc:
             self.records_dropped += 1
             self._fault(exc)
 
     def on_schedule(self, out: Any, t_start: int, t_end: int) -> None:
         try:
-            if self._events:
-                self._settle()
             self._pending.append((out, self._columns(out, t_start, t_end)))
         except Exception as exc:
             self._pending.append((out, None))
@@ -256,17 +282,13 @@ class StepRecorder:
     def on_output(self, out: Any, t_done: int) -> None:
         """After the scheduler took the step's output in (``t_done``: when it arrived)."""
         try:
-            if self._events:
-                self._settle()
             cols = self._pop_pending(out)
             if cols is None:
                 return
             self.step_seq += 1
-            if cols[10] or cols[11]:
+            if cols[5] or cols[6]:
                 self._lifecycle(cols, t_done)
-            # The frame, encoded straight onto the end of the batch (its columns are mostly
-            # encoded already, as ``msgspec.Raw``): no copy per frame, one per batch.
-            _encode_into(
+            head = _encode(
                 (
                     FRAME_VERSION,
                     self.engine_id,
@@ -278,25 +300,20 @@ class StepRecorder:
                     self._prev_done,
                     self.wall_clock(),
                     self.dropped + self._send_dropped(),
-                    cols[2],
-                    cols[3],
-                    cols[4],
-                    cols[9],
-                    cols[5],
-                    cols[6],
-                    cols[7],
-                    cols[8],
-                    self._records() if self._finished else None,
-                    (self.ids_truncated, self.records_dropped, self.missed_finishes, self.preempted),
-                ),
-                self._batch,
-                -1,
+                )
             )
-            self._batch_frames += 1
             self._prev_done = t_done
+            outbox = self._outbox
+            tail = self._records() if self._finishing else _NO_REQUESTS
+            counters = _encode(
+                (self.ids_truncated, self.records_dropped, self.missed_finishes, self.preempted)
+            )
+            outbox.append(
+                b"".join((_FRAME_HEAD, head[1:], cols[2], _encode(cols[3]), cols[4], tail, counters))
+            )
             if (
                 t_done - self._last_send >= SEND_INTERVAL_NS
-                or self._batch_frames >= BATCH_FRAMES
+                or len(outbox) >= BATCH_FRAMES
                 or not self._step_in_flight()
             ):
                 self._last_send = t_done
@@ -307,65 +324,25 @@ class StepRecorder:
             self._fault(exc)
 
     def flush(self) -> None:
-        """Pass the queued frames on now, as one message (a batch, even of one frame)."""
-        batch, n = self._batch, self._batch_frames
-        if not n:
+        """Pass the queued frames on now (one batch)."""
+        outbox, self._outbox = self._outbox, []
+        if not outbox:
             return
-        self._batch, self._batch_frames = bytearray(_BATCH_HEAD), 0
-        batch[1:3] = n.to_bytes(2, "big")
         try:
-            self._send(batch, n)
+            if len(outbox) == 1:
+                self._send(outbox[0])
+            else:
+                self._send(encode_batch(outbox), len(outbox))
         except Exception as exc:  # the sender counts its own drops; this is a bug guard
-            self.dropped += n - 1
+            self.dropped += len(outbox) - 1
             self._fault(exc)
 
     @property
     def queued(self) -> int:
         """Frames built but not yet passed to the sender."""
-        return self._batch_frames
+        return len(self._outbox)
 
     # -- internals ---------------------------------------------------------
-    def _settle(self) -> None:
-        """Arrivals noted since the last step, in the order they came: done in one loop per step,
-        not one call each inside the scheduler's own work."""
-        events, self._events = self._events, []
-        for request in events:
-            try:
-                self._arrive(request)
-            except Exception as exc:
-                self._fault(exc)
-
-    def _arrive(self, request: Any) -> None:
-        """Its facts, resolved once."""
-        rid = request.request_id
-        if rid in self._tenant_of:  # a streaming-input update of a live request
-            self._prompt_of.pop(rid, None)  # re-read from the live request when next needed
-            self._chunking.add(rid)  # its new prompt tokens are prefill work
-            return
-        self._tenant_of[rid] = self._tenants.resolve(request)
-        self._prompt_of[rid] = int(request.num_prompt_tokens)
-        try:
-            arrival = int(request.arrival_time * 1e9)
-        except (AttributeError, TypeError, ValueError, OverflowError):
-            arrival = 0
-        self._life[rid] = [arrival if 0 <= arrival < 2**63 else 0, 0, 0, 0, 0]
-        if len(rid) > MAX_REQ_ID_LEN:
-            self.ids_truncated += 1
-            self._long_ids[rid] = short_id(rid)
-
-    def _depart(self, request: Any, t_finish: int) -> None:
-        """Its lifecycle record queued for the next frame, and its state dropped."""
-        rid = request.request_id
-        rec = self._life.pop(rid, None)
-        tenant, prompt = self._tenant_of.pop(rid, None), self._prompt_of.pop(rid, None)
-        if rec is not None:
-            if len(self._finished) < MAX_FINISHED_QUEUED:
-                self._queue_record(request, rid, rec, tenant, prompt, t_finish)
-            else:
-                self.records_dropped += 1
-        if self._preemptions or self._long_ids or self._chunking:
-            self._forget(rid)
-
     def _step_in_flight(self) -> bool:
         """Whether a non-empty step is already scheduled behind the one just finished."""
         for _, cols in self._pending:
@@ -374,8 +351,7 @@ class StepRecorder:
         return False
 
     def _columns(self, out: Any, t_start: int, t_end: int) -> tuple | None:
-        """(t_start, t_end, the seven columns but ctx encoded (``msgspec.Raw``, frame order), ctx,
-        new rows' lifecycles, rows whose first token may come at this step's output)."""
+        """(t_start, t_end, encoded columns before ctx, ctx list, encoded columns after ctx)."""
         total = out.total_num_scheduled_tokens
         if total <= 0:
             self._steady = None
@@ -384,22 +360,20 @@ class StepRecorder:
         cached = out.scheduled_cached_reqs
         drafts = out.scheduled_spec_decode_tokens
         if new:
-            ids = [r.req_id for r in new]
-            ctx = [r.num_computed_tokens for r in new]
-            k_new = len(ids)
-            ids += cached.req_ids
-            ctx += cached.num_computed_tokens
+            ids = [r.req_id for r in new] + cached.req_ids
+            ctx = [r.num_computed_tokens for r in new] + cached.num_computed_tokens
         else:
-            ids, ctx, k_new = cached.req_ids, cached.num_computed_tokens, 0
+            ids, ctx = cached.req_ids, cached.num_computed_tokens
         n = len(ids)
         all_ones = total == n and not drafts
         steady = self._steady
-        if all_ones and steady is not None and not k_new and not cached.resumed_req_ids and steady[0] == ids:
+        if all_ones and steady is not None and not new and not cached.resumed_req_ids and steady[0] == ids:
             # The same running requests as the last step, which was all decode, one token
             # each again: context only grew, so every column but ctx is unchanged.
-            return (t_start, t_end, *steady[1], ctx, (), ())
+            return (t_start, t_end, steady[1], ctx, steady[2], (), ())
         self._steady = None
         nst = out.num_scheduled_tokens
+        k_new = len(new)
         # Two C-level dict lookups per row: cheaper than any Python-level update of kept columns
         # (the running order is not the next step's order: async scheduling skips requests whose
         # last token is in flight, budgets skip others).
@@ -409,35 +383,20 @@ class StepRecorder:
         if not drafts and self._sparse:
             tokens = self._sparse_tokens(k_new, cached, ids, ctx, prompt, nst, total)
         if tokens is None:
-            tokens = self._dense_tokens(k_new, ids, ctx, prompt, nst, drafts, all_ones)
-        new_tokens, spec, prefill, any_prefill, firsts, watch = tokens
-        # Encoded here, not at the output: lists kept across the scheduler's own work would be
-        # freed after its frees, which shifts when CPython's collector runs (tap_cost saw it).
-        # A ``msgspec.Raw`` is not tracked by the collector.
-        preempt = self._preempt_column(ids, nst)
-        raw = _Raw
-        cols = (
-            t_start,
-            t_end,
-            raw(_encode(self._wire_ids(ids, nst))),
-            raw(_encode(tenants)),
-            new_tokens if new_tokens.__class__ is raw else raw(_encode(new_tokens)),
-            raw(_encode(prompt)),
-            spec if spec.__class__ is raw else raw(_encode(spec)),
-            prefill if prefill.__class__ is raw else raw(_encode(prefill)),
-            preempt if preempt.__class__ is raw else raw(_encode(preempt)),
-            ctx,
-            firsts,
-            watch,
-        )
+            tokens = self._dense_tokens(ids, ctx, prompt, nst, drafts, all_ones)
+        new_tokens, spec, prefill, any_prefill, watch = tokens
+        before = b"".join((self._ids_column(ids, nst), _encode(tenants), new_tokens))
+        after = b"".join((_encode(prompt), spec, prefill, self._preempt_column(ids, nst)))
         if all_ones and not any_prefill:
-            self._steady = (list(ids), cols[2:9])
-        return cols
+            self._steady = (list(ids), before, after)
+        new_recs = list(map(self._life.get, ids[:k_new])) if k_new else ()
+        return (t_start, t_end, before, ctx, after, new_recs, watch)
 
     def _sparse_tokens(
         self, k_new: int, cached: Any, ids: list, ctx: list, prompt: list, nst: dict, total: int
     ) -> tuple | None:
-        """Token, spec and prefill columns, looking only at the requests that may be prefilling.
+        """Encoded token, spec and prefill columns, looking only at the requests that may be
+        prefilling.
 
         Candidates: new and resumed requests, and those whose prompt (or recompute) was still
         unfinished after their last scheduled step (``_chunking``).  Every other scheduled request
@@ -446,80 +405,71 @@ class StepRecorder:
         step of a request whose prompt is done is not prefill work (``c >= p``): a request only
         gets back into its prompt through preemption (``on_preempt`` marks it) or a
         streaming-input update (``on_admit`` marks it); KV-connector rollbacks are ruled out by
-        ``sparse`` (``shadowd.tap.vllm``).  A new request still has its prompt unfinished after
-        the step exactly when ``c + k < p`` (it has no output yet); candidates the tap marked
-        read vLLM's own ``is_prefill_chunk``."""
+        ``sparse`` (``shadowd.tap.vllm``)."""
         chunking = self._chunking
         if len(chunking) > MAX_CHUNKING:
             return None
-        resumed = cached.resumed_req_ids
-        marked = [r for r in chunking if r in nst]
-        if resumed:
-            marked += [r for r in resumed if r not in chunking]
         n = len(ids)
+        cand = list(range(k_new))
+        resumed = cached.resumed_req_ids
+        rev = None
+        for rid in (*chunking, *resumed) if resumed else chunking:
+            if rid in nst:
+                # A request still in its prompt was admitted lately: it sits near the end of the
+                # running order, so it is searched for from the end.
+                if rev is None:
+                    rev = ids[::-1]
+                i = n - 1 - rev.index(rid)
+                if i >= k_new and i not in cand:
+                    cand.append(i)
         const = self._const
-        if not k_new and not marked:
+        zeros = const[_ZERO, n]
+        if not cand:
             if total != n:
                 return None
-            return const[_ONE, n], const[_ZERO, n], const[_FALSE, n], False, (), ()
+            return const[_ONE, n], zeros, const[_FALSE, n], False, ()
         new_tokens = [1] * n
         prefill = [False] * n
         counted = 0
         any_prefill = False
-        life, reqs = self._life, self._requests
-        firsts = list(map(life.get, ids[:k_new])) if k_new else ()
-        watch = []
-        skipped = 0
-        for i in range(k_new):
-            rid = ids[i]
-            if rid in chunking:  # resumed after preemption (vLLM's v2 runner sends it as new)
-                skipped += 1  # it is in ``marked``
-                continue
-            k = nst[rid]
-            counted += k
-            new_tokens[i] = k
-            c, p = ctx[i], prompt[i]
-            if k > 1 or c < p:
-                prefill[i] = any_prefill = True
-            if c + k < p:
-                chunking.add(rid)
-            else:  # its prompt completes in this step: its first token comes at the output
-                rec = firsts[i]
-                if rec is not None and not rec[3]:
-                    watch.append((rec, reqs[rid]))
-        for rid in marked:
-            i = ids.index(rid)
-            k = nst[rid]
+        for i in cand:
+            k = nst[ids[i]]
             counted += k
             new_tokens[i] = k
             if k > 1 or ctx[i] < prompt[i]:
                 prefill[i] = any_prefill = True
+        if counted + n - len(cand) != total:
+            return None
+        reqs, life = self._requests, self._life
+        watch = []
+        for i in cand:
+            rid = ids[i]
             req = reqs[rid]
             flag = getattr(req, "is_prefill_chunk", None)
             if flag is None:
                 self._sparse = False
-            elif not flag:
+            elif flag:
+                chunking.add(rid)
+            else:
                 chunking.discard(rid)
-                rec = life.get(rid)
-                if rec is not None and not rec[3]:
-                    watch.append((rec, req))
-        if counted + n - (k_new - skipped) - len(marked) != total:
-            return None
-        prefill_col = prefill if any_prefill else const[_FALSE, n]
-        return new_tokens, const[_ZERO, n], prefill_col, any_prefill, firsts, watch
+            rec = life.get(rid)
+            if prefill[i] and rec is not None and not rec[3]:
+                watch.append((rec, req))
+        prefill_col = _encode(prefill) if any_prefill else const[_FALSE, n]
+        return _encode(new_tokens), zeros, prefill_col, any_prefill, watch
 
     def _dense_tokens(
-        self, k_new: int, ids: list, ctx: list, prompt: list, nst: dict, drafts: Any, all_ones: bool
+        self, ids: list, ctx: list, prompt: list, nst: dict, drafts: Any, all_ones: bool
     ) -> tuple:
-        """Token, spec and prefill columns computed for every scheduled request (speculative
-        decoding, or a step the sparse path cannot prove)."""
+        """Encoded token, spec and prefill columns computed for every scheduled request
+        (speculative decoding, or a step the sparse path cannot prove)."""
         n = len(ids)
         new_tokens = [1] * n if all_ones else list(map(nst.__getitem__, ids))
         if drafts:
             spec = [len(drafts.get(r, ())) for r in ids]
             prefill = [c < p or k - s > 1 for c, p, k, s in zip(ctx, prompt, new_tokens, spec)]
         else:
-            spec = self._const[_ZERO, n]
+            spec = [0] * n
             prefill = [c < p or k > 1 for c, p, k in zip(ctx, prompt, new_tokens)]
         reqs, chunking, life = self._requests, self._chunking, self._life
         sparse = self._sparse
@@ -535,29 +485,21 @@ class StepRecorder:
                     continue
             if sparse:  # keep the sparse path's candidates right for the next step
                 chunking.discard(rid)
-        firsts = list(map(life.get, ids[:k_new])) if k_new else ()
-        return new_tokens, spec, prefill, any(prefill), firsts, watch
+        return _encode(new_tokens), _encode(spec), _encode(prefill), any(prefill), watch
 
-    def _preempt_column(self, ids: list, nst: dict) -> list | msgspec.Raw:
+    def _preempt_column(self, ids: list, nst: dict) -> bytes:
         pre = self._preemptions
         n = len(ids)
         if pre:
             hits = [r for r in pre if r in nst]
             if len(hits) > 16:
-                return list(map(pre.get, ids, repeat(0)))
+                return _encode(list(map(pre.get, ids, repeat(0))))
             if hits:
                 col = [0] * n
                 for r in hits:
                     col[ids.index(r)] = pre[r]
-                return col
+                return _encode(col)
         return self._const[_ZERO, n]
-
-    def _wire_ids(self, ids: list, nst: dict) -> list:
-        """``ids`` as they go on the wire: over-long ids (counted at admission) shortened."""
-        long = self._long_ids
-        if long and any(r in nst for r in long):
-            return [long.get(r, r) for r in ids]
-        return ids
 
     def _pop_pending(self, out: Any) -> tuple | None:
         """The columns of the step whose output this is; steps before it whose output never came
@@ -577,48 +519,28 @@ class StepRecorder:
 
     def _lifecycle(self, cols: tuple, t_done: int) -> None:
         """First scheduled and first token, for the few requests where either can have happened
-        in this step: its new requests, and its rows whose prompt completed in it (a first
+        in this step: its new requests, and its prefill rows that had no token yet (a first
         token comes at the output of the step that completes a prompt)."""
         seq = self.step_seq
-        for rec in cols[10]:
+        for rec in cols[5]:
             if rec is not None and not rec[1]:
                 rec[1], rec[2] = seq, cols[0]
-        for rec, req in cols[11]:
+        for rec, req in cols[6]:
             if not rec[3] and req.num_output_tokens > 0:
                 rec[3], rec[4] = seq, t_done
 
-    def _queue_record(
-        self, request: Any, rid: str, rec: list, tenant: Any, prompt: Any, t_finish: int
-    ) -> None:
-        """The request's ``RequestRecord`` fields, for the next frame; if its first token came in
-        the output the scheduler is taking in, ``_lifecycle`` has yet to see it: filled in then."""
-        status = request.status
-        reason = self._reasons.get(status)
-        if reason is None:
-            reason = self._reasons[status] = _REASONS.get(getattr(status, "name", ""), "unknown")
-        preempted = getattr(request, "num_preemptions", 0)
-        out_tokens = request.num_output_tokens
-        fields = [
-            self._long_ids.get(rid, rid) if self._long_ids else rid,
-            tenant if tenant is not None else self._tenants.resolve(request),
-            *rec,
-            t_finish,
-            prompt if prompt is not None else int(request.num_prompt_tokens),
-            out_tokens,
-            preempted if preempted < 32767 else 32767,
-            reason,
-        ]
-        self._finished.append(fields)
-        if not rec[3] and out_tokens:
-            self._late.append((fields, rec))
+    def _records(self) -> bytes:
+        """The encoded ``requests`` section: every request finished since the last frame (read
+        from the request when it finished; first scheduled and first token filled in since)."""
+        finishing, self._finishing = self._finishing, []
+        return _encode([(w, tenant, *rec, *rest) for w, tenant, rec, *rest in finishing])
 
-    def _records(self) -> list:
-        """The ``requests`` section: every request finished since the last frame."""
-        done, self._finished = self._finished, []
-        for fields, rec in self._late:
-            fields[5], fields[6] = rec[3], rec[4]  # first token, filled in since
-        self._late = []
-        return done
+    def _ids_column(self, ids: list, nst: dict) -> bytes:
+        """``ids`` encoded as they go on the wire: over-long ids (counted at admission) shortened."""
+        long = self._long_ids
+        if long and any(r in nst for r in long):
+            return _encode([long.get(r, r) for r in ids])
+        return _encode(ids)
 
     def _forget(self, rid: str) -> None:
         self._tenant_of.pop(rid, None)

@@ -37,7 +37,7 @@ def test_reused_columns_and_batched_sends_are_exact(monkeypatch, llama_dir):
     def counting(out, t0, t1):
         steady_before = tap._steady
         cols = columns(out, t0, t1)
-        if cols is not None and steady_before is not None and cols[2] is steady_before[1][0]:
+        if cols is not None and steady_before is not None and cols[2] is steady_before[1]:
             reused[0] += 1
         return cols
 
