@@ -254,6 +254,11 @@ def twin_step(
 )
 @click.option("--db", "db_path", type=click.Path(dir_okay=False))
 @click.option("--html", "html_path", type=click.Path(dir_okay=False))
+@click.option(
+    "--govern",
+    is_flag=True,
+    help="Admit by the governor, which follows the demo's own gate (attributed GPU time while GO, VTC otherwise)",
+)
 @click.option("--json", "as_json", is_flag=True)
 def demo(
     platform: str,
@@ -266,6 +271,7 @@ def demo(
     loads: tuple[str, ...],
     db_path: str | None,
     html_path: str | None,
+    govern: bool,
     as_json: bool,
 ) -> None:
     """The whole pipeline on the reference engine: real vLLM scheduler, tap, daemon, gate."""
@@ -286,6 +292,7 @@ def demo(
             loads=loads,
             db_path=db_path,
             html_path=html_path,
+            govern=govern,
         )
     except (ValueError, FileNotFoundError) as exc:
         raise click.BadParameter(str(exc)) from None

@@ -41,6 +41,7 @@ class DemoRun:
         self.injected: list[dict[str, Any]] = []
         self.decisions: list[dict[str, Any]] = []
         self.decision_steps: list[int] = []  # engine steps done at each decision
+        self.governor_windows: list[dict[str, Any]] = []  # per stretch between decisions (--govern)
         self.policy_note = ""
 
     # -- set-up ----------------------------------------------------------------
@@ -64,6 +65,7 @@ class DemoRun:
                     tenants=s.tenants or DEMO_TENANTS,
                     seed=s.seed,
                     record_steps=True,
+                    scheduler_cls=self._governed_class() if s.govern else None,
                     **s.extra,
                 )
             )
@@ -73,6 +75,33 @@ class DemoRun:
                     os.environ.pop(k, None)
                 else:
                     os.environ[k] = v
+
+    def _governed_class(self) -> type:
+        """The tapped scheduler with the governor on, reading this demo's gate state file."""
+        from shadowd.govern.config import GovernConfig
+        from shadowd.govern.vllm import GovernedAsyncScheduler
+
+        config = GovernConfig(mode="on", state_file=str(self.workdir / "gate.json"), poll_interval_s=0.0)
+        return type("DemoGovernedScheduler", (GovernedAsyncScheduler,), {"governor_config": config})
+
+    def _hand_over(self, ref: ReferenceRun, daemon: Daemon) -> None:
+        """Point the governor at this daemon's platform and at simulated time (the gate's state
+        file is dated on it), as a governor in the real engine reads the real clock."""
+        gov = getattr(ref.scheduler, "shadowd_governor", None)
+        if gov is None:
+            return
+        gov.reader.platform_key = daemon.running_platform_key or ""
+        gov.reader.clock = lambda: self._sim_now(ref)
+        gov.ledger.clock = lambda: self._sim_now(ref)
+
+    def _governor_window(self, ref: ReferenceRun, before: dict[str, int] | None) -> dict[str, Any] | None:
+        """Steps the governor charged by each counter since ``before``, and what it follows now."""
+        gov = getattr(ref.scheduler, "shadowd_governor", None)
+        if gov is None:
+            return None
+        now = dict(gov.steps_charged)
+        charged = {k: v - (before or {}).get(k, 0) for k, v in now.items()}
+        return {"charged": charged, "totals": now, "following": gov.kind(), "reason": gov.verdict.reason}
 
     def _platform(self, engine: ReferenceEngine) -> Platform:
         import vllm
@@ -117,6 +146,7 @@ class DemoRun:
             max_window_factor=self.spec.max_window_factor,
         )
         daemon.start(http=False, jobs=False)
+        self._hand_over(ref, daemon)
         # The engine runs on simulated time, ahead of the wall clock: the daemon's receipt time (its
         # bound on a frame's date) reads the same clock, as the gate's "now" does (_sim_now).
         daemon.receiver.wall_clock = lambda: self._sim_now(ref)
@@ -153,6 +183,12 @@ class DemoRun:
         while done < spec.steps:
             target = min(spec.steps, done + spec.gate_every, *(i.step for i in pending if i.step > done))
             done = ref.run(target)
+            window = self._governor_window(
+                ref, self.governor_windows[-1]["totals"] if self.governor_windows else None
+            )
+            if window is not None:
+                window["until_step"] = done
+                self.governor_windows.append(window)
             for inj in [i for i in pending if i.step <= done]:
                 self._inject(inj, ref, daemon)
                 pending.remove(inj)
@@ -266,6 +302,16 @@ class DemoRun:
             "check_reasons": _first_reasons(self.decisions),
             "db": self.spec.db_path,
         }
+        gov = getattr(ref.scheduler, "shadowd_governor", None)
+        if gov is not None:  # --govern: what admission followed, stretch by stretch
+            out["governor"] = {
+                "switches": dict(gov.switches),
+                "errors": gov.errors,
+                "windows": [
+                    {k: w[k] for k in ("until_step", "charged", "following", "reason")}
+                    for w in self.governor_windows
+                ],
+            }
         if daemon.calibration is not None:
             version = daemon.calibration.model.version
             out["model_version"] = version

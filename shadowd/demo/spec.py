@@ -74,6 +74,7 @@ class DemoSpec:
     gate_every: int = 200
     truth_steps: int = 120
     alerts: dict[str, Any] | None = None  # an [alerts] table; default: the log only
+    govern: bool = False  # admission by the governor, reading the demo daemon's gate state file
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod

@@ -55,6 +55,16 @@ def render_summary(r: dict[str, Any]) -> str:
         )
     for c in r.get("checks", []):
         lines.append(f"    {c['status']:>12}  {c['name']}: {c.get('reason') or ''}")
+    gov = r.get("governor")
+    if gov:
+        steps = {"attributed": 0, "vtc": 0}
+        for w in gov["windows"]:
+            for kind, n in w["charged"].items():
+                steps[kind] += n
+        lines.append(
+            f"  governor: {steps['attributed']} steps charged attributed GPU time, {steps['vtc']} VTC tokens; "
+            "switches " + ", ".join(f"{k} x{v}" for k, v in sorted(gov["switches"].items()))
+        )
     if r.get("db"):
         lines.append(f"  database: {r['db']}")
     return "\n".join(lines)

@@ -56,6 +56,7 @@ class RunSpec:
     kv_fraction: float = 1.0  # share of the vLLM-sized KV capacity the scheduler gets
     async_scheduling: bool = True
     record_steps: bool = True
+    scheduler_cls: type | None = None  # a scheduler class (default: the tapped AsyncScheduler)
     extra: dict = field(default_factory=dict)
 
 
@@ -83,7 +84,8 @@ class ReferenceRun:
                 max_num_batched_tokens=spec.max_num_batched_tokens,
                 max_model_len=spec.max_model_len,
                 num_blocks=self.num_blocks,
-            )
+            ),
+            spec.scheduler_cls,
         )
         self.driver = EngineDriver(
             self.scheduler, self.step_time, async_scheduling=spec.async_scheduling, vocab_size=shape.vocab

@@ -208,3 +208,33 @@ def test_requests_table_holds_the_service_each_request_received(stationary):
     assert first_steps_exist == 0  # the first scheduled step named is one that holds the request
     assert {s["tenant"] for s in service} == set(tenants)
     assert all(s["ttft_p50_ms"] is not None and s["ttft_p50_ms"] > 0 for s in service)
+
+
+def test_governed_admission_follows_the_gate_and_falls_back_within_one_evaluation(tmp_path_factory):
+    """``--govern``: the governor reads the state file the demo's daemon writes.  Every stretch of
+    steps after a GO verdict is charged attributed GPU time; every stretch after any other verdict
+    (no file yet, INCONCLUSIVE, NO_GO after the injected slowdown) is charged VTC tokens.  A step
+    already scheduled when the verdict changed keeps the old charge, hence the two-step allowance."""
+    result, _ = _demo(
+        tmp_path_factory,
+        "governed",
+        platform=H100,
+        steps=3000,
+        seed=1,
+        injects=("slowdown:0.08@2200",),
+        govern=True,
+    )
+    gov = result["governor"]
+    verdict_at = {h["step"]: h["verdict"] for h in result["gate_history"]}
+    windows = gov["windows"]
+    followed = []
+    for before, window in zip(windows, windows[1:]):
+        verdict = verdict_at.get(before["until_step"])  # the decision this stretch ran under
+        want, other = ("attributed", "vtc") if verdict == "GO" else ("vtc", "attributed")
+        assert window["charged"][other] <= 2, (verdict, window)
+        followed.append((verdict, want))
+    assert ("GO", "attributed") in followed, "the gate never said GO: nothing to fall back from"
+    went_go = followed.index(("GO", "attributed"))
+    assert ("NO_GO", "vtc") in followed[went_go:], "the slowdown did not take the gate out of GO"
+    assert gov["switches"].get("go", 0) >= 1 and gov["switches"].get("not_go:NO_GO", 0) >= 1
+    assert gov["errors"] == 0 and result["verdict"] == "NO_GO"
