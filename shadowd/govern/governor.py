@@ -5,8 +5,9 @@ new tokens and context to its tenant's sums (one dict lookup and a few additions
 every tenant in the step once: VTC token units always, and its LLMVisor share of the step's
 predicted latency whenever coefficients for this engine's platform are known.  Admission follows
 the attributed counter while the gate says GO and fresh, the VTC counter otherwise; a change of
-that choice is logged with its reason and counted (``switches``).  Any exception is counted in
-``errors`` and swallowed: the engine never sees one.
+that choice is logged with its reason and counted (``switches``); the counters reach the daemon
+through a status file written at most once a second (:mod:`shadowd.govern.status_file`).  Any
+exception is counted in ``errors`` and swallowed: the engine never sees one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from shadowd.govern.handoff import StateReader, Verdict
 from shadowd.govern.ledger import ATTRIBUTED, VTC, Ledger
 from shadowd.govern.price import TenantSums
 from shadowd.govern.queue import FairRequestQueue, RequestFacts
+from shadowd.govern.status_file import StatusFile
 from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.govern")
@@ -57,6 +59,8 @@ class Governor:
         self.switches: dict[str, int] = {}  # reason -> times the governor switched to it
         self.steps_charged = {"attributed": 0, "vtc": 0}
         self.errors = 0
+        path = config.status_path
+        self.status_file = StatusFile(path) if path else None
 
     # -- per request -----------------------------------------------------------------------------
     def facts_of(self, request: Any) -> RequestFacts:
@@ -91,6 +95,9 @@ class Governor:
                 log.warning("shadowd governor: step not charged (%d so far): %r", self.errors, exc)
         finally:
             self.queue.invalidate(charged)
+        sf = self.status_file
+        if sf is not None and sf.due():  # at most once a second: the daemon's view of the counters
+            sf.write(self.published())
 
     def _refresh(self) -> None:
         if self.reader is None:
@@ -199,6 +206,19 @@ class Governor:
                 self.ledger.deactivate(f.tenant)
 
     # -- reporting ---------------------------------------------------------------------------------
+    def published(self) -> dict[str, Any]:
+        """What the status file carries: the counters, no tenant names (see ``status_file``)."""
+        return {
+            "mode": self.config.mode,
+            "platform_key": self.config.platform_key,
+            "charging": "attributed" if self.verdict.go else "vtc",
+            "reason": self.verdict.reason,
+            "model_version": self.verdict.model_version,
+            "switches": dict(self.switches),
+            "steps_charged": dict(self.steps_charged),
+            "errors": self.errors,
+        }
+
     def status(self) -> dict[str, Any]:
         """Counters for logs, tests and the replay: the verdict, switches, per-tenant service."""
         return {
