@@ -191,12 +191,12 @@ class Governor:
 
     def _charge_sums(self, sums: dict[int, TenantSums], total_tokens: int) -> None:
         pricer = self.verdict.pricer or (self.reader.pricer if self.reader is not None else None)
-        tenants = list(sums)
         rows = list(sums.values())
         shares = pricer.shares(rows, total_tokens) if pricer is not None else None
-        w_p, w_q = self.config.w_p, self.config.w_q
-        for j, t in enumerate(tenants):
-            self.ledger.charge(t, rows[j].vtc_tokens(w_p, w_q), None if shares is None else shares[j])
+        w_p, w_q, charge = self.config.w_p, self.config.w_q, self.ledger.charge
+        for j, t in enumerate(sums):
+            s = rows[j]  # VTC's charge: TenantSums.vtc_tokens, inlined
+            charge(t, w_p * s.pp + w_q * (s.dn + s.dx), None if shares is None else shares[j])
         self.steps_charged["attributed" if self.verdict.go else "vtc"] += 1
 
     def _retire(self, finished: Any) -> None:
