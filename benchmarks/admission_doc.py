@@ -25,6 +25,21 @@ idle time is not banked).  Each scheduled step is charged to its tenants:
 Both counters are kept all the time, so a switch never starts from zero; every switch is logged
 with its reason and counted (`Governor.switches`).
 
+## Seeing the switches from outside the engine
+
+The governor publishes its counters in a small JSON file, `governor.json` beside the gate state
+file (or `SHADOWD_GOVERN_STATUS`; `off` for none), replaced atomically at most once a second by
+the step that finds it due: the counter it charges now and the reason, its switches by reason,
+steps charged per counter, errors; no tenant names.  The daemon reads every `governor*.json` in
+its state file's directory at scrape time (bounded: 16 files, 16 KiB each; a malformed file is
+skipped and counted) and serves, labelled `engine` by file name:
+`shadowd_governor_switches_total{reason}`, `shadowd_governor_charging{unit}`,
+`shadowd_governor_steps_charged_total{unit}`, `shadowd_governor_errors_total`,
+`shadowd_governor_status_age_seconds` (a stale file means the engine stopped scheduling or cannot
+write), `shadowd_governor_status_unreadable_total`.  Several engines sharing one state file set
+`SHADOWD_GOVERN_STATUS=.../governor-<name>.json` each.  Proven end to end (real scheduler, real
+daemon) by `tests/daemon/test_governor_status.py`.
+
 ## Turning it on
 
     vllm serve ... --scheduler-cls shadowd.govern.vllm.GovernedAsyncScheduler   # or GovernedScheduler
@@ -33,6 +48,7 @@ with its reason and counted (`Governor.switches`).
     SHADOWD_GOVERN_STATE=/run/shadowd/gate.json
     SHADOWD_PLATFORM_KEY='attention_backend=FLASH_ATTN/dtype=bf16/gpu=H100-SXM/model=...'  # the daemon's text form
     SHADOWD_GOVERN_TENANTS='acme=2,beta=1:500'   # weights, optional cap in attributed ms/s; or a JSON file
+    SHADOWD_GOVERN_STATUS=/run/shadowd/governor.json   # default: beside the state file (mode on)
 
 Off, the mixin leaves vLLM's FCFS queue in place: the same batches, step by step, as the
 untouched scheduler (`tests/govern/test_vllm.py`).  With vLLM's `priority` policy it stays off.
@@ -91,6 +107,11 @@ def _cost(section: dict[str, Any]) -> str:
             "The governor's own CPU time per step (its `on_schedule` charge and every call into its",
             "waiting queue), beyond the tap, on the real vLLM `AsyncScheduler`; steady decode batches and",
             "churn (arrivals, admissions and completions every step).  Method: `benchmarks/govern_cost.py`.",
+            "Per step the governor does one pass over the scheduled rows (one dict lookup and two integer",
+            "additions per one-token row, tallied per tenant), prices each tenant in the step once, and",
+            "re-keys in its heap of backlogged tenants only those whose counters moved; per admission it",
+            "pushes or pops one request (O(1)) and re-keys one tenant (O(log tenants)).  Same admissions and",
+            "bit-identical charges as the plain rule: `tests/govern/test_queue.py`.",
             "",
             *rows,
             "",

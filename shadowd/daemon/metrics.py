@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from alerts.notifier import Notifier
 from shadowd.daemon.drift_watch import DriftWatch
+from shadowd.daemon.governor_status import CHARGING, GovernorFiles
 from shadowd.daemon.service_stats import ServiceStats
 from shadowd.daemon.status import DaemonStatus
 from shadowd.daemon.tenants import TenantRoster
@@ -120,6 +121,7 @@ class MetricSources:
     tenants: TenantRoster | None = None
     http_refused: Callable[[], dict[str, int]] | None = None
     service: ServiceStats | None = None
+    governors: GovernorFiles | None = None  # the engines' governor status files
 
 
 class DaemonCollector(Collector):
@@ -212,6 +214,8 @@ class DaemonCollector(Collector):
         yield from _drift_watch_metrics(src.drift.state().get("residual"))
         if src.service is not None:
             yield from _service_metrics(src.service)
+        if src.governors is not None:
+            yield from _governor_metrics(src.governors)
         if src.notifier is not None:
             yield _notification_metrics(src.notifier())
 
@@ -237,6 +241,38 @@ def _gate_metrics(decision: dict[str, Any] | None) -> Iterator[Any]:
         if a.get("ratio") is not None and math.isfinite(a["ratio"]):
             adv.add_metric([cls], float(a["ratio"]))
     yield adv
+
+
+def _governor_metrics(files: GovernorFiles) -> Iterator[Any]:
+    """What each engine's governor charges, why, and how often it switched (its status file)."""
+    labels = ["engine"]
+    sw = CounterMetricFamily(
+        "shadowd_governor_switches",
+        "Times the governor switched its charging, by the reason it switched to",
+        labels=[*labels, "reason"],
+    )
+    charging = GaugeMetricFamily(
+        "shadowd_governor_charging", "1 for the counter the governor charges now", labels=[*labels, "unit"]
+    )
+    steps = CounterMetricFamily(
+        "shadowd_governor_steps_charged", "Steps the governor charged, by counter", labels=[*labels, "unit"]
+    )
+    errors = CounterMetricFamily(
+        "shadowd_governor_errors", "Steps the governor failed to charge", labels=labels
+    )
+    age = GaugeMetricFamily(
+        "shadowd_governor_status_age_seconds", "Time since the governor last wrote its status", labels=labels
+    )
+    for g in files.read():
+        for reason, n in g.switches.items():
+            sw.add_metric([g.engine, reason], float(n))
+        for unit in CHARGING:
+            charging.add_metric([g.engine, unit], 1.0 if g.charging == unit else 0.0)
+            steps.add_metric([g.engine, unit], float(g.steps_charged.get(unit, 0)))
+        errors.add_metric([g.engine], float(g.errors))
+        age.add_metric([g.engine], g.age_s)
+    yield from (sw, charging, steps, errors, age)
+    yield _counter("shadowd_governor_status_unreadable", "Governor status files skipped", files.unreadable)
 
 
 def _residual_metrics(stats: IngestStats) -> Iterator[Any]:

@@ -41,6 +41,7 @@ from shadowd.daemon.config import Config
 from shadowd.daemon.drift_watch import DriftWatch
 from shadowd.daemon.gate_evidence import DaemonFacts
 from shadowd.daemon.gatekeeper import GateKeeper, published_model
+from shadowd.daemon.governor_status import GovernorFiles, governor_directory
 from shadowd.daemon.http_server import ApiServer
 from shadowd.daemon.jobs import daemon_jobs, reporting, reschedule, start_jobs
 from shadowd.daemon.metrics import IngestStats, MetricSources, registry_for
@@ -116,6 +117,8 @@ class Daemon:
             model=self.published_model,
         )
         self.gatekeeper.listeners.append(self.rules.on_decision)
+        gov_dir = governor_directory(config.state_file)
+        self.governors = GovernorFiles(gov_dir) if gov_dir else None  # engines' governors, for /metrics
         self.calibrator = self._new_calibrator(run_job)
         self.pipeline.observers += [
             self._observe_calibration,
@@ -320,6 +323,7 @@ class Daemon:
             tenants=self.tenants,
             http_refused=lambda: dict(self.http.refused) if self.http is not None else {},
             notifier=lambda: self.notifier,
+            governors=self.governors,
         )
 
     def health_tick(self) -> None:

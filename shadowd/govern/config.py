@@ -6,6 +6,9 @@
 ``SHADOWD_GOVERN_STATE``   the daemon's gate state file (default ``/run/shadowd/gate.json``).
 ``SHADOWD_PLATFORM_KEY``   this engine's platform key, in the daemon's text form
                            (``gpu=H100-SXM/model=…/tp=1/…``); a state file for another key is ignored.
+``SHADOWD_GOVERN_STATUS``  where the governor publishes its counters for the daemon (default, in
+                           mode ``on``: ``governor.json`` beside the state file; ``off``: nowhere);
+                           see :mod:`shadowd.govern.status_file`.
 ``SHADOWD_GOVERN_TENANTS`` tenant weights and caps: inline ``acme=2,beta=1:500`` (weight, optional
                            cap in attributed ms per second) or the path of a JSON file
                            ``{"weights": {...}, "caps_ms_per_s": {...}, "default_weight": 1}``.
@@ -120,6 +123,7 @@ class GovernConfig:
     w_p: float = 1.0  # VTC price of a prompt token
     w_q: float = 2.0  # VTC price of a generated token
     poll_interval_s: float = 1.0  # the state file is stat'ed at most this often
+    status_file: str | None = None  # None: beside the state file in mode "on"; "off": none
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -128,6 +132,13 @@ class GovernConfig:
     @property
     def enabled(self) -> bool:
         return self.mode != "off"
+
+    @property
+    def status_path(self) -> str | None:
+        """Where the governor's status file goes, or None."""
+        if self.status_file == "off" or (self.status_file is None and self.mode != "on"):
+            return None
+        return self.status_file or os.path.join(os.path.dirname(self.state_file), "governor.json")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> GovernConfig:
@@ -141,4 +152,5 @@ class GovernConfig:
             tenants=TenantPolicy.parse(env.get("SHADOWD_GOVERN_TENANTS")),
             tenant_key=env.get("SHADOWD_TENANT_KEY") or "tenant",
             tenant_prefix_sep=env.get("SHADOWD_TENANT_PREFIX_SEP") or None,
+            status_file=(env.get("SHADOWD_GOVERN_STATUS") or "").strip() or None,
         )

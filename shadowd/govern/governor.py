@@ -5,8 +5,9 @@ new tokens and context to its tenant's sums (one dict lookup and a few additions
 every tenant in the step once: VTC token units always, and its LLMVisor share of the step's
 predicted latency whenever coefficients for this engine's platform are known.  Admission follows
 the attributed counter while the gate says GO and fresh, the VTC counter otherwise; a change of
-that choice is logged with its reason and counted (``switches``).  Any exception is counted in
-``errors`` and swallowed: the engine never sees one.
+that choice is logged with its reason and counted (``switches``); the counters reach the daemon
+through a status file written at most once a second (:mod:`shadowd.govern.status_file`).  Any
+exception is counted in ``errors`` and swallowed: the engine never sees one.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from shadowd.govern.config import GovernConfig
+from shadowd.govern.config import MAX_TENANTS, GovernConfig
 from shadowd.govern.handoff import StateReader, Verdict
 from shadowd.govern.ledger import ATTRIBUTED, VTC, Ledger
 from shadowd.govern.price import TenantSums
 from shadowd.govern.queue import FairRequestQueue, RequestFacts
+from shadowd.govern.status_file import StatusFile
 from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.govern")
@@ -48,13 +50,17 @@ class Governor:
             if config.mode == "on"
             else None
         )
-        self.facts: dict[str, RequestFacts] = {}
+        self.facts: dict[str, RequestFacts] = {}  # live requests: from first sight to finish
+        self._dn = [0] * (MAX_TENANTS + 1)  # per-tenant one-token rows of the step being charged
+        self._dc = [0] * (MAX_TENANTS + 1)  # and their context tokens (zero between steps)
         self._seq = itertools.count()
         self.verdict = VTC_ONLY if self.reader is None else Verdict("missing")
         self.queue = FairRequestQueue(self.ledger, self.facts_of, self.kind(), self.prefill_price())
         self.switches: dict[str, int] = {}  # reason -> times the governor switched to it
         self.steps_charged = {"attributed": 0, "vtc": 0}
         self.errors = 0
+        path = config.status_path
+        self.status_file = StatusFile(path) if path else None
 
     # -- per request -----------------------------------------------------------------------------
     def facts_of(self, request: Any) -> RequestFacts:
@@ -78,21 +84,27 @@ class Governor:
 
     # -- per step ----------------------------------------------------------------------------------
     def on_schedule(self, out: Any) -> None:
+        charged: Iterable[int] | None = None  # None: unknown, the queue re-keys every tenant
         try:
             self._refresh()
-            self._charge(out)
+            charged = self._charge(out)
             self._retire(out.finished_req_ids)
         except Exception as exc:
             self.errors += 1
             if self.errors == 1 or self.errors % 10000 == 0:
                 log.warning("shadowd governor: step not charged (%d so far): %r", self.errors, exc)
         finally:
-            self.queue.invalidate()
+            self.queue.invalidate(charged)
+        sf = self.status_file
+        if sf is not None and sf.due():  # at most once a second: the daemon's view of the counters
+            sf.write(self.published())
 
     def _refresh(self) -> None:
         if self.reader is None:
             return
         verdict = self.reader.poll()
+        if verdict is self.verdict:  # most steps: nothing changed
+            return
         if verdict.reason != self.verdict.reason or verdict.model_version != self.verdict.model_version:
             self.switches[verdict.reason] = self.switches.get(verdict.reason, 0) + 1
             log.warning(
@@ -102,14 +114,17 @@ class Governor:
                 f", model {verdict.model_version}" if verdict.model_version else "",
             )
         self.verdict = verdict
-        self.queue.kind, self.queue.price = self.kind(), self.prefill_price()
+        self.queue.follow(self.kind(), self.prefill_price())
 
-    def _charge(self, out: Any) -> None:
-        if not out.total_num_scheduled_tokens:
-            return
+    def _charge(self, out: Any) -> Iterable[int]:
+        """Charge the step; the tenants charged."""
+        total = out.total_num_scheduled_tokens
+        if not total:
+            return ()
         nst = out.num_scheduled_tokens
         facts = self.facts
-        sums: dict[int, TenantSums] = {}
+        sums: dict[int, TenantSums] = {}  # tenants in order of first row, as the pricer sums them
+        new_tokens = 0
         for new in out.scheduled_new_reqs:
             rid = new.req_id
             f = facts.get(rid) or self._lookup(rid)
@@ -117,33 +132,71 @@ class Governor:
             if s is None:
                 s = sums[f.tenant] = TenantSums()
             p, c = nst[rid], new.num_computed_tokens
+            new_tokens += p
             s.add(p, c, c < f.prompt or p > 1)
         cached = out.scheduled_cached_reqs
-        for rid, c in zip(cached.req_ids, cached.num_computed_tokens):
-            f = facts.get(rid) or self._lookup(rid)
-            p = nst[rid]
-            s = sums.get(f.tenant)
-            if s is None:
-                s = sums[f.tenant] = TenantSums()
-            if p == 1 and c >= f.prompt:  # decode (the common row): inlined TenantSums.add
-                s.n += 1
-                s.dn += 1
-                s.dc += c
-            else:
+        if total - new_tokens == len(cached.req_ids):  # every cached row is one token
+            self._charge_single_tokens(cached.req_ids, cached.num_computed_tokens, sums)
+        else:
+            for rid, c in zip(cached.req_ids, cached.num_computed_tokens):
+                f = facts.get(rid) or self._lookup(rid)
+                s = sums.get(f.tenant)
+                if s is None:
+                    s = sums[f.tenant] = TenantSums()
+                p = nst[rid]
                 s.add(p, c, c < f.prompt or p > 1)
-        self._charge_sums(sums, out.total_num_scheduled_tokens)
+        self._charge_sums(sums, total)
+        return sums
+
+    def _charge_single_tokens(
+        self, rids: list[str], computed: list[int], sums: dict[int, TenantSums]
+    ) -> None:
+        """Rows of one token each (decode, the common case): per row one lookup and two integer
+        additions into per-tenant tallies, folded into the tenants' sums once per step."""
+        dn, dc = self._dn, self._dc
+        seen: list[int] = []
+        try:
+            self._tally(rids, computed, sums, seen)
+        finally:  # the tallies are zero again whatever happened
+            for t in seen:
+                s = sums[t]
+                s.n += dn[t]
+                s.dn += dn[t]
+                s.dc += dc[t]
+                dn[t] = dc[t] = 0
+
+    def _tally(
+        self, rids: list[str], computed: list[int], sums: dict[int, TenantSums], seen: list[int]
+    ) -> None:
+        facts, dn, dc = self.facts, self._dn, self._dc
+        for rid, c in zip(rids, computed):
+            f = facts.get(rid) or self._lookup(rid)
+            t = f.tenant
+            if c < f.prompt:  # the last token of a prompt: prefill-like
+                s = sums.get(t)
+                if s is None:
+                    s = sums[t] = TenantSums()
+                s.add(1, c, True)
+            elif dn[t]:
+                dn[t] += 1
+                dc[t] += c
+            else:
+                if t not in sums:
+                    sums[t] = TenantSums()
+                dn[t], dc[t] = 1, c
+                seen.append(t)
 
     def _lookup(self, rid: str) -> RequestFacts:
         return self.facts.get(rid) or self.facts_of(self.requests[rid])
 
     def _charge_sums(self, sums: dict[int, TenantSums], total_tokens: int) -> None:
         pricer = self.verdict.pricer or (self.reader.pricer if self.reader is not None else None)
-        tenants = list(sums)
         rows = list(sums.values())
         shares = pricer.shares(rows, total_tokens) if pricer is not None else None
-        w_p, w_q = self.config.w_p, self.config.w_q
-        for j, t in enumerate(tenants):
-            self.ledger.charge(t, rows[j].vtc_tokens(w_p, w_q), None if shares is None else shares[j])
+        w_p, w_q, charge = self.config.w_p, self.config.w_q, self.ledger.charge
+        for j, t in enumerate(sums):
+            s = rows[j]  # VTC's charge: TenantSums.vtc_tokens, inlined
+            charge(t, w_p * s.pp + w_q * (s.dn + s.dx), None if shares is None else shares[j])
         self.steps_charged["attributed" if self.verdict.go else "vtc"] += 1
 
     def _retire(self, finished: Any) -> None:
@@ -153,6 +206,19 @@ class Governor:
                 self.ledger.deactivate(f.tenant)
 
     # -- reporting ---------------------------------------------------------------------------------
+    def published(self) -> dict[str, Any]:
+        """What the status file carries: the counters, no tenant names (see ``status_file``)."""
+        return {
+            "mode": self.config.mode,
+            "platform_key": self.config.platform_key,
+            "charging": "attributed" if self.verdict.go else "vtc",
+            "reason": self.verdict.reason,
+            "model_version": self.verdict.model_version,
+            "switches": dict(self.switches),
+            "steps_charged": dict(self.steps_charged),
+            "errors": self.errors,
+        }
+
     def status(self) -> dict[str, Any]:
         """Counters for logs, tests and the replay: the verdict, switches, per-tenant service."""
         return {

@@ -86,26 +86,21 @@ class StepPricer:
         self.prefill = tuple(_coef(s, "prefill", PREFILL) for s in segs)
         self.decode = tuple(_coef(s, "decode", DECODE) for s in segs)
 
-    def _prefill_v(self, k: int, s: TenantSums) -> float:
-        a_p, a_c, a_p2, a_pc, a_1 = self.prefill[k]
-        return a_p * s.pp + a_c * s.pc + a_p2 * s.pp2 + a_pc * s.ppc + a_1 * s.pn
-
-    def _decode_v(self, k: int, s: TenantSums) -> float:
-        d_c, d_1, d_x = self.decode[k]
-        return d_c * s.dc + d_1 * s.dn + d_x * s.dx
-
     def shares(self, tenants: Sequence[TenantSums], total_tokens: int | None = None) -> list[float]:
         """Each tenant's share (ms) of the step made of all ``tenants``' rows; they sum to ``T̂``."""
         if total_tokens is None:
             total_tokens = int(sum(s.pp + s.dn + s.dx for s in tenants))
         k = 1 if total_tokens > self.breakpoint else 0
+        a_p, a_c, a_p2, a_pc, a_1 = self.prefill[k]  # unpacked once per step, not per tenant
+        d_c, d_1, d_x = self.decode[0]  # the decode price always uses segment 0's coefficients
+        e_c, e_1, e_x = self.decode[k]
         n = 0
         sum_v = sum_price = 0.0
         prices = []
         for s in tenants:
-            pre = self._prefill_v(k, s)
-            dec0 = self._decode_v(0, s)
-            sum_v += pre + (dec0 if k == 0 else self._decode_v(1, s))
+            pre = a_p * s.pp + a_c * s.pc + a_p2 * s.pp2 + a_pc * s.ppc + a_1 * s.pn
+            dec0 = d_c * s.dc + d_1 * s.dn + d_x * s.dx
+            sum_v += pre + (dec0 if k == 0 else e_c * s.dc + e_1 * s.dn + e_x * s.dx)
             prices.append(pre + dec0)
             sum_price += pre + dec0
             n += s.n

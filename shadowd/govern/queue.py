@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from heapq import heapify, heappop, heappush, heapreplace
 from typing import Any
 
 from vllm.v1.core.sched.request_queue import RequestQueue
@@ -47,39 +48,93 @@ class FairRequestQueue(RequestQueue):
     ) -> None:
         self.ledger = ledger
         self._facts = facts  # request -> its facts (created on first sight)
-        self.kind = kind  # the counter admission follows now (VTC or ATTRIBUTED); set by the governor
+        self.kind = kind  # the counter admission follows now (VTC or ATTRIBUTED); set by ``follow``
         self.price = prefill_price  # estimate per prompt token, in that counter's units
         self._fifo: dict[int, deque] = {}  # tenant -> its waiting (seq, request, facts) (non-empty only)
         self.pending: dict[int, float] = {}  # tenant -> estimates of this step's admissions
         self._popped: list[RequestFacts] = []  # carrying an estimate this step
         self._size = 0
         self._head: int | None = None  # cached choice; None = choose again
+        # Backlogged tenants by (normalised service, first seq, tenant): a heap with lazy deletion.
+        # ``_entry[t]`` is t's one live entry; any other entry of t in the heap is stale.  Every
+        # change of a key (a pop or push of t, a charge, the lift, the estimates dropped) re-keys
+        # only the tenants it touched, so choosing costs O(log tenants), never a scan.
+        self._heap: list[tuple[float, int, int]] = []
+        self._entry: dict[int, tuple[float, int, int]] = {}
+        self._held: set[int] = set()  # backlogged but over their cap: out of the heap until drained
 
     # -- choice ----------------------------------------------------------------------------------
+    def _rekey(self, t: int) -> None:
+        fifo = self._fifo.get(t)
+        if fifo is None:
+            self._entry.pop(t, None)
+            self._held.discard(t)
+            return
+        ledger, heap = self.ledger, self._heap
+        e = ((ledger.service[self.kind][t] + self.pending.get(t, 0.0)) / ledger.weight[t], fifo[0][0], t)
+        old = self._entry.get(t)
+        self._entry[t] = e
+        if heap and heap[0] is old:  # t was first (just popped from): replace in one sift
+            heapreplace(heap, e)
+        else:
+            heappush(heap, e)
+        if len(heap) > 2 * len(self._entry) + 32:  # too many stale entries: compact
+            self._heap = list(self._entry.values())
+            heapify(self._heap)
+
+    def _rebuild(self) -> None:
+        self._heap, self._entry, self._held = [], {}, set()
+        for t in list(self._fifo):
+            self._rekey(t)
+
     def _choose(self) -> int | None:
         head = self._head
         if head is not None:
             return head
-        ledger, pending = self.ledger, self.pending
-        service, weight, cap = ledger.service[self.kind], ledger.weight, ledger.cap
-        best, best_key, best_seq = None, 0.0, 0
-        for t, fifo in self._fifo.items():
-            if cap[t] and ledger.held(t):
-                continue
-            key = (service[t] + pending.get(t, 0.0)) / weight[t]
-            seq = fifo[0][0]
-            if best is None or key < best_key or (key == best_key and seq < best_seq):
-                best, best_key, best_seq = t, key, seq
-        self._head = best
-        return best
+        ledger, heap, entry = self.ledger, self._heap, self._entry
+        if self._held:
+            for t in [t for t in self._held if not ledger.held(t)]:
+                self._held.discard(t)
+                self._rekey(t)
+        while heap:
+            e = heap[0]
+            t = e[2]
+            if entry.get(t) is not e:
+                heappop(heap)
+            elif ledger.cap[t] and ledger.held(t):
+                heappop(heap)
+                del entry[t]
+                self._held.add(t)
+            else:
+                self._head = t
+                return t
+        return None
 
-    def invalidate(self) -> None:
-        """The counters moved (a step was charged): choose afresh, forget estimates."""
+    def follow(self, kind: int, price: float) -> None:
+        """The counter admission follows and the estimate's price (from the gate's verdict)."""
+        self.price = price
+        if kind != self.kind:
+            self.kind = kind
+            self._rebuild()
+            self._head = None
+
+    def invalidate(self, charged: Iterable[int] | None = None) -> None:
+        """A step was charged: forget the estimates and re-key the tenants whose counters moved
+        (``charged``; ``None``: any may have, re-key all)."""
         self._head = None
+        touched = set(self.pending)
         self.pending.clear()
         for f in self._popped:
             f.estimate = 0.0
         self._popped.clear()
+        if charged is None:
+            self._rebuild()
+            return
+        touched.update(charged)
+        fifo = self._fifo
+        for t in touched:
+            if t in fifo and t not in self._held:
+                self._rekey(t)
 
     def has_eligible(self) -> bool:
         return self._choose() is not None
@@ -90,22 +145,28 @@ class FairRequestQueue(RequestQueue):
         self._push(f, request, left=False)
 
     def _push(self, f: RequestFacts, request: Any, *, left: bool) -> None:
+        t = f.tenant
+        moved = left  # t's key or first request may change: re-key it
         if f.running:  # preempted, or skipped after being popped this step
             f.running = False
             if f.estimate:
-                self.pending[f.tenant] = self.pending.get(f.tenant, 0.0) - f.estimate
+                self.pending[t] = self.pending.get(t, 0.0) - f.estimate
                 f.estimate = 0.0
-        elif self.ledger.active[f.tenant]:
-            self.ledger.active[f.tenant] += 1
+                moved = True
+        elif self.ledger.active[t]:
+            self.ledger.active[t] += 1
         else:
-            self.ledger.activate(f.tenant)  # idle until now: the lift
-        fifo = self._fifo.get(f.tenant)
+            self.ledger.activate(t)  # idle until now: the lift
+        fifo = self._fifo.get(t)
         if fifo is None:
-            fifo = self._fifo[f.tenant] = deque()
+            fifo = self._fifo[t] = deque()
+            moved = True
         item = (f.seq, request, f)
         fifo.appendleft(item) if left else fifo.append(item)
         self._size += 1
         self._head = None
+        if moved:
+            self._rekey(t)
 
     def pop_request(self) -> Any:
         t = self._choose()
@@ -121,6 +182,7 @@ class FairRequestQueue(RequestQueue):
         self.pending[t] = self.pending.get(t, 0.0) + f.estimate
         self._popped.append(f)
         self._head = None
+        self._rekey(t)
         return request
 
     def peek_request(self) -> Any:
@@ -151,6 +213,7 @@ class FairRequestQueue(RequestQueue):
                 del self._fifo[f.tenant]
             self._size -= 1
             self.ledger.deactivate(f.tenant)
+            self._rekey(f.tenant)
         self._head = None
 
     def __bool__(self) -> bool:

@@ -1,0 +1,122 @@
+"""The fair queue's choice, and the governor's charges, against the plain rule on a real scheduler.
+
+The queue keeps backlogged tenants in a heap re-keyed only where something changed, and the
+governor folds one-token rows into per-tenant tallies; both are checked here against the rule
+written out the slow way, at every admission and every step of a real vLLM run with arrivals,
+chunked prefills, preemptions, weights and a cap that holds a tenant:
+
+* each admitted request is the first waiting request of the backlogged, not-held tenant with the
+  least ``(service + pending estimates) / weight`` (ties: the earliest request);
+* each step charges every tenant exactly (bit for bit) what ``TenantSums.add`` per row and
+  ``StepPricer.shares`` give.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from shadowd.daemon.gatekeeper import published_model, write_state_file
+from shadowd.govern.config import GovernConfig, TenantPolicy
+from shadowd.govern.ledger import ATTRIBUTED, VTC
+from shadowd.govern.price import TenantSums
+from tests.govern.test_vllm import COEF, KEY, _engine, _governed
+from tests.workloads import Req, mixed_trace_requests
+
+pytestmark = pytest.mark.usefixtures("vllm")
+POLICY = "longdoc=2,coder=1:40"  # coder capped at 40 attributed ms per second: it is held at times
+
+
+def _held(ledger, t: int) -> bool:
+    """``Ledger.held`` without its drain (the check must not move what it checks)."""
+    cap, b = ledger.cap[t], ledger.bucket[t]
+    if not cap or b <= cap:
+        return False
+    return max(0.0, b - (ledger.clock() - ledger._bucket_t[t]) * cap) > cap
+
+
+def _rule(queue) -> int | None:
+    """The tenant the plain scan picks: least normalised service + estimates, earliest request."""
+    ledger, best = queue.ledger, None
+    for t, fifo in queue._fifo.items():
+        if _held(ledger, t):
+            continue
+        key = ((ledger.service[queue.kind][t] + queue.pending.get(t, 0.0)) / ledger.weight[t], fifo[0][0])
+        best = min(best, (key, t)) if best is not None else (key, t)
+    return None if best is None else best[1]
+
+
+def _reference_charges(gov, sched, out) -> dict[int, tuple[float, float | None]]:
+    """Per tenant (VTC tokens, attributed ms) of one step, one ``TenantSums.add`` per row."""
+    sums: dict[int, TenantSums] = {}
+    rows = [(n.req_id, n.num_computed_tokens) for n in out.scheduled_new_reqs]
+    rows += zip(out.scheduled_cached_reqs.req_ids, out.scheduled_cached_reqs.num_computed_tokens)
+    for rid, c in rows:
+        req = sched.requests[rid]
+        t = gov.ledger.index[gov.resolver.resolve(req)]
+        p = out.num_scheduled_tokens[rid]
+        sums.setdefault(t, TenantSums()).add(p, c, c < req.num_prompt_tokens or p > 1)
+    pricer = gov.verdict.pricer or gov.reader.pricer
+    shares = pricer.shares(list(sums.values()), out.total_num_scheduled_tokens) if pricer else None
+    cfg = gov.config
+    return {
+        t: (s.vtc_tokens(cfg.w_p, cfg.w_q), None if shares is None else shares[j])
+        for j, (t, s) in enumerate(sums.items())
+    }
+
+
+def test_admissions_and_charges_follow_the_plain_rule(llama_dir, tmp_path):
+    state = tmp_path / "gate.json"
+    now = 1e9  # the ledger runs on the driver's simulated clock; the gate on wall time
+    write_state_file(
+        state,
+        {"verdict": "GO", "valid_until": 4e9, "model": published_model("m1", KEY, COEF, "equal", now, 3e9)},
+    )
+    cfg = GovernConfig(mode="on", state_file=str(state), platform_key=KEY, tenants=TenantPolicy.parse(POLICY))
+    sched, driver = _engine(llama_dir, _governed(cfg), max_num_seqs=16, num_blocks=1000)
+    gov, queue = sched.shadowd_governor, sched.shadowd_governor.queue
+    admitted, held_seen, charged_steps, idle = [0], [0], [0], [0]
+    # The driver's simulated clock stands still while nothing runs (only a held tenant waits):
+    # each empty step counts as 5 ms more, or the hold would never drain.
+    gov.ledger.clock = lambda: driver.clock() / 1e9 + 0.005 * idle[0]
+
+    pop = queue.pop_request
+
+    def checked_pop():
+        want = _rule(queue)
+        held_seen[0] += any(_held(queue.ledger, t) for t in queue._fifo)
+        request = pop()
+        assert queue._facts(request).tenant == want
+        admitted[0] += 1
+        return request
+
+    queue.pop_request = checked_pop
+    on_schedule = gov.on_schedule
+
+    def checked_on_schedule(out):
+        idle[0] += not out.total_num_scheduled_tokens
+        if out.total_num_scheduled_tokens:
+            gov._refresh()
+            want = _reference_charges(gov, sched, out)
+            before = [list(s) for s in gov.ledger.service]
+        on_schedule(out)
+        if out.total_num_scheduled_tokens:
+            for t, (vtc, ms) in want.items():
+                assert gov.ledger.service[VTC][t] == before[VTC][t] + vtc
+                assert gov.ledger.service[ATTRIBUTED][t] == before[ATTRIBUTED][t] + ms
+            charged_steps[0] += 1
+
+    gov.on_schedule = checked_on_schedule
+    # First, prompts whose last token is scheduled alone, beside another request's decode (a
+    # one-token row that is still prefill): 1025 tokens into a budget of 1024 on an idle engine,
+    # and 1024 tokens beside one decode.  Then the traces.
+    odd = [Req(float(i), "chat", 1025, 60) for i in range(4)] + [
+        Req(i + 0.05, "coder", 1024, 4) for i in range(4)
+    ]
+    late = [dataclasses.replace(r, arrival_s=r.arrival_s + 5.0) for r in mixed_trace_requests(40, seed=9)]
+    driver.run(odd + late, max_steps=100000)
+    assert gov.errors == 0 and gov.verdict.go
+    assert admitted[0] >= 128 and charged_steps[0] > 500 and held_seen[0] > 0
+    assert sum(s.preemptions for s in driver.service.values()) > 0
+    assert all(s.done for s in driver.service.values())
