@@ -35,6 +35,9 @@ class RequestLike(Protocol):
     prefix_blocks: tuple[int, ...] | None
 
 
+IDLE_TICK_NS = 10_000_000  # simulated time an idle engine-loop turn stands for (nothing could run)
+
+
 @dataclass
 class SimClock:
     """Monotonic nanoseconds of simulated time."""
@@ -234,7 +237,11 @@ class EngineDriver:
                 if len(self._queue) < depth:
                     return True
             else:
-                self._queue.appendleft((out, None, self.clock()))
+                # Requests wait but none could run (e.g. every waiting tenant held at its cap)
+                # and no work is in flight: a real engine loop comes round again a little later,
+                # so simulated time moves on, or what waits on time (a cap draining) never comes.
+                busy = any(step is not None for _, step, _ in self._queue)
+                self._queue.appendleft((out, None, self.clock() + (0 if busy else IDLE_TICK_NS)))
         if not self._queue:
             return False
         self._finish_oldest()
