@@ -97,9 +97,10 @@ class RunTracker:
         return dict(self._last)
 
     def tap_counters(self) -> dict[str, int]:
-        """The taps' counters (latest per run), summed over the runs tracked."""
+        """The taps' counters (latest per run), summed over the runs tracked.  Read from the HTTP
+        and watchdog threads while the receiver's thread writes: the values are copied first."""
         sums = dict.fromkeys(TapCounters.__struct_fields__, 0)
-        for counters in self._counters.values():
+        for counters in list(self._counters.values()):
             for name in sums:
                 sums[name] += getattr(counters, name)
         return sums

@@ -21,6 +21,7 @@ from shadowd.daemon.gate_evidence import class_accuracy
 from shadowd.daemon.service import Daemon
 from shadowd.demo.progress import NoProgress, Progress
 from shadowd.demo.spec import DemoSpec, Injection, demo_policy
+from shadowd.govern.ledger import ATTRIBUTED
 from shadowd.sim.reference_run import ReferenceRun, RunSpec
 from shadowd.twin.request_spec import RequestSpec
 from shadowd.twin.step_latency import ReferenceEngine
@@ -79,7 +80,7 @@ class DemoRun:
     def _governed_class(self) -> type:
         """The tapped scheduler with the governor on, reading this demo's gate state file."""
         from shadowd.govern.config import GovernConfig
-        from shadowd.govern.vllm import GovernedAsyncScheduler
+        from shadowd.govern.vllm import GovernedAsyncScheduler  # imports vLLM: only with --govern
 
         config = GovernConfig(mode="on", state_file=str(self.workdir / "gate.json"), poll_interval_s=0.0)
         return type("DemoGovernedScheduler", (GovernedAsyncScheduler,), {"governor_config": config})
@@ -101,7 +102,8 @@ class DemoRun:
             return None
         now = dict(gov.steps_charged)
         charged = {k: v - (before or {}).get(k, 0) for k, v in now.items()}
-        return {"charged": charged, "totals": now, "following": gov.kind(), "reason": gov.verdict.reason}
+        following = "attributed" if gov.kind() == ATTRIBUTED else "vtc"
+        return {"charged": charged, "totals": now, "following": following, "reason": gov.verdict.reason}
 
     def _platform(self, engine: ReferenceEngine) -> Platform:
         import vllm
