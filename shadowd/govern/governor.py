@@ -220,14 +220,6 @@ class Governor:
         }
 
     def status(self) -> dict[str, Any]:
-        """Counters for logs, tests and the replay: the verdict, switches, per-tenant service."""
-        return {
-            "mode": self.config.mode,
-            "charging": "attributed" if self.verdict.go else "vtc",
-            "reason": self.verdict.reason,
-            "model_version": self.verdict.model_version,
-            "switches": dict(self.switches),
-            "steps_charged": dict(self.steps_charged),
-            "errors": self.errors,
-            "tenants": self.ledger.snapshot(),
-        }
+        """Counters for logs, tests and the replay: what the status file carries, and per-tenant
+        service."""
+        return {**self.published(), "tenants": self.ledger.snapshot()}
