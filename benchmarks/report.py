@@ -210,6 +210,7 @@ interleaves A/B runs, and reports CPU time where wall time would mostly measure 
 
 
 def _tap_section(entry: dict | None) -> str:
+    from shadowd.tap import builder as _bld
     from shadowd.tap import recorder as _rec
 
     if not entry:
@@ -234,6 +235,8 @@ def _tap_section(entry: dict | None) -> str:
                 " / ".join(
                     _fmt(hooks.get(h), 1) for h in ("on_admit", "on_schedule", "on_output", "on_finish")
                 ),
+                f"{_fmt(t.get('encoder_cpu_us_per_step'), 1)} ({t.get('encoder', 'inline')})",
+                _fmt(t.get("hooks_cpu_inline_us_per_step"), 1),
                 f"{t['frames_sent']:,} / {t['frames_received']:,} / {t['frames_dropped']:,}",
             ]
         )
@@ -251,6 +254,8 @@ def _tap_section(entry: dict | None) -> str:
             "wall ratio",
             "hooks CPU µs/step",
             "admit / schedule / output / finish µs",
+            "frame builder CPU µs/step (where)",
+            "hooks CPU µs/step with the builder inline",
             "frames built / received / dropped",
         ],
         rows,
@@ -277,36 +282,64 @@ directly, mean per step over blocks (sends are batched, so the mean carries thei
 
 Reading it: "extra CPU µs/step" is what the tap adds to the scheduler's own thread per step, all
 hooks and side effects included (plus the tapped class's inert wrappers, timed apart and added); the
-hooks' column is the part spent inside the tap's code.  Two schedulers of the same class differ by
-themselves (memory layout): the run is a crossover, each scheduler carrying the tap in every other
-block, so that difference ("engine bias") enters the two arms with opposite signs and cancels in
-their mean.  On this shared 2-vCPU host thread CPU time also absorbs cache and hypervisor effects of
-the neighbours (see the load average above and the ratio's block range).
+hooks' column is the part spent inside the tap's hooks.  The engine thread is what the targets are
+about: it is the scheduling loop.  The frame builder's column is the tap's other CPU, spent on its
+encoder thread (`SHADOWD_TAP_ENCODER=thread`, the default) off the engine thread's path, measured
+apart on the same steps; the run puts a {_gpu_wait(entry)} sleep after every round of steps where
+the GPU's part of a step would be (far shorter than a real step of an 8B model at these batch
+sizes), which is when that thread gets the interpreter.  The extra CPU can come out below zero on
+churn: the tap holds each step's `SchedulerOutput` until its frame is built, so freeing it (lists
+of the batch's ids and counts) moves to the encoder thread too.  The wall ratio shows what the
+engine thread felt of the encoder thread (waiting for the interpreter) plus the host's noise.  Two
+schedulers of the same class differ by themselves (memory layout): the run is a crossover, each
+scheduler carrying the tap in every other block, so that difference ("engine bias") enters the two
+arms with opposite signs and cancels in their mean.  On this shared 2-vCPU host thread CPU time also
+absorbs cache and hypervisor effects of the neighbours (see the load average above and the ratio's
+block range).
 
-**How the tap keeps its cost proportional to what changed** (`shadowd/tap/recorder.py`):
-- *Per request, once.*  Tenant and prompt length are resolved at admission and dropped at finish
-  (`on_finish`, hooked on vLLM's `_free_request`, which every finish and abort goes through), where
-  the request's lifecycle record is queued too.  Finishes the tap missed are looked for only once it
-  knows {_rec.RECONCILE_SLACK} more requests than the scheduler holds, never by a scan per step.
+**How the tap keeps the engine thread's cost proportional to what changed** (`shadowd/tap/recorder.py`
+on the engine thread, `shadowd/tap/builder.py` on the encoder thread):
+- *The engine thread reads only what changes under it*: which of the step's rows may be prefilling
+  (new, resumed and still-chunking requests: `is_prefill_chunk` on the live request), who got a first
+  token at this output, when a request left.  It queues the step (a reference to vLLM's
+  `SchedulerOutput`, whose lists vLLM builds afresh each step and never changes) and returns; the
+  queue is bounded ({_rec.MAX_QUEUED_EVENTS:,} events: beyond, steps are dropped and counted; at four
+  times that the tap turns itself off).  The encoder thread wakes every
+  {_rec.ENCODER_POLL_S * 1e3:g} ms (the engine thread never signals it) and yields the interpreter
+  after every frame.
+- *Per request, once.*  Tenant and prompt length are resolved (by the builder) at admission and
+  dropped at finish (`on_finish`, hooked on vLLM's `_free_request`, which every finish and abort goes
+  through), where the request's lifecycle record is queued too.  Finishes the tap missed are looked for
+  only once it knows {_rec.RECONCILE_SLACK} more requests than the scheduler holds, never by a scan
+  per step.
 - *Tenant and prompt columns* are one C-level dict lookup per row (`map`); keeping them in the
   scheduler's running order and editing them per arrival and finish was tried and cost more (async
   scheduling skips requests whose last token is in flight, so the kept order needed a Python-level
   repair every step).
-- *Token and prefill columns from the candidates only.*  New, resumed and still-prefilling requests
-  are the only rows looked at; every other row is a one-token decode, proven by the step's token total
-  (else the dense path runs).  Columns of all zeros, ones or `False` come from a cache.
+- *Token and prefill columns from the candidates only.*  Every row but the candidates is a one-token
+  decode, proven by the step's token total (else every multi-token row is looked at).  Columns of all
+  zeros, ones or `False` come from a cache.
 - *Steady decode steps reuse the previous frame's encoded columns*; frames are assembled from encoded
   parts (byte for byte `encode_frame`'s, asserted in `tests/tap/test_batching.py`).
 - *Sends are batched*: one zmq message per batch of frames, at most one send per
-  {_rec.SEND_INTERVAL_NS // 1_000_000} ms of engine clock unless {_rec.BATCH_FRAMES} frames wait or the
-  engine goes idle (a frame waits at most {_rec.SEND_INTERVAL_NS // 1_000_000} ms plus one step): a zmq
-  send costs the engine thread a fixed amount of CPU, and more wall time, whatever its size.
-- Tried and not kept: resolving a step's arrivals in one loop, encoding each column at schedule time
-  (as `msgspec.Raw`) and each frame straight onto its batch buffer.  Faster on a warm replay of
-  captured steps, slower inside the running scheduler (with the collector off in both, so not its
-  doing): what counts is the tap's cost in the engine, not in isolation.
-- Exactness under churn (arrivals every step, chunked prefill, preemption, aborts): `tests/tap/test_churn.py`.
+  {_bld.SEND_INTERVAL_NS // 1_000_000} ms of engine clock unless {_bld.BATCH_FRAMES} frames wait or the
+  engine goes idle (a frame waits at most {_bld.SEND_INTERVAL_NS // 1_000_000} ms plus one step and one
+  encoder wake-up): a zmq send costs a fixed amount of CPU, and more wall time, whatever its size.
+- With everything on the engine thread (`SHADOWD_TAP_ENCODER=inline`, the design before the encoder
+  thread; last column, the same steps timed again), the per-row work lands on the scheduling loop;
+  no reordering of it met the churn targets there.  Tried and not kept: resolving a step's arrivals in one loop, encoding
+  each column at schedule time (as `msgspec.Raw`) and each frame straight onto its batch buffer was
+  faster on a warm replay of captured steps but slower inside the running scheduler.  What counts is
+  the tap's cost in the engine, not in isolation.
+- Exactness under churn (arrivals every step, chunked prefill, preemption, aborts), with the encoder
+  thread and inline: `tests/tap/test_churn.py`; the bounded queue and a stalled encoder:
+  `tests/tap/test_recorder.py`.
 """
+
+
+def _gpu_wait(entry: dict) -> str:
+    waits = {t.get("gpu_wait_ms") for t in entry["data"]}
+    return " / ".join(f"{w:g} ms" for w in sorted(w for w in waits if w is not None)) or "no"
 
 
 def _attribution_section(entry: dict | None) -> str:

@@ -27,8 +27,14 @@ median of the per-step paired differences; then the tap's hooks timed directly
 on the tapped engine (``_time_hooks``), per hook.
 
 CPU time (``time.thread_time_ns``) is what the engine thread itself spends;
-wall time also holds the time it is preempted (by zmq's I/O thread that a send
-wakes, or by other tenants of a shared host).
+wall time also holds the time it is preempted (by the tap's encoder thread, by
+zmq's I/O thread that a send wakes, or by other tenants of a shared host).
+The tap builds its frames on its own encoder thread (``shadowd.tap.builder``);
+its CPU per step is measured apart (``encoder_cpu_us_per_step``), and the
+hooks are timed once more with the builder inline, on the engine thread
+(``hooks_cpu_inline_us_per_step``), the design before the encoder thread.
+Every round of steps ends with ``GPU_WAIT_S`` of sleep, where a real engine
+thread waits on the GPU and the encoder thread gets the interpreter.
 """
 
 from __future__ import annotations
@@ -50,6 +56,11 @@ CHURN_OUTPUT = (8, 40)  # churn workload: output tokens, uniform
 CHURN_PROMPT_CAP = 4096  # longest churn prompt (the trace's tail is longer)
 CHURN_BATCHED_TOKENS = 8192  # token budget per step (chunked prefill beyond it)
 WORKLOADS = ("steady", "churn")
+# The GPU's part of a step, as a sleep per round of steps: the engine thread waits on the GPU
+# (the interpreter is free), which is when the tap's encoder thread builds and sends frames.
+# Far shorter than a real step of an 8B model at these batch sizes, so the encoder has less
+# time to hide in than in a real engine.
+GPU_WAIT_S = 0.002
 
 
 def churn_specs(count: int, seed: int = 17) -> list[tuple[int, int]]:
@@ -126,13 +137,7 @@ class _Engine:
             tap._pending.clear()
             sched.shadowd_tap = None
         elif on and sched.shadowd_tap is None:
-            live = sched.requests
-            for rid in [r for r in tap._tenant_of if r not in live]:
-                tap._forget(rid)
-            for rid, req in live.items():
-                if rid not in tap._tenant_of:
-                    tap.on_admit(req)
-            tap._steady = None
+            tap.resync(sched.requests)
             sched.shadowd_tap = tap
 
     def _arrivals(self) -> list[Any]:
@@ -178,8 +183,9 @@ class _Engine:
         )
         return out, mro
 
-    def steps(self, k: int) -> tuple[list[int], list[int]]:
-        """Run ``k`` steps; per step ns in the scheduler (add_request + schedule + update), wall and CPU."""
+    def steps(self, k: int, gpu_wait: bool = False) -> tuple[list[int], list[int]]:
+        """Run ``k`` steps; per step ns in the scheduler (add_request + schedule + update), wall and
+        CPU; with ``gpu_wait``, ``GPU_WAIT_S`` after each (the GPU's part)."""
         clock, cpu = time.perf_counter_ns, time.thread_time_ns
         sched, q = self.sched, self.queue
         wall, cpu_ns = [], []
@@ -194,6 +200,8 @@ class _Engine:
             q.append(self._scheduled(nxt))
             wall.append(w0 + t3 - t2)
             cpu_ns.append(c0 + c3 - c2)
+            if gpu_wait:
+                time.sleep(GPU_WAIT_S)
         return wall, cpu_ns
 
     def batch_size(self) -> int:
@@ -268,6 +276,11 @@ def measure(
         collections = sum(g["collections"] for g in gc.get_stats()) - collections0
         pair[0].set_tap(True)
         hooks, per_hook = _time_hooks(pair[0], pair[0].tap, hook_steps)
+        threaded = pair[0].tap._worker is not None
+        # The same, with the frames built on the engine thread (the design before the encoder
+        # thread): what the engine thread would pay for everything.
+        pair[0].tap.close()  # stops the encoder thread; the tap goes on inline
+        inline, _ = _time_hooks(pair[0], pair[0].tap, hook_steps // 2)
         for eng in pair:
             eng.tap.flush()
         assert not any(eng.tap.dropped for eng in pair), "the tap dropped frames (a tap error)"
@@ -318,7 +331,11 @@ def measure(
         "hooks_us_per_step": round(hooks[0], 2),
         "hooks_cpu_us_per_step": round(hooks[1], 2),
         "hooks_cpu_best_block_us_per_step": round(hooks[2], 2),
-        "hooks_cpu_by_hook_us_per_step": {k: round(v, 2) for k, v in per_hook.items()},
+        "hooks_cpu_by_hook_us_per_step": {k: round(v, 2) for k, v in per_hook.items() if k != "encoder"},
+        "encoder_cpu_us_per_step": round(per_hook["encoder"], 2),
+        "encoder": "thread" if threaded else "inline",
+        "hooks_cpu_inline_us_per_step": round(inline[1], 2),
+        "gpu_wait_ms": GPU_WAIT_S * 1e3,
         "hooks_pct_of_step": round(100 * hooks[0] / w["untapped_us_per_step"], 2),
         "hooks_cpu_pct_of_step": round(100 * hooks[1] / c["untapped_us_per_step"], 2),
         "blocks": blocks,
@@ -366,6 +383,7 @@ def _paired_block(engines: dict[str, _Engine], k: int) -> dict[str, tuple[list[i
             w, c = eng.steps(1)
             got[name][0].append(w[0])
             got[name][1].append(c[0])
+        time.sleep(GPU_WAIT_S)  # the GPU's part of the round: the encoder thread's time
     return got
 
 
@@ -392,7 +410,9 @@ HOOKS = ("on_admit", "on_schedule", "on_output", "on_finish", "on_preempt")
 
 
 def _time_hooks(eng: _Engine, tap: Any, steps: int, blocks: int = 6) -> tuple[tuple, dict[str, float]]:
-    """µs per step in the tap's hooks: (wall, CPU, best block's CPU) for all, and CPU per hook.
+    """µs per step in the tap's hooks: (wall, CPU, best block's CPU) for all, and CPU per hook;
+    ``encoder``: the CPU its ``FrameBuilder`` spent per step (on the encoder thread, off the
+    engine thread's path; each block's queue drained, ``flush``, before its clock stops).
 
     Per block of ``steps // blocks`` steps the mean, not the median (sends are batched, so most
     steps pay nothing for sending and a few pay for a whole batch); then the median over blocks,
@@ -426,11 +446,16 @@ def _time_hooks(eng: _Engine, tap: Any, steps: int, blocks: int = 6) -> tuple[tu
         setattr(tap, h, timed(h, originals[h]))
     per = max(1, steps // blocks)
     wall, cpu_us, by_hook = [], [], {h: [] for h in names}
+    encoder: list[float] = []
     try:
         for _ in range(blocks):
             for a in acc.values():
                 a[:] = [0, 0, 0]
-            eng.steps(per)
+            tap.flush()
+            e0 = tap.encoder_cpu_ns
+            eng.steps(per, gpu_wait=True)
+            tap.flush()
+            encoder.append((tap.encoder_cpu_ns - e0) / per / 1e3)
             calls = sum(a[2] for a in acc.values())
             wall.append((sum(a[0] for a in acc.values()) - calls * overhead_wall) / per / 1e3)
             cpu_us.append((sum(a[1] for a in acc.values()) - calls * overhead_cpu) / per / 1e3)
@@ -439,7 +464,9 @@ def _time_hooks(eng: _Engine, tap: Any, steps: int, blocks: int = 6) -> tuple[tu
     finally:
         for h in names:
             delattr(tap, h)
-    return (median(wall), median(cpu_us), min(cpu_us)), {h: median(v) for h, v in by_hook.items()}
+    by_hook = {h: median(v) for h, v in by_hook.items()}
+    by_hook["encoder"] = median(encoder)
+    return (median(wall), median(cpu_us), min(cpu_us)), by_hook
 
 
 TARGETS_US = {32: 20.0, 256: 60.0}

@@ -122,10 +122,24 @@ class Governor:
         if not total:
             return ()
         nst = out.num_scheduled_tokens
-        facts = self.facts
+        cached = out.scheduled_cached_reqs
         sums: dict[int, TenantSums] = {}  # tenants in order of first row, as the pricer sums them
+        new_tokens = self._charge_new(out.scheduled_new_reqs, nst, sums)
+        # Tokens beyond one per cached row: prompt chunks (found by the tally, whose rows are
+        # behind their prompt) or, rarely, speculative or recomputed output tokens.
+        extra = total - new_tokens - len(cached.req_ids)
+        if self._charge_cached(cached.req_ids, cached.num_computed_tokens, nst, sums) != extra:
+            sums = {}  # a multi-token row past its prompt: charge the step row by row instead
+            self._charge_new(out.scheduled_new_reqs, nst, sums)
+            self._charge_each(cached.req_ids, cached.num_computed_tokens, nst, sums)
+        self._charge_sums(sums, total)
+        return sums
+
+    def _charge_new(self, new_reqs: list, nst: dict, sums: dict[int, TenantSums]) -> int:
+        """The step's new requests (each a prompt chunk), row by row; their tokens."""
+        facts = self.facts
         new_tokens = 0
-        for new in out.scheduled_new_reqs:
+        for new in new_reqs:
             rid = new.req_id
             f = facts.get(rid) or self._lookup(rid)
             s = sums.get(f.tenant)
@@ -134,29 +148,31 @@ class Governor:
             p, c = nst[rid], new.num_computed_tokens
             new_tokens += p
             s.add(p, c, c < f.prompt or p > 1)
-        cached = out.scheduled_cached_reqs
-        if total - new_tokens == len(cached.req_ids):  # every cached row is one token
-            self._charge_single_tokens(cached.req_ids, cached.num_computed_tokens, sums)
-        else:
-            for rid, c in zip(cached.req_ids, cached.num_computed_tokens):
-                f = facts.get(rid) or self._lookup(rid)
-                s = sums.get(f.tenant)
-                if s is None:
-                    s = sums[f.tenant] = TenantSums()
-                p = nst[rid]
-                s.add(p, c, c < f.prompt or p > 1)
-        self._charge_sums(sums, total)
-        return sums
+        return new_tokens
 
-    def _charge_single_tokens(
-        self, rids: list[str], computed: list[int], sums: dict[int, TenantSums]
+    def _charge_each(
+        self, rids: list[str], computed: list[int], nst: dict, sums: dict[int, TenantSums]
     ) -> None:
-        """Rows of one token each (decode, the common case): per row one lookup and two integer
-        additions into per-tenant tallies, folded into the tenants' sums once per step."""
+        facts = self.facts
+        for rid, c in zip(rids, computed):
+            f = facts.get(rid) or self._lookup(rid)
+            s = sums.get(f.tenant)
+            if s is None:
+                s = sums[f.tenant] = TenantSums()
+            p = nst[rid]
+            s.add(p, c, c < f.prompt or p > 1)
+
+    def _charge_cached(
+        self, rids: list[str], computed: list[int], nst: dict, sums: dict[int, TenantSums]
+    ) -> int:
+        """Rows of running requests: a row behind its prompt is a chunk, added as it is; every
+        other row is taken as one token (decode, the common case): one lookup and two integer
+        additions into per-tenant tallies, folded into the tenants' sums once per step.  Returns
+        the chunks' tokens beyond one per row, which the caller checks against the step's."""
         dn, dc = self._dn, self._dc
         seen: list[int] = []
         try:
-            self._tally(rids, computed, sums, seen)
+            return self._tally(rids, computed, nst, sums, seen)
         finally:  # the tallies are zero again whatever happened
             for t in seen:
                 s = sums[t]
@@ -166,17 +182,20 @@ class Governor:
                 dn[t] = dc[t] = 0
 
     def _tally(
-        self, rids: list[str], computed: list[int], sums: dict[int, TenantSums], seen: list[int]
-    ) -> None:
+        self, rids: list[str], computed: list[int], nst: dict, sums: dict[int, TenantSums], seen: list[int]
+    ) -> int:
         facts, dn, dc = self.facts, self._dn, self._dc
+        extra = 0
         for rid, c in zip(rids, computed):
             f = facts.get(rid) or self._lookup(rid)
             t = f.tenant
-            if c < f.prompt:  # the last token of a prompt: prefill-like
+            if c < f.prompt:  # a prompt chunk (or a prompt's last token): prefill-like
                 s = sums.get(t)
                 if s is None:
                     s = sums[t] = TenantSums()
-                s.add(1, c, True)
+                p = nst[rid]
+                extra += p - 1
+                s.add(p, c, True)
             elif dn[t]:
                 dn[t] += 1
                 dc[t] += c
@@ -185,6 +204,7 @@ class Governor:
                     sums[t] = TenantSums()
                 dn[t], dc[t] = 1, c
                 seen.append(t)
+        return extra
 
     def _lookup(self, rid: str) -> RequestFacts:
         return self.facts.get(rid) or self.facts_of(self.requests[rid])

@@ -10,6 +10,9 @@ Tenant sources (``shadowd.tap.tenant``), each off unless set; the first that yie
                          set it, so only with a gateway that overwrites it).
 ``SHADOWD_TENANT_LORA``  ``1``: the LoRA adapter name.
 ``SHADOWD_TENANT_PREFIX_SEP``  the request id's prefix before this separator.
+``SHADOWD_TAP_ENCODER``  ``thread`` (default): frames are built on the tap's own encoder thread, off
+                         the engine thread's path; ``inline``: at the end of each step's output
+                         hook (``shadowd.tap.recorder``).  Anything else: the default, with a warning.
 ``SHADOWD_TAP_HWM``      frames queued for a slow daemon before dropping (default 4096, bounded to
                          ``HWM_RANGE``; a value that is not a whole number, or out of range, is
                          replaced by the default or the nearest bound, with a warning).
@@ -18,6 +21,8 @@ A bad value never stops the engine: the tap falls back and says so in the engine
 
 >>> TapConfig.from_env(env={"SHADOWD_TAP_HWM": "10"}).hwm, TapConfig.from_env(env={"SHADOWD_TAP_HWM": "lots"}).hwm
 (16, 4096)
+>>> TapConfig.from_env(env={}).threaded, TapConfig.from_env(env={"SHADOWD_TAP_ENCODER": "inline"}).threaded
+(True, False)
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class TapConfig:
     tenant_prefix_sep: str | None = None
     tenant_lora: bool = False
     hwm: int = DEFAULT_HWM
+    threaded: bool = True
 
     @classmethod
     def from_env(cls, dp_rank: int = 0, env: dict[str, str] | None = None) -> TapConfig:
@@ -52,7 +58,17 @@ class TapConfig:
             tenant_prefix_sep=env.get("SHADOWD_TENANT_PREFIX_SEP") or None,
             tenant_lora=env.get("SHADOWD_TENANT_LORA", "") in ("1", "true", "yes"),
             hwm=hwm,
+            threaded=_threaded(env.get("SHADOWD_TAP_ENCODER")),
         )
+
+
+def _threaded(raw: str | None) -> bool:
+    if raw is None or raw.strip() in ("", "thread"):
+        return True
+    if raw.strip() == "inline":
+        return False
+    log.warning("SHADOWD_TAP_ENCODER=%r is neither 'thread' nor 'inline'; using 'thread'", raw[:40])
+    return True
 
 
 def _hwm(raw: str | None) -> int:

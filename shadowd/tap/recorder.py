@@ -1,160 +1,80 @@
-"""Turns scheduler outputs into ``StepFrame``s, cheaply, inside the engine.
+"""The tap's hooks in vLLM's scheduling loop: note what changed, queue the step, return.
 
-The tap's work is kept proportional to what changed, not to the batch:
+The engine thread pays only for what changed, never for the batch:
 
-* *Per request, once.*  ``on_admit`` resolves a request's tenant and prompt
-  length; ``on_finish`` (vLLM's ``_free_request``, which every finish and abort
-  goes through) drops them.  A step's tenant and prompt columns are then one
-  dict lookup per row, in C (``map``), with no per-row Python work.
-* *Per step, only the requests that may be prefilling.*  New and resumed
-  requests and those whose prompt was still unfinished after their last step
-  (``_chunking``) are the only rows whose token count and prefill flag are
-  looked at; every other row is a one-token decode step, which the step's
-  token total proves (``_sparse_tokens``).  Columns that are all zeros, ones or
-  ``False`` come from a cache of encoded columns.
-* *A steady decode step* (the same running requests as the step before, one
-  token each, nothing new, resumed or speculative) reuses the previous frame's
-  encoded columns whole: only the context column and the stamps are encoded.
-* *No walk over all admitted requests*: finishes the tap missed are looked for
-  only once it knows ``RECONCILE_SLACK`` more requests than the scheduler holds
-  (``_reconcile``), which normal traffic never reaches.
+* ``on_admit`` / ``on_finish`` (vLLM's ``add_request`` / ``_free_request``, which every finish
+  and abort goes through): a lifecycle record created, and, when the request leaves, read off
+  the request (finish time, output tokens, preemptions, reason) and queued.
+* ``on_schedule``: the few rows that may be prefilling (new and resumed requests, and those
+  whose prompt, or recompute, was still unfinished after their last step: ``_chunking``) are
+  looked at on the live request, because ``is_prefill_chunk`` and the first token change under
+  the tap; the step is queued.  Every other row is a one-token decode step, which the step's
+  token total proves (else every row with more than one token is looked at).
+* ``on_output``: first scheduled and first token stamped for those rows, and the frame queued.
+* No walk over all admitted requests: finishes the tap missed are looked for only once it
+  knows ``RECONCILE_SLACK`` more requests than the scheduler holds (``_reconcile``), which
+  normal traffic never reaches.
 
-Frames are byte for byte what ``encode_frame`` would produce for the same
-columns.  ``on_schedule`` runs right after the scheduler returns a
-``SchedulerOutput`` and builds the columns; ``on_output`` runs when that step's
-model output arrives: it stamps the time and queues the encoded frame.  Frames
-are sent in batches (one zmq message, ``encode_batch``): a zmq send wakes zmq's
-I/O thread and costs more than building the frame.  A frame leaves
-at once if no frame was sent in the last ``SEND_INTERVAL_NS`` (engine clock);
-otherwise it waits until that much time has passed, ``BATCH_FRAMES`` frames are
-waiting, or no further step is in flight (the engine is going idle, or
-scheduling is synchronous), so frames never wait for traffic that may not come.
-A batch the sender cannot pass on is dropped and counted as a whole.
+Everything proportional to the batch (columns, encoding, batching, the zmq send) is done by
+``FrameBuilder`` (``shadowd.tap.builder``), from the queue, in order.  With ``threaded`` (the
+default in the engine, ``SHADOWD_TAP_ENCODER``) it runs on the tap's own encoder thread, which
+wakes every ``ENCODER_POLL_S`` and yields the interpreter after every frame, so it works while
+the engine thread waits on the GPU; otherwise it runs inline at the end of ``on_output``.  The
+queue is bounded: past ``MAX_QUEUED_EVENTS`` steps are dropped and counted, past four times
+that the tap turns itself off (an encoder that cannot keep up must not grow the engine's
+memory).  ``on_schedule`` runs right after the scheduler returns a ``SchedulerOutput``;
+``on_output`` runs when that step's model output arrives, after the scheduler took it in, so
+the frame carries the requests that finished at that step.
 
-Request ids are chosen by clients: one longer than ``MAX_REQ_ID_LEN`` goes on
-the wire shortened (``short_id``, unique) and is counted in ``ids_truncated``.
-
-Request lifecycle (the frame's ``requests`` section, ``RequestRecord``): once
-per request, when the scheduler lets it go (``on_finish``), the tap queues one
-record, and the next frame built carries it; the frame is built after the
-scheduler took the step's output in, so a request that finished at a step's
-output travels in that step's frame, and one aborted between steps in the next.
-Its fields, all counts, stamps and labels (no prompt text, no token ids):
+Request lifecycle (the frame's ``requests`` section, ``RequestRecord``): once per request,
+when the scheduler lets it go, a record is queued, and the next frame built carries it; a
+request that finished at a step's output travels in that step's frame, one aborted between
+steps in the next.  Its fields, all counts, stamps and labels (no prompt text, no token ids):
 
 * ``req_id``, ``tenant`` as in the step columns;
 * ``arrival_wall_ns``: vLLM's ``Request.arrival_time`` (wall clock) in ns;
-* ``first_sched_seq``, ``t_first_sched``: the step that first scheduled it and
-  that step's ``t_sched_start`` (0, 0 if never scheduled);
-* ``first_token_seq``, ``t_first_token``: the step whose output gave it its
-  first generated token and that step's ``t_done`` (0, 0 if none);
+* ``first_sched_seq``, ``t_first_sched``: the step that first scheduled it and that step's
+  ``t_sched_start`` (0, 0 if never scheduled);
+* ``first_token_seq``, ``t_first_token``: the step whose output gave it its first generated
+  token and that step's ``t_done`` (0, 0 if none);
 * ``t_finish``: monotonic ns when it finished or was aborted;
 * ``prompt_tokens``, ``output_tokens`` (generated by then), ``preemptions``;
-* ``finish_reason``: ``stop``, ``length``, ``abort`` (client cancellations
-  included), ``error``, ``repetition``, as vLLM reports it to the client.
+* ``finish_reason``: ``stop``, ``length``, ``abort`` (client cancellations included),
+  ``error``, ``repetition``, as vLLM reports it to the client.
 
-The per-step work for it is confined to the rows already looked at (new
-requests: first scheduled; prefill rows without a token yet: first token); the
-rest happens once per request, at admission and finish.  Each frame also carries
-the tap's counters (``TapCounters``: ``ids_truncated``, ``records_dropped``,
-``missed_finishes``, ``preempted``), which the daemon exports on ``/metrics``.
-Records that cannot
-be queued (more than ``MAX_FINISHED_QUEUED`` waiting) are counted in
-``records_dropped``.
-
-Every hook swallows every exception (counted as a dropped frame): the engine
-must never see an error from the tap.  Cost: ``docs/benchmarks.md``
-(``benchmarks/tap_cost.py``, steady and churn workloads).
+Each frame also carries the tap's counters (``TapCounters``: ``ids_truncated``,
+``records_dropped``, ``missed_finishes``, ``preempted``), which the daemon exports on
+``/metrics``.  Every hook swallows every exception (counted as a dropped frame): the engine
+must never see an error from the tap.  Cost on the engine thread and on the encoder thread:
+``docs/benchmarks.md`` (``benchmarks/tap_cost.py``, steady and churn workloads).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from itertools import repeat
 from typing import Any
 
-import msgspec
-
-from shadowd.tap.frame import FRAME_VERSION, StepFrame, array_header, encode_batch
-from shadowd.tap.sender import BATCH_FRAMES  # frames per zmq message at most
+from shadowd.tap.builder import FrameBuilder
 from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.tap")
-SEND_INTERVAL_NS = 100_000_000  # at most one send per 100 ms of engine clock, unless idle or full
 RECONCILE_SLACK = 64  # known requests beyond the scheduler's before the tap looks for missed finishes
-MAX_REQ_ID_LEN = 128  # longer request ids are shortened on the wire (short_id) and counted
-MAX_CHUNKING = 64  # more possibly-prefilling requests than this: the dense path
-_encode = msgspec.msgpack.Encoder().encode
-_N_FIELDS = len(StepFrame.__struct_fields__)
-_FRAME_HEAD = array_header(_N_FIELDS)
-_NO_REQUESTS = _encode(None)  # the requests section of a frame where no request finished
-MAX_FINISHED_QUEUED = 4096  # lifecycle records waiting for a frame; beyond: dropped, counted
-_REASONS = {  # vLLM RequestStatus name -> finish reason (as vLLM reports it to clients)
-    "FINISHED_STOPPED": "stop",
-    "FINISHED_LENGTH_CAPPED": "length",
-    "FINISHED_IGNORED": "length",
-    "FINISHED_ABORTED": "abort",
-    "FINISHED_ERROR": "error",
-    "FINISHED_REPETITION": "repetition",
-}
-
-
-def _wall_ns(seconds: Any) -> int:
-    """vLLM's ``arrival_time`` (wall-clock seconds, a float) as ns; 0 when absent or odd."""
-    try:
-        ns = int(seconds * 1e9)
-    except (TypeError, ValueError, OverflowError):
-        return 0
-    return ns if 0 <= ns < 2**63 else 0
-
-
-def short_id(rid: str) -> str:
-    """A request id cut to ``MAX_REQ_ID_LEN`` characters that stays unique: a prefix, then a
-    hash of the whole id.
-
-    >>> s = short_id("x" * 500); len(s), s[:4], s == short_id("x" * 500), s == short_id("x" * 501)
-    (128, 'xxxx', True, False)
-    """
-    digest = hashlib.blake2b(rid.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-    return f"{rid[: MAX_REQ_ID_LEN - len(digest) - 1]}~{digest}"
-
-
-class _RequestFacts(dict):
-    """rid -> fact, filled at admission; falls back to the live request if missed."""
-
-    def __init__(self, lookup: Callable[[str], Any]) -> None:
-        super().__init__()
-        self._lookup = lookup
-
-    def __missing__(self, rid: str) -> Any:
-        value = self[rid] = self._lookup(rid)
-        return value
-
-
-_ZERO, _ONE, _FALSE = _encode(0), _encode(1), _encode(False)
-
-
-class _ConstColumns(dict):
-    """(encoded value, n) -> the encoded column of ``n`` times that value (zeros, ones, ``False``)."""
-
-    def __missing__(self, key: tuple[bytes, int]) -> bytes:
-        if len(self) > 4096:
-            self.clear()
-        value, n = key
-        col = self[key] = array_header(n) + value * n
-        return col
+MAX_CHUNKING = 64  # more possibly-prefilling requests than this: every multi-token row is looked at
+MAX_QUEUED_EVENTS = 16_384  # queued for the encoder; beyond: steps dropped (counted), 4x: tap off
+ENCODER_POLL_S = 0.005  # how often the encoder thread takes the queued steps
 
 
 class StepRecorder:
-    """Owns the tap's per-run state: step counter, pending steps, per-request facts, drops.
+    """Owns the engine side of the tap: step counter, pending steps, lifecycle records, the
+    possibly-prefilling set, the queue to the ``FrameBuilder`` and its encoder thread.
 
-    ``send(message, frames=1)`` takes one encoded frame, or a batch of
-    ``frames`` frames (``encode_batch``), and returns whether it was passed on
-    (``FrameSender.send``).
+    ``send(message, frames=1)`` takes one encoded frame, or a batch of ``frames`` frames, and
+    returns whether it was passed on (``FrameSender.send``).
     """
 
     def __init__(
@@ -167,283 +87,226 @@ class StepRecorder:
         clock: Callable[[], int] = time.monotonic_ns,
         wall_clock: Callable[[], int] = time.time_ns,
         sparse: bool = True,
+        threaded: bool = False,
     ) -> None:
         self.engine_id = engine_id
         self.run_id = uuid.uuid4().hex[:16]
         self.step_seq = 0
-        self.dropped = 0  # frames not produced because of a tap error
-        self.ids_truncated = 0  # request ids longer than MAX_REQ_ID_LEN, shortened on the wire
+        self.dropped = 0  # frames not produced because of a tap error or a full queue
         self.missed_finishes = 0  # per-request state dropped by _reconcile, not by on_finish
         self.preempted = 0  # preemptions seen
-        self.records_dropped = 0  # lifecycle records lost (queue full, or a tap error)
+        self.records_lost = 0  # lifecycle records lost to an error in on_finish
+        self.encoder_cpu_ns = 0  # CPU time the builder spent (its thread's, or inline)
         self.clock = clock
         self.wall_clock = wall_clock
-        self._send = send
-        self._send_dropped: Callable[[], int] = lambda: 0
+        self.builder = FrameBuilder(
+            send, engine_id=engine_id, run_id=self.run_id, requests=requests, tenants=tenants
+        )
         self._requests = requests
-        self._tenants = tenants
-        self._tenant_of = _RequestFacts(lambda rid: tenants.resolve(requests[rid]))
-        self._prompt_of = _RequestFacts(lambda rid: int(requests[rid].num_prompt_tokens))
-        self._long_ids: dict[str, str] = {}  # over-long request id -> its shortened form
-        self._preemptions: dict[str, int] = {}
-        # Lifecycle per admitted request: [arrival wall ns, first scheduled step, its t_sched_start,
-        # first token step, its t_done]; finished ones wait in _finishing for the next frame.
+        # Lifecycle per admitted request: [arrival wall ns (filled by the builder), first scheduled
+        # step, its t_sched_start, first token step, its t_done].
         self._life: dict[str, list[int]] = {}
-        self._finishing: list[tuple] = []
-        self._reasons: dict[Any, str] = {}  # vLLM RequestStatus -> finish reason, filled as met
         self._chunking: set[str] = set()  # requests whose prompt (or recompute) may be unfinished
-        self._sparse = sparse  # token/prefill columns from the candidates only (_sparse_tokens)
-        self._const = _ConstColumns()
-        self._pending: deque = deque(maxlen=16)
-        self._prev_done = 0
+        self._sparse = sparse  # only the candidate rows are looked at (``_look``)
+        self._pending: deque = deque(maxlen=16)  # (SchedulerOutput, step or None) awaiting output
+        self._events: deque = deque()  # (builder method, *args), taken in order by ``drain``
+        self._lock = threading.Lock()  # one drainer at a time
+        self._off = False  # the encoder fell hopelessly behind: the tap stopped itself
         self._last_error_log = 0.0
-        self._outbox: list[bytes] = []  # encoded frames waiting for their batch
-        self._last_send = 0  # t_done of the step whose frame went out last
-        self._steady: tuple | None = None  # last all-decode step: (ids, encoded columns around ctx)
+        self._worker: _EncoderThread | None = None
+        if threaded:
+            self._worker = _EncoderThread(self)
+            self._worker.start()
 
     def count_send_drops_with(self, fn: Callable[[], int]) -> None:
-        self._send_dropped = fn
+        self.builder.send_dropped = fn
 
     @property
     def dropped_total(self) -> int:
-        return self.dropped + self._send_dropped()
+        return self.dropped + self.builder.dropped + self.builder.send_dropped()
+
+    @property
+    def ids_truncated(self) -> int:
+        return self.builder.ids_truncated
+
+    @property
+    def records_dropped(self) -> int:
+        return self.records_lost + self.builder.records_dropped
 
     # -- hooks called by the scheduler subclass -------------------------
     def on_admit(self, request: Any) -> None:
-        """A request entered the scheduler: its facts, resolved and encoded once."""
+        """A request entered the scheduler: a lifecycle record; its facts are read off the path."""
+        if self._off:
+            return
         try:
             rid = request.request_id
-            if rid in self._tenant_of:  # a streaming-input update of a live request
-                self._prompt_of.pop(rid, None)  # re-read from the live request when next needed
+            if rid in self._life:  # a streaming-input update of a live request
                 self._chunking.add(rid)  # its new prompt tokens are prefill work
+                self._emit((self.builder.restream, rid))
                 return
-            self._tenant_of[rid] = self._tenants.resolve(request)
-            self._prompt_of[rid] = int(request.num_prompt_tokens)
-            self._life[rid] = [_wall_ns(getattr(request, "arrival_time", 0)), 0, 0, 0, 0]
-            if len(rid) > MAX_REQ_ID_LEN:
-                self.ids_truncated += 1
-                self._long_ids[rid] = short_id(rid)
+            life = self._life[rid] = [0, 0, 0, 0, 0]
+            self._emit((self.builder.admit, rid, request, life))
         except Exception as exc:
             self._fault(exc)
 
     def on_preempt(self, request: Any) -> None:
-        self._steady = None
+        if self._off:
+            return
         try:
             rid = request.request_id
             self.preempted += 1
-            self._preemptions[rid] = (
-                int(getattr(request, "num_preemptions", 0)) or self._preemptions.get(rid, 0) + 1
-            )
             self._chunking.add(rid)  # it recomputes from scratch when resumed
+            self._emit((self.builder.preempt, rid, int(getattr(request, "num_preemptions", 0))))
         except Exception as exc:
             self._fault(exc)
 
     def on_finish(self, request: Any) -> None:
-        """A request left the scheduler (finished, aborted): queue its lifecycle for the next
-        frame and drop its state, once."""
+        """A request left the scheduler (finished, aborted): stamp the time, queue its record.
+        How it ended is read by the builder: a freed request no longer changes."""
+        if self._off:
+            return
         try:
             rid = request.request_id
-            rec = self._life.pop(rid, None)
-            tenant, prompt = self._tenant_of.pop(rid, None), self._prompt_of.pop(rid, None)
-            if rec is not None:
-                if len(self._finishing) < MAX_FINISHED_QUEUED:
-                    status = request.status
-                    reason = self._reasons.get(status)
-                    if reason is None:
-                        reason = self._reasons[status] = _REASONS.get(getattr(status, "name", ""), "unknown")
-                    preempted = getattr(request, "num_preemptions", 0)
-                    self._finishing.append(
-                        (
-                            self._long_ids.get(rid, rid) if self._long_ids else rid,
-                            tenant if tenant is not None else self._tenants.resolve(request),
-                            rec,
-                            self.clock(),
-                            prompt if prompt is not None else int(request.num_prompt_tokens),
-                            request.num_output_tokens,
-                            preempted if preempted < 32767 else 32767,
-                            reason,
-                        )
-                    )
-                else:
-                    self.records_dropped += 1
-            if self._preemptions or self._long_ids or self._chunking:
-                self._forget(rid)
+            life = self._life.pop(rid, None)
+            self._chunking.discard(rid)
+            self._emit((self.builder.finish, rid, request, life, self.clock()))
         except Exception as exc:
-            self.records_dropped += 1
+            self.records_lost += 1
             self._fault(exc)
 
     def on_schedule(self, out: Any, t_start: int, t_end: int) -> None:
+        if self._off:
+            return
+        step = None
         try:
-            self._pending.append((out, self._columns(out, t_start, t_end)))
+            if out.total_num_scheduled_tokens > 0:
+                cands, new_life, watch = self._look(out)
+                slot: list = [None]
+                if self._emit((self.builder.columns, out, t_start, t_end, cands, slot), step=True):
+                    step = (slot, t_start, new_life, watch)
         except Exception as exc:
-            self._pending.append((out, None))
             self._fault(exc)
+        self._pending.append((out, step))
 
     def on_output(self, out: Any, t_done: int) -> None:
         """After the scheduler took the step's output in (``t_done``: when it arrived)."""
+        if self._off:
+            return
         try:
-            cols = self._pop_pending(out)
-            if cols is None:
+            step = self._pop_pending(out)
+            if step is None:
                 return
             self.step_seq += 1
-            if cols[5] or cols[6]:
-                self._lifecycle(cols, t_done)
-            head = _encode(
-                (
-                    FRAME_VERSION,
-                    self.engine_id,
-                    self.run_id,
-                    self.step_seq,
-                    cols[0],
-                    cols[1],
-                    t_done,
-                    self._prev_done,
-                    self.wall_clock(),
-                    self.dropped + self._send_dropped(),
-                )
+            slot, t_start, new_life, watch = step
+            seq = self.step_seq
+            for life in new_life:
+                if life is not None and not life[1]:
+                    life[1], life[2] = seq, t_start
+            for life, req in watch:  # a first token comes at the output of the step ending a prompt
+                if not life[3] and req.num_output_tokens > 0:
+                    life[3], life[4] = seq, t_done
+            counts = (self.dropped, self.records_lost, self.preempted, self.missed_finishes)
+            self._emit(
+                (self.builder.frame, slot, seq, t_done, self.wall_clock(), counts, self._step_in_flight())
             )
-            self._prev_done = t_done
-            outbox = self._outbox
-            tail = self._records() if self._finishing else _NO_REQUESTS
-            counters = _encode(
-                (self.ids_truncated, self.records_dropped, self.missed_finishes, self.preempted)
-            )
-            outbox.append(
-                b"".join((_FRAME_HEAD, head[1:], cols[2], _encode(cols[3]), cols[4], tail, counters))
-            )
-            if (
-                t_done - self._last_send >= SEND_INTERVAL_NS
-                or len(outbox) >= BATCH_FRAMES
-                or not self._step_in_flight()
-            ):
-                self._last_send = t_done
-                self.flush()
-            if len(self._tenant_of) > len(self._requests) + RECONCILE_SLACK:
+            if len(self._life) > len(self._requests) + RECONCILE_SLACK:
                 self._reconcile()
         except Exception as exc:
             self._fault(exc)
+        if self._worker is None:
+            self.drain()
+
+    # -- the queue ---------------------------------------------------------------
+    def drain(self) -> None:
+        """Hand every queued event to the builder, in order (the encoder thread, or inline)."""
+        with self._lock:
+            events, builder = self._events, self.builder
+            frame = builder.frame
+            pause = self._worker is not None and threading.current_thread() is self._worker
+            c0 = time.thread_time_ns()
+            while events:
+                event = events.popleft()
+                try:
+                    event[0](*event[1:])
+                except Exception as exc:
+                    builder.fault(exc)
+                if pause and event[0] == frame:
+                    time.sleep(0)  # let a waiting engine thread have the interpreter
+            self.encoder_cpu_ns += time.thread_time_ns() - c0
 
     def flush(self) -> None:
-        """Pass the queued frames on now (one batch)."""
-        outbox, self._outbox = self._outbox, []
-        if not outbox:
-            return
-        try:
-            if len(outbox) == 1:
-                self._send(outbox[0])
-            else:
-                self._send(encode_batch(outbox), len(outbox))
-        except Exception as exc:  # the sender counts its own drops; this is a bug guard
-            self.dropped += len(outbox) - 1
-            self._fault(exc)
+        """Encode everything queued and pass the frames on now (one batch)."""
+        self.drain()
+        with self._lock:
+            self.builder.flush()
+
+    def close(self) -> None:
+        """Stop the encoder thread and send what is left (the engine is shutting down)."""
+        if self._worker is not None:
+            self._worker.stop()
+            self._worker = None
+        self.flush()
 
     @property
     def queued(self) -> int:
-        """Frames built but not yet passed to the sender."""
-        return len(self._outbox)
+        """Frames built or queued but not yet passed to the sender."""
+        return self.builder.queued + sum(1 for e in list(self._events) if e[0] == self.builder.frame)
+
+    def resync(self, live: dict[str, Any]) -> None:
+        """Catch up with the scheduler after the tap was detached for a while (benchmarks switch
+        it off and on): forget requests that left, admit those that came."""
+        for rid in [r for r in self._life if r not in live]:
+            self._forget(rid)
+        for rid, req in live.items():
+            if rid not in self._life:
+                self.on_admit(req)
+        self._pending.clear()
+        self.flush()
+        with self._lock:
+            self.builder._steady = None  # its running order is from before the gap
 
     # -- internals ---------------------------------------------------------
-    def _step_in_flight(self) -> bool:
-        """Whether a non-empty step is already scheduled behind the one just finished."""
-        for _, cols in self._pending:
-            if cols is not None:
-                return True
-        return False
+    def _emit(self, event: tuple, step: bool = False) -> bool:
+        """Queue an event for the builder; a step past ``MAX_QUEUED_EVENTS`` is dropped instead."""
+        events = self._events
+        if len(events) >= MAX_QUEUED_EVENTS:
+            if len(events) >= 4 * MAX_QUEUED_EVENTS:
+                self._stop_tap()
+                return False
+            if step:
+                self.dropped += 1
+                return False
+        events.append(event)
+        return True
 
-    def _columns(self, out: Any, t_start: int, t_end: int) -> tuple | None:
-        """(t_start, t_end, encoded columns before ctx, ctx list, encoded columns after ctx)."""
-        total = out.total_num_scheduled_tokens
-        if total <= 0:
-            self._steady = None
-            return None
-        new = out.scheduled_new_reqs
-        cached = out.scheduled_cached_reqs
-        drafts = out.scheduled_spec_decode_tokens
-        if new:
-            ids = [r.req_id for r in new] + cached.req_ids
-            ctx = [r.num_computed_tokens for r in new] + cached.num_computed_tokens
-        else:
-            ids, ctx = cached.req_ids, cached.num_computed_tokens
-        n = len(ids)
-        all_ones = total == n and not drafts
-        steady = self._steady
-        if all_ones and steady is not None and not new and not cached.resumed_req_ids and steady[0] == ids:
-            # The same running requests as the last step, which was all decode, one token
-            # each again: context only grew, so every column but ctx is unchanged.
-            return (t_start, t_end, steady[1], ctx, steady[2], (), ())
-        self._steady = None
+    def _look(self, out: Any) -> tuple[list | None, list, list]:
+        """The rows that may be prefilling (new ones first), looked at on the live request:
+        ``is_prefill_chunk`` keeps ``_chunking`` right for the next step, and rows without a first
+        token yet are watched for one at this step's output.  Returns (candidates for the
+        builder, or ``None`` when it must compute every row; the new rows' lifecycle records;
+        the watch list)."""
         nst = out.num_scheduled_tokens
-        k_new = len(new)
-        # Two C-level dict lookups per row: cheaper than any Python-level update of kept columns
-        # (the running order is not the next step's order: async scheduling skips requests whose
-        # last token is in flight, budgets skip others).
-        tenants = list(map(self._tenant_of.__getitem__, ids))
-        prompt = list(map(self._prompt_of.__getitem__, ids))
-        tokens = None
-        if not drafts and self._sparse:
-            tokens = self._sparse_tokens(k_new, cached, ids, ctx, prompt, nst, total)
-        if tokens is None:
-            tokens = self._dense_tokens(ids, ctx, prompt, nst, drafts, all_ones)
-        new_tokens, spec, prefill, any_prefill, watch = tokens
-        before = b"".join((self._ids_column(ids, nst), _encode(tenants), new_tokens))
-        after = b"".join((_encode(prompt), spec, prefill, self._preempt_column(ids, nst)))
-        if all_ones and not any_prefill:
-            self._steady = (list(ids), before, after)
-        new_recs = list(map(self._life.get, ids[:k_new])) if k_new else ()
-        return (t_start, t_end, before, ctx, after, new_recs, watch)
-
-    def _sparse_tokens(
-        self, k_new: int, cached: Any, ids: list, ctx: list, prompt: list, nst: dict, total: int
-    ) -> tuple | None:
-        """Encoded token, spec and prefill columns, looking only at the requests that may be
-        prefilling.
-
-        Candidates: new and resumed requests, and those whose prompt (or recompute) was still
-        unfinished after their last scheduled step (``_chunking``).  Every other scheduled request
-        is a decode step of one token, which the token total proves: the candidates' tokens plus
-        one per other request must add up to it, or the dense path runs instead.  A one-token
-        step of a request whose prompt is done is not prefill work (``c >= p``): a request only
-        gets back into its prompt through preemption (``on_preempt`` marks it) or a
-        streaming-input update (``on_admit`` marks it); KV-connector rollbacks are ruled out by
-        ``sparse`` (``shadowd.tap.vllm``)."""
         chunking = self._chunking
-        if len(chunking) > MAX_CHUNKING:
-            return None
-        n = len(ids)
-        cand = list(range(k_new))
-        resumed = cached.resumed_req_ids
-        rev = None
-        for rid in (*chunking, *resumed) if resumed else chunking:
-            if rid in nst:
-                # A request still in its prompt was admitted lately: it sits near the end of the
-                # running order, so it is searched for from the end.
-                if rev is None:
-                    rev = ids[::-1]
-                i = n - 1 - rev.index(rid)
-                if i >= k_new and i not in cand:
-                    cand.append(i)
-        const = self._const
-        zeros = const[_ZERO, n]
-        if not cand:
-            if total != n:
-                return None
-            return const[_ONE, n], zeros, const[_FALSE, n], False, ()
-        new_tokens = [1] * n
-        prefill = [False] * n
-        counted = 0
-        any_prefill = False
-        for i in cand:
-            k = nst[ids[i]]
-            counted += k
-            new_tokens[i] = k
-            if k > 1 or ctx[i] < prompt[i]:
-                prefill[i] = any_prefill = True
-        if counted + n - len(cand) != total:
-            return None
+        resumed = out.scheduled_cached_reqs.resumed_req_ids
+        cands = [r.req_id for r in out.scheduled_new_reqs]
+        k_new = len(cands)
+        if chunking:
+            cands += [r for r in chunking if r in nst]
+        if resumed:
+            cands += [r for r in resumed if r in nst]
+        if len(cands) > k_new + 1:
+            cands = list(dict.fromkeys(cands))
+        dense = bool(out.scheduled_spec_decode_tokens) or not self._sparse or len(chunking) > MAX_CHUNKING
+        if not dense:
+            counted = sum(map(nst.__getitem__, cands))
+            dense = counted + len(nst) - len(cands) != out.total_num_scheduled_tokens
+        look = cands
+        if dense:  # every row that is more than one token may be a prompt chunk
+            look = list(dict.fromkeys([*cands, *(r for r, k in nst.items() if k > 1)]))
         reqs, life = self._requests, self._life
+        records = list(map(life.get, look))
         watch = []
-        for i in cand:
-            rid = ids[i]
+        for rid, rec in zip(look, records):
             req = reqs[rid]
             flag = getattr(req, "is_prefill_chunk", None)
             if flag is None:
@@ -452,105 +315,37 @@ class StepRecorder:
                 chunking.add(rid)
             else:
                 chunking.discard(rid)
-            rec = life.get(rid)
-            if prefill[i] and rec is not None and not rec[3]:
+            if rec is not None and not rec[3]:
                 watch.append((rec, req))
-        prefill_col = _encode(prefill) if any_prefill else const[_FALSE, n]
-        return _encode(new_tokens), zeros, prefill_col, any_prefill, watch
+        return (None if dense else cands), records[:k_new], watch
 
-    def _dense_tokens(
-        self, ids: list, ctx: list, prompt: list, nst: dict, drafts: Any, all_ones: bool
-    ) -> tuple:
-        """Encoded token, spec and prefill columns computed for every scheduled request
-        (speculative decoding, or a step the sparse path cannot prove)."""
-        n = len(ids)
-        new_tokens = [1] * n if all_ones else list(map(nst.__getitem__, ids))
-        if drafts:
-            spec = [len(drafts.get(r, ())) for r in ids]
-            prefill = [c < p or k - s > 1 for c, p, k, s in zip(ctx, prompt, new_tokens, spec)]
-        else:
-            spec = [0] * n
-            prefill = [c < p or k > 1 for c, p, k in zip(ctx, prompt, new_tokens)]
-        reqs, chunking, life = self._requests, self._chunking, self._life
-        sparse = self._sparse
-        watch = []
-        for rid, p in zip(ids, prefill):
-            if p:
-                req = reqs[rid]
-                rec = life.get(rid)
-                if rec is not None and not rec[3]:
-                    watch.append((rec, req))
-                if sparse and getattr(req, "is_prefill_chunk", False):
-                    chunking.add(rid)
-                    continue
-            if sparse:  # keep the sparse path's candidates right for the next step
-                chunking.discard(rid)
-        return _encode(new_tokens), _encode(spec), _encode(prefill), any(prefill), watch
-
-    def _preempt_column(self, ids: list, nst: dict) -> bytes:
-        pre = self._preemptions
-        n = len(ids)
-        if pre:
-            hits = [r for r in pre if r in nst]
-            if len(hits) > 16:
-                return _encode(list(map(pre.get, ids, repeat(0))))
-            if hits:
-                col = [0] * n
-                for r in hits:
-                    col[ids.index(r)] = pre[r]
-                return _encode(col)
-        return self._const[_ZERO, n]
+    def _step_in_flight(self) -> bool:
+        """Whether a non-empty step is already scheduled behind the one just finished."""
+        for _, step in self._pending:
+            if step is not None:
+                return True
+        return False
 
     def _pop_pending(self, out: Any) -> tuple | None:
-        """The columns of the step whose output this is; steps before it whose output never came
-        are counted as dropped.  An output of a step the tap did not see scheduled (not pending)
-        leaves the pending steps alone."""
+        """The step whose output this is; steps before it whose output never came are counted as
+        dropped.  An output of a step the tap did not see scheduled (not pending) leaves the
+        pending steps alone."""
         pending = self._pending
         if pending and pending[0][0] is out:  # the usual case: the oldest step's output
             return pending.popleft()[1]
         if not any(o is out for o, _ in pending):
             return None
         while pending:
-            o, cols = pending.popleft()
+            o, step = pending.popleft()
             if o is out:
-                return cols
-            self.dropped += cols is not None  # an output we never saw: count, move on
+                return step
+            self.dropped += step is not None  # an output we never saw: count, move on
         return None
 
-    def _lifecycle(self, cols: tuple, t_done: int) -> None:
-        """First scheduled and first token, for the few requests where either can have happened
-        in this step: its new requests, and its prefill rows that had no token yet (a first
-        token comes at the output of the step that completes a prompt)."""
-        seq = self.step_seq
-        for rec in cols[5]:
-            if rec is not None and not rec[1]:
-                rec[1], rec[2] = seq, cols[0]
-        for rec, req in cols[6]:
-            if not rec[3] and req.num_output_tokens > 0:
-                rec[3], rec[4] = seq, t_done
-
-    def _records(self) -> bytes:
-        """The encoded ``requests`` section: every request finished since the last frame (read
-        from the request when it finished; first scheduled and first token filled in since)."""
-        finishing, self._finishing = self._finishing, []
-        return _encode([(w, tenant, *rec, *rest) for w, tenant, rec, *rest in finishing])
-
-    def _ids_column(self, ids: list, nst: dict) -> bytes:
-        """``ids`` encoded as they go on the wire: over-long ids (counted at admission) shortened."""
-        long = self._long_ids
-        if long and any(r in nst for r in long):
-            return _encode([long.get(r, r) for r in ids])
-        return _encode(ids)
-
     def _forget(self, rid: str) -> None:
-        self._tenant_of.pop(rid, None)
-        self._prompt_of.pop(rid, None)
         self._life.pop(rid, None)
-        if self._preemptions:
-            self._preemptions.pop(rid, None)
-        if self._long_ids:
-            self._long_ids.pop(rid, None)
         self._chunking.discard(rid)
+        self._emit((self.builder.forget, rid))
 
     def _reconcile(self) -> None:
         """A safety net for finishes the tap never saw: when it knows ``RECONCILE_SLACK`` more
@@ -558,9 +353,18 @@ class StepRecorder:
         finishes never trigger it; with missed ones its walk costs O(1) per missed finish,
         amortised, and the tap's per-request state stays within the scheduler's plus the slack."""
         live = self._requests
-        for rid in [r for r in self._tenant_of if r not in live]:
+        for rid in [r for r in self._life if r not in live]:
             self._forget(rid)
             self.missed_finishes += 1
+
+    def _stop_tap(self) -> None:
+        self._off = True
+        self._events.clear()
+        self._pending.clear()
+        log.warning(
+            "shadowd tap: the encoder fell %d events behind; tap off (the engine is unaffected)",
+            4 * MAX_QUEUED_EVENTS,
+        )
 
     def _fault(self, exc: Exception) -> None:
         self.dropped += 1
@@ -570,3 +374,24 @@ class StepRecorder:
             log.warning(
                 "shadowd tap: %s: %s (frame dropped; the engine is unaffected)", type(exc).__name__, exc
             )
+
+
+class _EncoderThread(threading.Thread):
+    """Takes the recorder's queue every ``ENCODER_POLL_S``; the engine thread never signals it
+    (a wake-up would cost the engine a lock per step)."""
+
+    def __init__(self, recorder: StepRecorder) -> None:
+        super().__init__(name=f"shadowd-tap-{recorder.engine_id}", daemon=True)
+        self._recorder = recorder
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self._stopping.wait(ENCODER_POLL_S):
+            try:
+                self._recorder.drain()
+            except Exception as exc:  # a bug guard: the thread must outlive any frame
+                self._recorder.builder.fault(exc)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.join(timeout=5.0)

@@ -66,6 +66,14 @@ class TapMixin:
             self.shadowd_tap.on_finish(request)
         return result
 
+    def shutdown(self) -> None:
+        if self.shadowd_tap is not None:
+            try:
+                self.shadowd_tap.close()  # stop the encoder thread, send what is left
+            except Exception as exc:
+                log.warning("shadowd tap: close failed: %s", exc)
+        super().shutdown()
+
     def schedule(self, *args: Any, **kwargs: Any) -> Any:
         tap = self.shadowd_tap
         if tap is None:
@@ -99,6 +107,7 @@ def _make_recorder(scheduler: Any) -> StepRecorder | None:
         # A KV connector can roll computed tokens back behind the tap's back (invalid blocks):
         # then every step's token columns are computed in full.
         sparse=getattr(scheduler, "connector", None) is None,
+        threaded=cfg.threaded,
     )
     recorder.count_send_drops_with(lambda: sender.dropped)
     log.info("shadowd tap on: engine %s run %s -> %s", cfg.engine_id, recorder.run_id, cfg.endpoint)

@@ -30,18 +30,18 @@ def test_reused_columns_and_batched_sends_are_exact(monkeypatch, llama_dir):
     driver.record_steps = True
     tap = sched.shadowd_tap
     sent: list[bytes] = []
-    tap._send = lambda data, frames=1: sent.append(data) or True
+    tap.builder.send = lambda data, frames=1: sent.append(data) or True
     reused = [0]
-    columns = tap._columns
+    builder = tap.builder
+    columns = builder.columns
 
-    def counting(out, t0, t1):
-        steady_before = tap._steady
-        cols = columns(out, t0, t1)
-        if cols is not None and steady_before is not None and cols[2] is steady_before[1]:
+    def counting(out, t0, t1, cands, slot):
+        steady_before = builder._steady
+        columns(out, t0, t1, cands, slot)
+        if steady_before is not None and slot[0][2] is steady_before[1]:
             reused[0] += 1
-        return cols
 
-    monkeypatch.setattr(tap, "_columns", counting)
+    monkeypatch.setattr(builder, "columns", counting)
     reqs = [RequestSpec(0.0, "acme" if i % 2 else "beta", 40 + 7 * i, 120 + 10 * i) for i in range(8)]
     reqs += [RequestSpec(0.05 + 0.01 * i, "gamma", 300, 30) for i in range(4)]  # arrivals mid-run
     n = driver.run(reqs, max_steps=400)

@@ -14,8 +14,8 @@ import msgspec
 import numpy as np
 import pytest
 
+from shadowd.tap.builder import MAX_REQ_ID_LEN, short_id
 from shadowd.tap.frame import decode_frame, is_batch
-from shadowd.tap.recorder import MAX_REQ_ID_LEN, short_id
 from shadowd.twin.request_spec import RequestSpec
 
 pytestmark = pytest.mark.usefixtures("vllm")
@@ -68,7 +68,7 @@ class _Run:
         self.frames: list = []
 
 
-def _drive(monkeypatch, llama_dir, steps: int = 320, n_admitted: int = 24) -> tuple:
+def _drive(monkeypatch, llama_dir, steps: int = 320, n_admitted: int = 24, encoder: str = "thread") -> tuple:
     from vllm.v1.outputs import ModelRunnerOutput
     from vllm.v1.request import RequestStatus
 
@@ -77,6 +77,7 @@ def _drive(monkeypatch, llama_dir, steps: int = 320, n_admitted: int = 24) -> tu
 
     monkeypatch.setenv("SHADOWD_TAP", "ipc:///tmp/shadowd-nobody-listens.sock")
     monkeypatch.setenv("SHADOWD_TENANT_KEY", "tenant")  # the workload's gateway sets it
+    monkeypatch.setenv("SHADOWD_TAP_ENCODER", encoder)
     sched = build_scheduler(
         SchedulerSpec(
             model_dir=llama_dir, max_num_seqs=n_admitted, max_num_batched_tokens=768, num_blocks=450
@@ -84,7 +85,7 @@ def _drive(monkeypatch, llama_dir, steps: int = 320, n_admitted: int = 24) -> tu
     )
     tap = sched.shadowd_tap
     sent: list[bytes] = []
-    tap._send = lambda data, frames=1: sent.append(data) or True
+    tap.builder.send = lambda data, frames=1: sent.append(data) or True
     driver = EngineDriver(sched, lambda st: 1.0, vocab_size=128256)
     rng = np.random.default_rng(7)
     prompts = iter(_prompts(4000, seed=7))
@@ -145,8 +146,11 @@ def _drive(monkeypatch, llama_dir, steps: int = 320, n_admitted: int = 24) -> tu
     return sched, tap, run
 
 
-def test_records_exact_under_churn(monkeypatch, llama_dir):
-    sched, tap, run = _drive(monkeypatch, llama_dir)
+@pytest.mark.parametrize("encoder", ["thread", "inline"])
+def test_records_exact_under_churn(monkeypatch, llama_dir, encoder):
+    """Frames built on the encoder thread (the engine's default) and inline are both exact."""
+    sched, tap, run = _drive(monkeypatch, llama_dir, encoder=encoder)
+    assert (tap._worker is not None) == (encoder == "thread")
     frames, truth, made, aborted, steps, n_admitted = (
         run.frames,
         run.truth,
@@ -156,7 +160,7 @@ def test_records_exact_under_churn(monkeypatch, llama_dir):
         24,
     )
     assert len(frames) == len(truth) == tap.step_seq
-    assert tap.dropped == 0
+    assert tap.dropped == 0 and tap.builder.dropped == 0
     for seq, (f, rows) in enumerate(zip(frames, truth), start=1):
         want = [(short_id(r[0]) if len(r[0]) > MAX_REQ_ID_LEN else r[0], *r[1:]) for r in rows]
         got = list(
@@ -187,7 +191,7 @@ def test_records_exact_under_churn(monkeypatch, llama_dir):
     assert tap.ids_truncated == 1 and any(short_id(LONG_ID) in f.req_ids for f in frames)
     assert len(short_id(LONG_ID)) == MAX_REQ_ID_LEN
     # Per-request state went with the request: only live requests are known.
-    assert set(tap._tenant_of) <= set(sched.requests)
+    assert set(tap.builder._tenant_of) <= set(sched.requests) and set(tap._life) <= set(sched.requests)
     assert tap.missed_finishes == 0
 
 

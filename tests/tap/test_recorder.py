@@ -72,10 +72,10 @@ def test_finishes_the_tap_never_saw_are_reconciled_within_the_slack():
         rec.on_schedule(out, 2 * i, 2 * i + 1)
         del live[r.request_id]  # gone from the scheduler, no on_finish
         rec.on_output(out, 2 * i + 2)
-        assert len(rec._tenant_of) <= len(live) + RECONCILE_SLACK + 1
+        assert len(rec._life) <= len(live) + RECONCILE_SLACK + 1
     assert rec.missed_finishes == RECONCILE_SLACK + 1
-    assert "keep" in rec._tenant_of and rec.dropped == 0
-    assert len(rec._tenant_of) == len(rec._life) == len(rec._prompt_of)
+    assert "keep" in rec._life and rec.dropped == 0
+    assert set(rec.builder._tenant_of) == set(rec._life) == set(rec.builder._prompt_of)
 
 
 def test_arrival_and_departure_between_steps_keep_their_order():
@@ -102,3 +102,93 @@ def test_arrival_and_departure_between_steps_keep_their_order():
         ("x", 1_000_000_000, "unknown")
     ]
     assert rec._life["x"][0] == 2_000_000_000
+
+
+def _wait(cond, timeout: float = 5.0) -> bool:
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.005)
+    return cond()
+
+
+def test_encoder_thread_sends_without_the_engine_thread_and_close_sends_the_rest():
+    """Threaded: the hooks only queue; the encoder thread builds and sends the frames by itself,
+    and ``close`` stops it and passes on what was still queued."""
+    live = {"a": _request("a")}
+    sent: list[bytes] = []
+    rec = StepRecorder(
+        lambda d, frames=1: sent.append(d) or True,
+        engine_id="e",
+        requests=live,
+        tenants=TenantResolver(),
+        threaded=True,
+    )
+    rec.on_admit(live["a"])
+    for i in range(5):
+        out = _out(["a"])
+        rec.on_schedule(out, 10 * i, 10 * i + 1)
+        rec.on_output(out, 10 * i + 5)  # nothing in flight after it: the frame is due at once
+    assert _wait(lambda: sum(len(decode_message(m)[0]) for m in sent) == 5)
+    assert rec.encoder_cpu_ns > 0 and rec._worker.is_alive()
+    worker = rec._worker
+    out = _out(["a"])
+    rec.on_schedule(out, 100, 101)
+    rec.on_output(out, 105)
+    rec.close()
+    assert not worker.is_alive()
+    frames = [f for m in sent for f in decode_message(m)[0]]
+    assert [f.step_seq for f in frames] == [1, 2, 3, 4, 5, 6] and rec.dropped_total == 0
+
+
+def test_a_stalled_encoder_costs_dropped_steps_then_the_tap_not_the_engine(monkeypatch):
+    """If the encoder cannot keep up, the queue is bounded: steps beyond ``MAX_QUEUED_EVENTS``
+    are dropped and counted, and beyond four times that the tap turns itself off.  The engine's
+    hooks never raise and the tap's memory stays bounded."""
+    import shadowd.tap.recorder as recorder_mod
+
+    monkeypatch.setattr(recorder_mod, "MAX_QUEUED_EVENTS", 50)
+    live = {"a": _request("a")}
+    rec = StepRecorder(
+        lambda d, frames=1: True, engine_id="e", requests=live, tenants=TenantResolver(), threaded=True
+    )
+    rec._worker.stop()  # a stalled encoder: nothing drains the queue
+    rec.on_admit(live["a"])
+    for i in range(60):
+        out = _out(["a"])
+        rec.on_schedule(out, i, i)
+        rec.on_output(out, i)
+    assert len(rec._events) <= 51 and rec.dropped >= 30  # steps dropped (a queued step keeps its frame)
+    for i in range(200):  # admissions and finishes still queue, up to 4x the bound
+        r = _request(f"r{i}")
+        r.status, r.num_output_tokens, r.num_preemptions = None, 0, 0
+        rec.on_admit(r)
+        rec.on_finish(r)
+    assert rec._off and not rec._events and len(rec._life) <= 1
+    rec.on_admit(_request("late"))  # off: the hooks do nothing, and never raise
+    assert "late" not in rec._life
+
+
+def test_an_encoder_error_costs_one_frame_not_the_thread():
+    """A frame the builder cannot build (here: its send raises) is counted; the thread goes on."""
+    live = {"a": _request("a")}
+    calls: list[int] = []
+
+    def send(data, frames=1):
+        calls.append(frames)
+        if len(calls) == 1:
+            raise RuntimeError("boom")
+        return True
+
+    rec = StepRecorder(send, engine_id="e", requests=live, tenants=TenantResolver(), threaded=True)
+    rec.on_admit(live["a"])
+    for i in range(3):
+        out = _out(["a"])
+        rec.on_schedule(out, 10 * i, 10 * i + 1)
+        rec.on_output(out, 10 * i + 5)
+        assert _wait(lambda n=i: len(calls) == n + 1)
+    assert rec.builder.dropped == 1 and rec.dropped_total == 1 and rec._worker.is_alive()
+    rec.close()

@@ -120,7 +120,10 @@ def test_every_step_stored_exactly(monkeypatch, ipc_endpoint, db_path, llama_dir
     assert {s[2] for s in steps} >= {"prefill", "decode", "mixed"}
     assert tap.preempted, "the small KV cache caused no preemption"
     # Per-request state went when the request did: nothing left behind, none missed.
-    assert not tap._tenant_of and not tap._prompt_of and not tap._preemptions and not tap._chunking
+    b = tap.builder
+    assert (
+        not b._tenant_of and not b._prompt_of and not b._preemptions and not tap._life and not tap._chunking
+    )
     assert tap.missed_finishes == 0
     recomputed = [r for r in all_rows if r[2] == "prefill" and r[4] >= r[5]]
     assert recomputed, "no recompute after preemption was recorded as prefill work"
