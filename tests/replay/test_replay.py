@@ -42,7 +42,9 @@ def test_true_shares_are_a_shapley_census_with_intervals(noisy_replay):
     for policy, run in out["policies"].items():
         truth = run["truth"]
         assert truth["method"] == "census" and truth["pairs_per_step"] == 4
-        assert 0.7 * run["steps"] <= truth["shapley_steps"] < run["steps"]  # all but the warm-up (short steps)
+        assert (
+            0.7 * run["steps"] <= truth["shapley_steps"] < run["steps"]
+        )  # all but the warm-up (short steps)
         per = truth["per_tenant"]
         assert sum(p["true_share"] for p in per.values()) == pytest.approx(1.0, rel=1e-12)
         for tenant, p in per.items():
