@@ -189,7 +189,7 @@ def _replay(name: str, section: dict[str, Any]) -> str:
         cells.append(
             "-" if jain is None else f"{jain:.4f}" + ("" if ci is None else f" [{ci[0]:.4f}, {ci[1]:.4f}]")
         )
-        cells.append(str(truth.get("shapley_steps", truth.get("sampled_steps"))))
+        cells.append(str(truth["shapley_steps"]))
         lines.append(f"| {policy} | " + " | ".join(cells) + " |")
     lines += [
         "",
