@@ -85,7 +85,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replay", choices=["noisy-neighbour", "decode-heavy"])
     ap.add_argument("--minutes", type=float, default=10.0)
-    ap.add_argument("--sample-steps", type=int, default=200)
+    ap.add_argument("--pairs", type=int, default=8, help="ordering pairs per step for the Shapley census")
     ap.add_argument("--recorded-demo", type=int, metavar="STEPS", help="record a demo, replay its database")
     ap.add_argument("--render", action="store_true")
     a = ap.parse_args(argv)
@@ -95,7 +95,7 @@ def main(argv: list[str]) -> int:
     if a.replay:
         from shadowd.replay.replay import replay
 
-        result = replay(a.replay, minutes=a.minutes, sample_steps=a.sample_steps)
+        result = replay(a.replay, minutes=a.minutes, pairs=a.pairs)
         store_section(f"replay:{a.replay}", result, ["benchmarks/admission.py"] + argv)
         return 0
     if a.recorded_demo:

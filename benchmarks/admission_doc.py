@@ -49,6 +49,7 @@ daemon) by `tests/daemon/test_governor_status.py`.
     SHADOWD_PLATFORM_KEY='attention_backend=FLASH_ATTN/dtype=bf16/gpu=H100-SXM/model=...'  # the daemon's text form
     SHADOWD_GOVERN_TENANTS='acme=2,beta=1:500'   # weights, optional cap in attributed ms/s; or a JSON file
     SHADOWD_GOVERN_STATUS=/run/shadowd/governor.json   # default: beside the state file (mode on)
+    SHADOWD_GOVERN_PREEMPT=over-served      # optional: KV-pressure victims from the most over-served tenant
 
 Off, the mixin leaves vLLM's FCFS queue in place: the same batches, step by step, as the
 untouched scheduler (`tests/govern/test_vllm.py`).  With vLLM's `priority` policy it stays off.
@@ -65,9 +66,15 @@ under the `equal` fixed-term policy whatever the daemon's attribution policy.
 
 ## What it promises, and what it does not
 
-* It orders **admission**.  Requests already running keep running (vLLM's own preemption under
-  KV pressure is unchanged: it still preempts the last admitted request, not the most
-  over-served tenant's).  Fairness is reached over many admissions, not within a step.
+* It orders **admission**.  Requests already running keep running.  Under KV pressure vLLM
+  preempts the last admitted request; with `SHADOWD_GOVERN_PREEMPT=over-served` (optional, off by
+  default) it preempts one of the most over-served tenant's instead: on steps where a running
+  request might not get its blocks (fewer free blocks than the running requests could take in
+  one step) the governor puts the running requests in order of their tenants' normalised service,
+  most served last, where vLLM takes its victim; other steps pay a few integer operations
+  (`tests/govern/test_vllm.py` checks every victim on the real scheduler, and that vLLM's own
+  choice on the same arrivals is not).  The replays below run with it off.  Fairness is reached
+  over many admissions, not within a step.
   Waiting requests that already hold KV blocks (connector loads) stay in vLLM's own queue, which
   vLLM drains first.
 * Shares are **attributed**, not isolated: a tenant's charge is its LLMVisor share of the steps
@@ -153,21 +160,37 @@ def _page_line(key: str, section: dict[str, Any]) -> list[str]:
     ]
 
 
+def _pct_ci(v: float, ci: list[float] | None) -> str:
+    return f"{100 * v:.1f}%" + ("" if ci is None else f" [{100 * ci[0]:.1f}%, {100 * ci[1]:.1f}%]")
+
+
 def _replay(name: str, section: dict[str, Any]) -> str:
     r = section["data"]
     lines = [f"## Replay: {name}", "", "```", render_table(r), "```", ""]
     lines += _page_line(f"replay:{name}", section)
-    lines.append("Backlogged tenants, |true share / entitlement − 1| (the governed policy's promise):")
+    lines.append(
+        "Backlogged tenants, |true share / entitlement − 1| (the governed policy's promise: ≤ 5%), "
+        "Shapley values on every scored step, 95% interval of the Monte Carlo error in brackets:"
+    )
     lines.append("")
-    lines.append("| policy | " + " | ".join(sorted(r["tenants"])) + " | Jain's index |")
-    lines.append("|---|" + "---:|" * (len(r["tenants"]) + 1))
+    lines.append("| policy | " + " | ".join(sorted(r["tenants"])) + " | max | Jain's index | scored steps |")
+    lines.append("|---|" + "---:|" * (len(r["tenants"]) + 3))
     for policy, run in r["policies"].items():
+        truth = run["truth"]
         cells = []
         for t in sorted(r["tenants"]):
-            x = run["truth"]["per_tenant"][t]
-            cells.append("not backlogged" if x["gap"] is None else f"{100 * x['gap']:.1f}%")
-        jain = run["truth"]["jain"]
-        lines.append(f"| {policy} | " + " | ".join(cells) + f" | {'-' if jain is None else f'{jain:.4f}'} |")
+            x = truth["per_tenant"][t]
+            cells.append("not backlogged" if x["gap"] is None else _pct_ci(x["gap"], x.get("gap_ci95")))
+        cells.append(
+            "-" if truth["max_gap"] is None else _pct_ci(truth["max_gap"], truth.get("max_gap_ci95"))
+        )
+        jain = truth["jain"]
+        ci = truth.get("jain_ci95")
+        cells.append(
+            "-" if jain is None else f"{jain:.4f}" + ("" if ci is None else f" [{ci[0]:.4f}, {ci[1]:.4f}]")
+        )
+        cells.append(str(truth["shapley_steps"]))
+        lines.append(f"| {policy} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "What VTC counts against what the GPU spent, per tenant (share of VTC token units "
@@ -194,18 +217,21 @@ vLLM scheduler (async scheduling, chunked prefill, prefix caching, KV cache size
 memory) on the reference engine under FCFS (vLLM as shipped), VTC (`SHADOWD_GOVERN=vtc`) and the
 governed policy (`SHADOWD_GOVERN=on`, with an LLMVisor model fitted on the FCFS run's steps as the
 daemon calibrates in shadow mode, published GO through a real state file).  Each run is scored
-against the **Shapley values** of the engine's step cost on sampled steps (`shadowd/replay/outcome.py`).
-A few hundred sampled steps alone are noisy (one long prompt chunk moves a tenant's sampled share
-by a percent), so "true" is a ratio estimate: the LLMVisor model's shares over *every* step of
-the window, times each tenant's Shapley-to-LLMVisor ratio on the sampled steps.  It leans on the
-model where the model agrees with Shapley on the sample; the column `sample` is the sampled
-Shapley share alone, for comparison.
+against the **Shapley values** of the engine's step cost on **every step** of the scored window
+(`shadowd/replay/outcome.py`): "true" is model-free, a census of the run's GPU time, not a
+sample and not a ratio to the LLMVisor model.  The step cost has no structure that gives exact
+Shapley values cheaply (`shadowd/twin/ground_truth.py` says why), so each step's values come
+from antithetic pairs of orderings (every ordering, exact, for a step of up to six requests);
+the pairs of a step are independent estimates, their spread gives the step's Monte Carlo error,
+and the errors of independent steps add.  Every fairness figure below carries the **95%
+interval** of that error in brackets.  The column `model` of the terminal table is the LLMVisor
+model's share of the same window, for comparison only.
 How the arrival rates are set: `shadowd/replay/scenarios.py`.
 
 `--html PATH` also writes the result as one self-contained page (inline SVG, no scripts or
 fetches; `shadowd/replay/page.py`): per policy, each tenant's true GPU-time share ÷ entitlement
-per window of simulated time, with the entitlement line (the window's share is the same ratio
-estimate as the totals, `shadowd/replay/outcome.py`); per tenant, the TTFT CDFs under FCFS, VTC
+per window of simulated time, with the entitlement line (the window's share is its steps' Shapley
+values, `shadowd/replay/outcome.py`); per tenant, the TTFT CDFs under FCFS, VTC
 and the governed policy, titled with the tenant's attributed share under each; the table of
 *service received beside cost caused* (each tenant's attributed share and TTFT p99 under each
 policy, and the governed TTFT p99 over FCFS's: a noisy neighbour holds more than its entitlement

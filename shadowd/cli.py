@@ -318,7 +318,13 @@ def demo(
 @click.option("--tp", default=1, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option("--policy", "policies", multiple=True, type=click.Choice(["fcfs", "vtc", "llmvisor"]))
-@click.option("--sample-steps", default=200, show_default=True, help="Steps scored with Shapley values.")
+@click.option(
+    "--pairs",
+    default=8,
+    show_default=True,
+    type=click.IntRange(1, 256),
+    help="Antithetic pairs of orderings per step for the Shapley values (every step is scored).",
+)
 @click.option(
     "--db",
     "db_path",
@@ -347,7 +353,7 @@ def replay(
     tp: int,
     seed: int,
     policies: tuple[str, ...],
-    sample_steps: int,
+    pairs: int,
     db_path: str | None,
     oracle: str,
     html_path: str | None,
@@ -374,9 +380,7 @@ def replay(
     if minutes <= 0 or minutes > 240:
         raise click.BadParameter("--minutes must be in (0, 240]")
     setup = EngineSetup(platform=platform, model=model, tp=tp, seed=seed)
-    result = run_replay(
-        scenario, minutes=minutes, setup=setup, policies=policies or POLICIES, sample_steps=sample_steps
-    )
+    result = run_replay(scenario, minutes=minutes, setup=setup, policies=policies or POLICIES, pairs=pairs)
     _replay_html(result, html_path)
     click.echo(json.dumps(result, indent=1, default=str) if as_json else render_table(result))
 

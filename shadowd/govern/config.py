@@ -9,6 +9,9 @@
 ``SHADOWD_GOVERN_STATUS``  where the governor publishes its counters for the daemon (default, in
                            mode ``on``: ``governor.json`` beside the state file; ``off``: nowhere);
                            see :mod:`shadowd.govern.status_file`.
+``SHADOWD_GOVERN_PREEMPT`` ``over-served``: under KV pressure vLLM preempts a request of the most
+                           over-served tenant (the highest normalised service among those running);
+                           unset/``vllm`` (default): vLLM's own choice, the last admitted request.
 ``SHADOWD_GOVERN_TENANTS`` tenant weights and caps: inline ``acme=2,beta=1:500`` (weight, optional
                            cap in attributed ms per second) or the path of a JSON file
                            ``{"weights": {...}, "caps_ms_per_s": {...}, "default_weight": 1}``.
@@ -25,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 MODES = ("off", "on", "vtc")
+PREEMPT = ("vllm", "over-served")
 MAX_TENANTS = 1024  # configured tenants, and tenants the ledger tracks (the rest share OTHER)
 MAX_FILE_BYTES = 65536
 MAX_WEIGHT = 1e6
@@ -124,10 +128,13 @@ class GovernConfig:
     w_q: float = 2.0  # VTC price of a generated token
     poll_interval_s: float = 1.0  # the state file is stat'ed at most this often
     status_file: str | None = None  # None: beside the state file in mode "on"; "off": none
+    preempt: str = "vllm"  # "over-served": preemption victims from the most over-served tenant
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"SHADOWD_GOVERN={self.mode!r}: expected one of {MODES}")
+        if self.preempt not in PREEMPT:
+            raise ValueError(f"SHADOWD_GOVERN_PREEMPT={self.preempt!r}: expected one of {PREEMPT}")
 
     @property
     def enabled(self) -> bool:
@@ -153,4 +160,5 @@ class GovernConfig:
             tenant_key=env.get("SHADOWD_TENANT_KEY") or "tenant",
             tenant_prefix_sep=env.get("SHADOWD_TENANT_PREFIX_SEP") or None,
             status_file=(env.get("SHADOWD_GOVERN_STATUS") or "").strip() or None,
+            preempt=(env.get("SHADOWD_GOVERN_PREEMPT") or "vllm").strip().lower(),
         )

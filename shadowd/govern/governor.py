@@ -59,6 +59,7 @@ class Governor:
         self.switches: dict[str, int] = {}  # reason -> times the governor switched to it
         self.steps_charged = {"attributed": 0, "vtc": 0}
         self.errors = 0
+        self.victim_orderings = 0  # steps whose running list was put in over-served order
         path = config.status_path
         self.status_file = StatusFile(path) if path else None
 
@@ -225,6 +226,28 @@ class Governor:
             if f is not None and f.running:
                 self.ledger.deactivate(f.tenant)
 
+    # -- preemption ------------------------------------------------------------------------------
+    def order_victims(self, running: list[Any], free_blocks: int, blocks_per_step: int) -> bool:
+        """Put the most over-served tenant's running requests last, where vLLM takes its victim.
+
+        vLLM (FCFS) preempts ``running[-1]`` when a running request cannot get a block.  Only done
+        when that can happen: with ``free_blocks >= blocks_per_step`` (the most a step's running
+        requests can take: :class:`shadowd.govern.vllm.GovernMixin`) no step preempts, and most
+        steps pay one comparison.  The sort is stable: within a tenant vLLM's order stays (its
+        latest admitted request goes first), and tenants go by normalised service on the counter
+        admission follows, least first.  True when reordered."""
+        if free_blocks >= blocks_per_step or len(running) < 2:
+            return False
+        service, weight, facts = self.ledger.service[self.kind()], self.ledger.weight, self.facts_of
+
+        def served(request: Any) -> float:
+            t = facts(request).tenant
+            return service[t] / weight[t]
+
+        running.sort(key=served)
+        self.victim_orderings += 1
+        return True
+
     # -- reporting ---------------------------------------------------------------------------------
     def published(self) -> dict[str, Any]:
         """What the status file carries: the counters, no tenant names (see ``status_file``)."""
@@ -242,4 +265,9 @@ class Governor:
     def status(self) -> dict[str, Any]:
         """Counters for logs, tests and the replay: what the status file carries, and per-tenant
         service."""
-        return {**self.published(), "tenants": self.ledger.snapshot()}
+        return {
+            **self.published(),
+            "preempt": self.config.preempt,
+            "victim_orderings": self.victim_orderings,
+            "tenants": self.ledger.snapshot(),
+        }

@@ -57,11 +57,30 @@ class GovernMixin:
             log.error("shadowd governor disabled: %s", exc)
 
     def schedule(self, *args: Any, **kwargs: Any) -> Any:
-        out = super().schedule(*args, **kwargs)
         gov = self.shadowd_governor
+        if gov is not None and gov.config.preempt == "over-served":
+            self._order_victims(gov)
+        out = super().schedule(*args, **kwargs)
         if gov is not None:
             gov.on_schedule(out)
         return out
+
+    def _order_victims(self, gov: Governor) -> None:
+        """Before vLLM's loop: under KV pressure, the most over-served tenant's requests last.
+
+        A running request needs at most ``1 + (new + lookahead tokens) / block_size`` new blocks
+        in a step and the step schedules at most ``max_num_scheduled_tokens`` new tokens, so with
+        more free blocks than ``len(running) * (1 + ceil(lookahead / bs)) + ceil(budget / bs)`` no
+        running request can fail to get its blocks and vLLM preempts nothing."""
+        try:
+            running, bs = self.running, self.block_size
+            look = -(-self.num_lookahead_tokens // bs)
+            need = len(running) * (1 + look) + -(-self.max_num_scheduled_tokens // bs)
+            gov.order_victims(running, self.kv_cache_manager.block_pool.get_num_free_blocks(), need)
+        except Exception as exc:  # never into the engine: vLLM's own order stays
+            gov.errors += 1
+            if gov.errors == 1:
+                log.warning("shadowd governor: victims not ordered: %r", exc)
 
 
 class GovernedScheduler(GovernMixin, TapScheduler):

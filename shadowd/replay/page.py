@@ -201,11 +201,15 @@ def service_beside_cost(result: dict[str, Any]) -> Table:
     )
 
 
+def _interval(v: list[float] | None, spec: str) -> str:
+    return "–" if v is None else f"[{spec.format(v[0])}, {spec.format(v[1])}]"
+
+
 def _policy_table(result: dict[str, Any], policy: str, run: dict[str, Any]) -> Table:
     truth = run.get("truth")
     ent = entitlements(result)
     headers = ["tenant", "entitled"]
-    headers += ["true (sample)", "true", "÷ entitled", "backlog"] if truth else []
+    headers += ["true", "÷ entitled", "÷ entitled 95%", "backlog"] if truth else []
     headers += ["attributed", "TTFT p50 s", "TTFT p99 s", "TPOT p50 ms", "TPOT p99 ms"]
     headers += ["tok/s", "preempt", "unserved", "requests"]
     rows = []
@@ -214,9 +218,9 @@ def _policy_table(result: dict[str, Any], policy: str, run: dict[str, Any]) -> T
         if truth:
             p = truth["per_tenant"].get(t, {})
             row += [
-                _num(p.get("sampled_true_share"), "{:.1%}"),
                 _num(p.get("true_share"), "{:.1%}"),
                 _num(p.get("normalised_share"), "{:.3f}"),
+                _interval(p.get("normalised_share_ci95"), "{:.3f}"),
                 _num(p.get("queued_fraction"), "{:.0%}"),
             ]
         row += [
@@ -234,12 +238,14 @@ def _policy_table(result: dict[str, Any], policy: str, run: dict[str, Any]) -> T
     if truth:
         jain, gap = truth["jain"], truth["max_gap"]
         note = (
-            f"Jain's index over backlogged tenants {_num(jain, '{:.4f}')}, max |share ÷ entitlement − 1| "
-            f"{_num(gap, '{:.1%}')} ({truth['sampled_steps']} Shapley-sampled steps of {run['steps']}). "
-            "Shares of GPU time: true = Shapley (ratio estimate over all steps), true (sample) = Shapley "
-            "on the sampled steps alone, attributed = the LLMVisor model; ÷ entitled = true share among "
-            "backlogged tenants over their entitlement; backlog = fraction of sampled steps with a request "
-            "waiting; unserved = no first token by the horizon (its TTFT counted at the horizon)."
+            f"Jain's index over backlogged tenants {_num(jain, '{:.4f}')} "
+            f"{_interval(truth.get('jain_ci95'), '{:.4f}')}, max |share ÷ entitlement − 1| "
+            f"{_num(gap, '{:.1%}')} {_interval(truth.get('max_gap_ci95'), '{:.1%}')} (Shapley values on "
+            f"all {truth['shapley_steps']} scored steps of {run['steps']}; 95% intervals of their Monte "
+            "Carlo error in brackets). Shares of GPU time: true = Shapley, no model involved; attributed "
+            "= the LLMVisor model; ÷ entitled = true share among backlogged tenants over their "
+            "entitlement; backlog = fraction of the window's steps with a request waiting; unserved = "
+            "no first token by the horizon (its TTFT counted at the horizon)."
         )
     else:
         note = f"{run['steps']} replayed steps; unserved = no first token by the horizon."

@@ -60,7 +60,7 @@ from shadowd.replay.engine import (
     run_policy,
     step_batch,
 )
-from shadowd.replay.outcome import share_series, tenant_service
+from shadowd.replay.outcome import share_series, step_tenant_ms, tenant_service
 from shadowd.replay.replay import _publish_go
 from shadowd.reports.model import CDF_P
 from shadowd.sim.driver import ScheduledStep
@@ -322,8 +322,10 @@ def _attributed(model: ModelVersion | None, driver: Any) -> tuple[dict[str, floa
     batch = step_batch(driver)
     ms = model.attribute(batch, "equal").llmvisor_ms
     total = float(ms.sum())
-    shares = {t: float(ms[batch.tenant == t].sum()) / total for t in sorted(set(batch.tenant))}
-    return (shares if total else None), {"basis": "attributed", **share_series(driver, batch, ms, {})}
+    names = sorted(set(batch.tenant))
+    shares = {t: float(ms[batch.tenant == t].sum()) / total for t in names}
+    series = share_series(driver, step_tenant_ms(batch, ms, names), names)
+    return (shares if total else None), {"basis": "attributed", **series}
 
 
 def replay_recorded(

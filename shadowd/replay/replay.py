@@ -5,8 +5,9 @@
    and published in a gate state file with a GO verdict for the replay's platform key: the
    governed run reads it through the same hand-off as in production.
 3. VTC (token counter) and the governed policy run on the same arrivals.
-Each run is scored by :mod:`shadowd.replay.outcome` against the Shapley ground truth, in total
-and per window of simulated time (``series``, what ``--html`` plots: :mod:`shadowd.replay.page`).
+Each run is scored by :mod:`shadowd.replay.outcome` against the Shapley ground truth of every
+step (no model in the figure), in total with 95% intervals of its Monte Carlo error and per
+window of simulated time (``series``, what ``--html`` plots: :mod:`shadowd.replay.page`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,13 @@ from shadowd.replay.engine import (
     run_policy,
     step_batch,
 )
-from shadowd.replay.outcome import share_series, tenant_service, true_shares
+from shadowd.replay.outcome import (
+    SHAPLEY_PAIRS,
+    shapley_census,
+    share_series,
+    tenant_service,
+    true_shares,
+)
 from shadowd.replay.scenarios import scenario_requests
 from shadowd.reports.model import CDF_P
 from shadowd.twin.step_latency import ReferenceEngine
@@ -40,7 +47,7 @@ def replay(
     minutes: float = 10.0,
     setup: EngineSetup = EngineSetup(),
     policies: tuple[str, ...] = POLICIES,
-    sample_steps: int = 200,
+    pairs: int = SHAPLEY_PAIRS,
     warmup: float = 0.1,
 ) -> dict[str, Any]:
     """Run ``scenario`` for ``minutes`` of simulated time under each of ``policies``."""
@@ -93,20 +100,14 @@ def replay(
                 continue
             t0 = driver._origin_ns + int(warmup * horizon_s * 1e9)
             attributed = model.attribute(batch, "equal").llmvisor_ms
-            truth = true_shares(
-                driver, batch, engine, weights, t0, sample_steps=sample_steps, attributed_ms=attributed
-            )
-            ratio = {t: p["shapley_over_attributed"] for t, p in truth["per_tenant"].items()}
+            names = sorted(weights)
+            census = shapley_census(driver, batch, engine, names, t0, pairs=pairs, seed=setup.seed)
+            truth = true_shares(driver, batch, census, weights, t0, attributed_ms=attributed, seed=setup.seed)
             result["policies"][policy] = {
                 "steps": batch.num_steps,
                 "service": tenant_service(driver, t0, driver.stop_ns),
                 "truth": truth,
-                "series": {
-                    "basis": "true",
-                    **share_series(
-                        driver, batch, attributed, {t: r for t, r in ratio.items() if r is not None}
-                    ),
-                },
+                "series": {"basis": "true", **share_series(driver, census.per_step, names)},
                 "governor": governor_status(driver),
                 "wall_s": time.monotonic() - started,
             }

@@ -33,6 +33,7 @@ True
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ import numpy as np
 from shadowd.attribution.shares import FIXED_TERM_POLICIES, Attribution
 from shadowd.attribution.token_baseline import tenant_index
 from shadowd.steps.batch import StepBatch
-from shadowd.twin.ground_truth import shapley_values
+from shadowd.twin.ground_truth import shapley_estimates, shapley_values
 from shadowd.twin.step_latency import ReferenceEngine
 
 
@@ -78,6 +79,77 @@ def step_shapley(
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros(0)
     return np.concatenate(rows), np.concatenate(values)
+
+
+@dataclass(frozen=True)
+class TenantShapley:
+    """Shapley GPU time (ms) per step and tenant, with the Monte Carlo error of its sums.
+
+    ``per_step[j, t]``: tenant ``names[t]``'s Shapley values on step ``steps[j]`` (rescaled to the
+    measured latency, as :func:`step_shapley`).  ``cov``: covariance of the tenant sums of
+    ``per_step`` over the scored steps, from the spread of each step's independent estimates
+    (steps are estimated independently, so the per-step covariances add).  ``exact[j]``: the
+    step was small enough to enumerate every ordering (no Monte Carlo error)."""
+
+    names: list[str]
+    steps: np.ndarray
+    per_step: np.ndarray
+    cov: np.ndarray
+    exact: np.ndarray
+    pairs: int
+
+
+def tenant_shapley(
+    engine: ReferenceEngine,
+    batch: StepBatch,
+    steps: np.ndarray,
+    names: list[str],
+    *,
+    pairs: int = 8,
+    seed: int = 0,
+    scored: np.ndarray | None = None,
+) -> TenantShapley:
+    """Shapley values of ``T`` on *every* one of ``steps``, summed per tenant per step.
+
+    Each step gets ``pairs`` antithetic pairs of orderings (or all orderings when few, exact:
+    :func:`shadowd.twin.ground_truth.shapley_estimates`), seeded by the step's index, so the
+    same run scores the same.  ``scored`` (bool per step of ``steps``, default all) selects the
+    steps whose covariance is summed into ``cov``."""
+    steps = np.asarray(steps, dtype=np.int64)
+    scored = np.ones(len(steps), dtype=bool) if scored is None else np.asarray(scored, dtype=bool)
+    col = {t: j for j, t in enumerate(names)}
+    which = np.array([col.get(t, -1) for t in batch.tenant], dtype=np.int64)
+    if (which < 0).any():
+        raise ValueError(f"tenants not in names: {sorted(set(batch.tenant[which < 0].tolist()))}")
+    k = len(names)
+    per_step = np.zeros((len(steps), k))
+    cov = np.zeros((k, k))
+    exact = np.zeros(len(steps), dtype=bool)
+    starts = np.searchsorted(batch.req_step, steps, side="left")
+    ends = np.searchsorted(batch.req_step, steps, side="right")
+    for j, (s, lo, hi) in enumerate(zip(steps, starts, ends)):
+        if hi <= lo:
+            continue
+        est = shapley_estimates(
+            engine,
+            batch.new_tokens[lo:hi],
+            batch.context_tokens[lo:hi],
+            batch.prefill[lo:hi],
+            pairs=pairs,
+            seed=seed * 1_000_003 + int(s),
+        )
+        total = est[0].sum()
+        if total > 0:
+            est = est * (batch.latency_ms[s] / total)
+        onehot = np.zeros((hi - lo, k))
+        onehot[np.arange(hi - lo), which[lo:hi]] = 1.0
+        units = est @ onehot  # (estimates, tenants)
+        per_step[j] = units.mean(axis=0)
+        if units.shape[0] == 1:
+            exact[j] = True
+        elif scored[j]:
+            cov += np.cov(units, rowvar=False, ddof=1).reshape(k, k) / units.shape[0]
+    return TenantShapley(list(names), steps, per_step, cov, exact, int(pairs))
 
 
 def _compare(

@@ -8,7 +8,7 @@ per-request ground truth (marginal costs, Shapley values) is defined.  See
 
 from __future__ import annotations
 
-from .ground_truth import marginal_costs, shapley_exact, shapley_values
+from .ground_truth import marginal_costs, shapley_estimates, shapley_exact, shapley_values
 from .model_shape import GpuShape, ModelShape
 from .platform import KernelSource, Platform, load_platform
 from .request_spec import BLOCK_TOKENS, RequestSpec
@@ -33,6 +33,7 @@ __all__ = [
     "marginal_costs",
     "merge_streams",
     "sample_steps",
+    "shapley_estimates",
     "shapley_exact",
     "shapley_values",
     "token_count_fit",

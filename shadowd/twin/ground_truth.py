@@ -21,6 +21,16 @@ are linear in the game, the game ``F * [S non-empty]`` gives every player ``F / 
 and with ``F = min_i T({i})`` only the remainder is sampled.  Every sampled ordering
 telescopes to ``T(B)``, so the estimate is efficient exactly, not just in expectation.
 
+**Exact where affordable, measured error elsewhere.**  ``T`` has no structure that gives exact
+Shapley values cheaply on a real batch: it is neither a sum of per-request terms nor a function
+of one weighted sum (decode attention is the larger of the batch's mean per-sequence time at the
+padded batch size and the longest sequence alone; prefill attention goes with the chunks'
+root-mean-square length and a work-weighted prefix ratio; the GEMMs with the padded token count),
+so the exact values need all ``2^n`` sub-batches.  :func:`shapley_estimates` therefore enumerates
+every ordering of a small batch (exact) and otherwise returns *independent* estimates, one per
+antithetic pair of orderings, so that a sum over many steps carries a measured Monte Carlo error
+(:func:`shadowd.sim.truth.tenant_shapley`).
+
 >>> from shadowd.twin.step_latency import ReferenceEngine
 >>> e = ReferenceEngine("builtin", "llama-3.1-8b")
 >>> new, ctx, pre = [1, 1, 512], [900, 900, 0], [False, False, True]
@@ -32,6 +42,7 @@ telescopes to ``T(B)``, so the estimate is efficient exactly, not just in expect
 from __future__ import annotations
 
 from itertools import combinations
+from itertools import permutations as all_orderings
 from math import factorial
 
 import numpy as np
@@ -39,6 +50,7 @@ import numpy as np
 from .step_latency import ArrayLike, ReferenceEngine
 
 MAX_CELLS = 2_000_000  # subset x request cells evaluated per chunk (memory bound)
+EXHAUSTIVE_ORDERINGS = 720  # up to 6 requests: every ordering is enumerated (exact, cheap)
 
 
 def marginal_costs(
@@ -50,6 +62,44 @@ def marginal_costs(
     masks[np.arange(n) + 1, np.arange(n)] = False
     t = engine.subset_latency_ms(new_tokens, context_tokens, prefill, masks)
     return t[0] - t[1:]
+
+
+def _ordering_values(
+    engine: ReferenceEngine,
+    new_tokens: ArrayLike,
+    context_tokens: ArrayLike,
+    prefill: ArrayLike,
+    orders: np.ndarray,
+    fixed: float,
+) -> np.ndarray:
+    """Per ordering, each player's gain in it, less ``fixed`` for the first: ``(len(orders), n)``.
+
+    Each row plus ``fixed / n`` is an unbiased, efficient estimate of the Shapley values for a
+    uniformly drawn ordering; the mean over all ``n!`` orderings is exact."""
+    n = orders.shape[1]
+    out = np.zeros((len(orders), n))
+    per_chunk = max(1, MAX_CELLS // (n * (n + 1)))
+    tri = np.tri(n + 1, n, k=-1, dtype=bool)  # row r: the first r positions
+    for start in range(0, len(orders), per_chunk):
+        chunk = orders[start : start + per_chunk]
+        masks = np.zeros((len(chunk), n + 1, n), dtype=bool)
+        rows = np.arange(len(chunk))[:, None, None]
+        masks[rows, np.arange(n + 1)[None, :, None], chunk[:, None, :]] = tri[None]
+        t = engine.subset_latency_ms(new_tokens, context_tokens, prefill, masks.reshape(-1, n)).reshape(
+            len(chunk), n + 1
+        )
+        gains = np.diff(t, axis=1)  # gain of the player at each position
+        gains[:, 0] -= fixed
+        out[start + np.arange(len(chunk))[:, None], chunk] = gains
+    return out
+
+
+def _fixed_cost(
+    engine: ReferenceEngine, new_tokens: ArrayLike, context_tokens: ArrayLike, prefill: ArrayLike
+) -> float:
+    """The control variate: the cheapest request alone (the step's fixed cost, shared equally)."""
+    n = len(new_tokens)
+    return float(engine.subset_latency_ms(new_tokens, context_tokens, prefill, np.eye(n, dtype=bool)).min())
 
 
 def shapley_values(
@@ -75,23 +125,42 @@ def shapley_values(
     orders = np.stack([rng.permutation(n) for _ in range(base)])
     if antithetic:
         orders = np.concatenate([orders, orders[:, ::-1]])
-    singles = engine.subset_latency_ms(new_tokens, context_tokens, prefill, np.eye(n, dtype=bool))
-    fixed = float(singles.min())  # control variate: the fixed step cost
-    phi = np.zeros(n)
-    per_chunk = max(1, MAX_CELLS // (n * (n + 1)))
-    tri = np.tri(n + 1, n, k=-1, dtype=bool)  # row r: the first r positions
-    for start in range(0, len(orders), per_chunk):
-        chunk = orders[start : start + per_chunk]
-        masks = np.zeros((len(chunk), n + 1, n), dtype=bool)
-        rows = np.arange(len(chunk))[:, None, None]
-        masks[rows, np.arange(n + 1)[None, :, None], chunk[:, None, :]] = tri[None]
-        t = engine.subset_latency_ms(new_tokens, context_tokens, prefill, masks.reshape(-1, n)).reshape(
-            len(chunk), n + 1
-        )
-        gains = np.diff(t, axis=1)  # gain of the player at each position
-        gains[:, 0] -= fixed
-        np.add.at(phi, chunk.ravel(), gains.ravel())
-    return phi / len(orders) + fixed / n
+    fixed = _fixed_cost(engine, new_tokens, context_tokens, prefill)
+    return (
+        _ordering_values(engine, new_tokens, context_tokens, prefill, orders, fixed).mean(axis=0) + fixed / n
+    )
+
+
+def shapley_estimates(
+    engine: ReferenceEngine,
+    new_tokens: ArrayLike,
+    context_tokens: ArrayLike,
+    prefill: ArrayLike,
+    *,
+    pairs: int = 8,
+    seed: int = 0,
+    exhaustive_up_to: int = EXHAUSTIVE_ORDERINGS,
+) -> np.ndarray:
+    """Independent Shapley estimates of the noiseless ``T``, one per row: ``(u, n)``, each row sums to ``T(B)``.
+
+    Normally ``u = pairs`` rows, each the mean over a uniformly drawn ordering and its reverse
+    (antithetic pair), so the rows are i.i.d. unbiased estimates and their spread measures the
+    Monte Carlo error of their mean.  When ``n! <= max(exhaustive_up_to, 2 * pairs)`` every
+    ordering is enumerated instead: one row, the exact Shapley values (no Monte Carlo error)."""
+    n = len(new_tokens)
+    if n == 0:
+        return np.zeros((1, 0))
+    fixed = _fixed_cost(engine, new_tokens, context_tokens, prefill)
+    if factorial(n) <= max(exhaustive_up_to, 2 * pairs):
+        orders = np.array(list(all_orderings(range(n))), dtype=np.int64)
+        vals = _ordering_values(engine, new_tokens, context_tokens, prefill, orders, fixed)
+        return vals.mean(axis=0, keepdims=True) + fixed / n
+    rng = np.random.default_rng(seed)
+    orders = np.stack([rng.permutation(n) for _ in range(max(1, pairs))])
+    both = np.concatenate([orders, orders[:, ::-1]])
+    vals = _ordering_values(engine, new_tokens, context_tokens, prefill, both, fixed)
+    half = len(orders)
+    return 0.5 * (vals[:half] + vals[half:]) + fixed / n
 
 
 def shapley_exact(

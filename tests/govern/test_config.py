@@ -18,6 +18,13 @@ def test_off_by_default_and_modes():
         GovernConfig.from_env({"SHADOWD_GOVERN": "maybe"})
 
 
+def test_preemption_choice_is_off_by_default_and_checked():
+    assert GovernConfig.from_env({}).preempt == "vllm"
+    assert GovernConfig.from_env({"SHADOWD_GOVERN_PREEMPT": " Over-Served "}).preempt == "over-served"
+    with pytest.raises(ValueError, match="SHADOWD_GOVERN_PREEMPT='newest'"):
+        GovernConfig.from_env({"SHADOWD_GOVERN_PREEMPT": "newest"})
+
+
 def test_inline_and_file_tenant_policies(tmp_path):
     p = TenantPolicy.parse("acme=2, beta=1:500")
     assert p.weight("acme") == 2 and p.weight("zeta") == 1 and p.caps_ms_per_s == {"beta": 500.0}

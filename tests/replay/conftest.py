@@ -26,7 +26,7 @@ def _run(args: list[str], page: Path) -> tuple[dict, Path]:
 @pytest.fixture(scope="session")
 def noisy_replay(vllm, tmp_path_factory) -> tuple[dict, Path]:
     page = tmp_path_factory.mktemp("replay") / "noisy.html"
-    args = ["replay", "--scenario", "noisy-neighbour", "--minutes", "1.5", "--sample-steps", "60"]
+    args = ["replay", "--scenario", "noisy-neighbour", "--minutes", "1.5", "--pairs", "4"]
     return _run(args, page)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shadowd.twin import marginal_costs, shapley_exact, shapley_values
+from shadowd.twin import marginal_costs, shapley_estimates, shapley_exact, shapley_values
 
 
 def mixed_step(rng, n):
@@ -70,3 +70,37 @@ def test_marginal_costs(engine):
 
 def test_empty_batch(engine):
     assert shapley_values(engine("builtin"), [], [], []).shape == (0,)
+
+
+@pytest.mark.parametrize("platform", ["h100_sxm", "builtin"])
+def test_estimates_enumerate_every_ordering_of_a_small_batch(engine, platform):
+    """Up to 6 requests every ordering is taken: the exact Shapley values, to rounding."""
+    e = engine(platform)
+    rng = np.random.default_rng(7)
+    for n in range(1, 7):
+        for _ in range(3):
+            new, ctx, pre = mixed_step(rng, n)
+            est = shapley_estimates(e, new, ctx, pre, pairs=4, seed=n)
+            assert est.shape == (1, n)
+            np.testing.assert_allclose(est[0], shapley_exact(e, new, ctx, pre), rtol=0, atol=1e-9)
+
+
+def test_estimates_are_independent_unbiased_and_efficient(engine):
+    """Above the enumeration limit each row is one antithetic pair: it sums to T(B) exactly, the
+    rows average to the exact values, and their spread predicts the spread of their mean."""
+    e = engine("h100_sxm")
+    new, ctx, pre = mixed_step(np.random.default_rng(3), 9)
+    exact = shapley_exact(e, new, ctx, pre)
+    rows, means, var_hat = [], [], []
+    for seed in range(150):
+        est = shapley_estimates(e, new, ctx, pre, pairs=6, seed=seed)
+        assert est.shape == (6, 9)
+        np.testing.assert_allclose(est.sum(axis=1), e.expected_ms(new, ctx, pre), rtol=1e-12)
+        rows.append(est)
+        means.append(est.mean(axis=0))
+        var_hat.append(est.var(axis=0, ddof=1) / est.shape[0])
+    pooled = np.concatenate(rows)
+    se = pooled.std(axis=0, ddof=1) / np.sqrt(len(pooled))
+    assert np.all(np.abs(pooled.mean(axis=0) - exact) < 4 * se + 1e-12), (pooled.mean(axis=0) - exact) / se
+    ratio = np.var(means, axis=0, ddof=1) / np.mean(var_hat, axis=0)
+    assert np.all((ratio > 0.6) & (ratio < 1.6)), ratio
