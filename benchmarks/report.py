@@ -231,6 +231,7 @@ def _tap_section(entry: dict | None) -> str:
                 f"{c['ratio']:.3f} ({min(c['block_ratios']):.2f}–{max(c['block_ratios']):.2f})",
                 f"{_fmt(c.get('engine_bias_us_per_step'), 1)}",
                 f"{t['ratio']:.3f}",
+                _p99(t),
                 _fmt(t["hooks_cpu_us_per_step"], 1),
                 " / ".join(
                     _fmt(hooks.get(h), 1) for h in ("on_admit", "on_schedule", "on_output", "on_finish")
@@ -252,6 +253,7 @@ def _tap_section(entry: dict | None) -> str:
             "CPU ratio (blocks)",
             "engine bias µs (±, cancelled)",
             "wall ratio",
+            "wall p99 µs/step untapped / tapped",
             "hooks CPU µs/step",
             "admit / schedule / output / finish µs",
             "frame builder CPU µs/step (where)",
@@ -289,8 +291,9 @@ apart on the same steps; the run puts a {_gpu_wait(entry)} sleep after every rou
 the GPU's part of a step would be (far shorter than a real step of an 8B model at these batch
 sizes), which is when that thread gets the interpreter.  The extra CPU can come out below zero on
 churn: the tap holds each step's `SchedulerOutput` until its frame is built, so freeing it (lists
-of the batch's ids and counts) moves to the encoder thread too.  The wall ratio shows what the
-engine thread felt of the encoder thread (waiting for the interpreter) plus the host's noise.  Two
+of the batch's ids and counts) moves to the encoder thread too.  The wall ratio and the wall
+p99 show what the engine thread felt of the encoder thread (waiting for the interpreter while it
+finishes a frame) plus the host's noise.  Two
 schedulers of the same class differ by themselves (memory layout): the run is a crossover, each
 scheduler carrying the tap in every other block, so that difference ("engine bias") enters the two
 arms with opposite signs and cancels in their mean.  On this shared 2-vCPU host thread CPU time also
@@ -335,6 +338,11 @@ on the engine thread, `shadowd/tap/builder.py` on the encoder thread):
   thread and inline: `tests/tap/test_churn.py`; the bounded queue and a stalled encoder:
   `tests/tap/test_recorder.py`.
 """
+
+
+def _p99(t: dict) -> str:
+    p = t.get("wall_p99_us")
+    return f"{_fmt(p['untapped'], 1)} / {_fmt(p['tapped'], 1)}" if p else "–"
 
 
 def _gpu_wait(entry: dict) -> str:

@@ -49,6 +49,8 @@ from collections import deque
 from statistics import median
 from typing import Any
 
+import numpy as np
+
 from shadowd.twin.request_spec import RequestSpec
 
 PROMPT_TOKENS = 32  # steady workload: short prompts, outputs longer than the run
@@ -65,7 +67,6 @@ GPU_WAIT_S = 0.002
 
 def churn_specs(count: int, seed: int = 17) -> list[tuple[int, int]]:
     """(prompt, output) tokens: prompts drawn from the Azure 2023 conversation trace, outputs short."""
-    import numpy as np
 
     from shadowd.paths import data_dir
     from shadowd.twin.traces import load_azure
@@ -253,6 +254,7 @@ def measure(
                 assert eng.batch_size() == n, f"batch is {eng.batch_size()}, wanted {n}"
         stats0 = _workload_stats(pair[0])
         wall: dict[str, list[float]] = {"untapped": [], "tapped": []}
+        wall_steps: dict[str, list[int]] = {"untapped": [], "tapped": []}  # every step, for the tail
         cpu: dict[str, list[float]] = {"untapped": [], "tapped": []}
         diffs: tuple[list[int], list[int]] = ([], [])  # per arm: which engine carries the tap
         # As vLLM's EngineCore does once it has started (``freeze_gc_heap``): the start-up heap
@@ -268,6 +270,7 @@ def measure(
             got = _paired_block({"untapped": untapped, "tapped": tapped}, block_steps)
             for name in ("untapped", "tapped"):
                 wall[name].append(median(got[name][0]))
+                wall_steps[name].extend(got[name][0])
                 cpu[name].append(median(got[name][1]))
             diffs[arm].extend(t - u for t, u in zip(got["tapped"][1], got["untapped"][1]))
             # Paired: the same requests arrived at the same steps in both schedulers.
@@ -343,7 +346,11 @@ def measure(
         "frames_sent": frames,
         "frames_received": received,
         "frames_dropped": sender_dropped,
-        "gc_collections": collections,  # CPython collections during the paired blocks (both arms)
+        "gc_collections": collections,
+        # The tail the engine thread feels (an encoder slice it waits for shows here, not in medians).
+        "wall_p99_us": {
+            k: round(float(np.percentile(v, 99)) / 1e3, 1) for k, v in wall_steps.items()
+        },  # CPython collections during the paired blocks (both arms)
     }
 
 
