@@ -55,6 +55,7 @@ import logging
 import threading
 import time
 import uuid
+import weakref
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -378,20 +379,26 @@ class StepRecorder:
 
 class _EncoderThread(threading.Thread):
     """Takes the recorder's queue every ``ENCODER_POLL_S``; the engine thread never signals it
-    (a wake-up would cost the engine a lock per step)."""
+    (a wake-up would cost the engine a lock per step).  It holds the recorder weakly and ends
+    when the recorder is gone (a scheduler dropped without ``shutdown``, as tests do)."""
 
     def __init__(self, recorder: StepRecorder) -> None:
         super().__init__(name=f"shadowd-tap-{recorder.engine_id}", daemon=True)
-        self._recorder = recorder
+        self._recorder = weakref.ref(recorder)
         self._stopping = threading.Event()
 
     def run(self) -> None:
         while not self._stopping.wait(ENCODER_POLL_S):
+            recorder = self._recorder()
+            if recorder is None:
+                return
             try:
-                self._recorder.drain()
+                recorder.drain()
             except Exception as exc:  # a bug guard: the thread must outlive any frame
-                self._recorder.builder.fault(exc)
+                recorder.builder.fault(exc)
+            del recorder
 
     def stop(self) -> None:
         self._stopping.set()
-        self.join(timeout=5.0)
+        if self is not threading.current_thread():
+            self.join(timeout=5.0)

@@ -192,3 +192,17 @@ def test_an_encoder_error_costs_one_frame_not_the_thread():
         assert _wait(lambda n=i: len(calls) == n + 1)
     assert rec.builder.dropped == 1 and rec.dropped_total == 1 and rec._worker.is_alive()
     rec.close()
+
+
+def test_the_encoder_thread_ends_with_its_recorder():
+    """A scheduler dropped without ``shutdown`` (tests, a failed start) must not leave a thread
+    polling for ever, nor keep the scheduler's requests alive through it."""
+    import gc
+
+    rec = StepRecorder(
+        lambda d, frames=1: True, engine_id="e", requests={}, tenants=TenantResolver(), threaded=True
+    )
+    worker = rec._worker
+    del rec
+    gc.collect()
+    assert _wait(lambda: not worker.is_alive(), timeout=2.0)
