@@ -61,6 +61,16 @@ ALLOWED: tuple[tuple[str, str, str], ...] = (
         "how to read the effect size's unit, not a result",
     ),
     (
+        "shadowd.replay.outcome",
+        r"95% intervals?",
+        "the stated confidence level of the replay's Monte Carlo intervals (``*_ci95``), an input",
+    ),
+    (
+        "shadowd.replay.replay",
+        r"95% intervals",
+        "the stated confidence level of the replay's Monte Carlo intervals, an input",
+    ),
+    (
         "storage.writer",
         r"80% of the host's RAM \(its documented default\)",
         "DuckDB's documented default memory_limit, not a measurement of ours",
