@@ -171,6 +171,41 @@ def _num(x: Any, spec: str) -> str:
     return "–" if x is None else spec.format(x)
 
 
+def roles(result: dict[str, Any]) -> dict[str, str]:
+    """Who is the noisy neighbour and who its victims, read off the FCFS and governed runs.
+
+    The noisy neighbour: the tenant holding the most GPU time over its entitlement under FCFS
+    (attributed share ÷ entitlement, above 1).  Its victims: every other tenant whose TTFT p99 is
+    lower under the governed policy than under FCFS.  Empty without both runs or an entitlement
+    above which some tenant sits.
+
+    >>> run = lambda share, p99: {"truth": {"per_tenant": {t: {"attributed_share": s} for t, s in share.items()}},
+    ...                           "service": {t: {"ttft_p99_s": v} for t, v in p99.items()}}
+    >>> roles({"tenants": {"a": {"entitlement": 0.5}, "b": {"entitlement": 0.5}},
+    ...        "policies": {"fcfs": run({"a": 0.7, "b": 0.3}, {"a": 1.0, "b": 9.0}),
+    ...                     "llmvisor": run({"a": 0.5, "b": 0.5}, {"a": 3.0, "b": 2.0})}})
+    {'a': 'noisy neighbour', 'b': 'victim'}
+    """
+    runs, ent = result["policies"], entitlements(result)
+    if "fcfs" not in runs or "llmvisor" not in runs:
+        return {}
+    over = {}
+    for t in _tenants(result):
+        share = attributed_share(runs["fcfs"], t)
+        if share is not None and ent.get(t):
+            over[t] = share / ent[t]
+    noisy = max(over, key=lambda t: (over[t], t), default=None)
+    if noisy is None or over[noisy] <= 1.0:
+        return {}
+    out = {noisy: "noisy neighbour"}
+    for t in _tenants(result):
+        f = (runs["fcfs"]["service"].get(t) or {}).get("ttft_p99_s")
+        g = (runs["llmvisor"]["service"].get(t) or {}).get("ttft_p99_s")
+        if t != noisy and f and g is not None and g < f:
+            out[t] = "victim"
+    return out
+
+
 def service_beside_cost(result: dict[str, Any]) -> Table:
     """The noisy-neighbour view: each tenant's attributed share beside its TTFT p99, policy by policy."""
     policies = list(result["policies"])
@@ -180,7 +215,8 @@ def service_beside_cost(result: dict[str, Any]) -> Table:
     headers += [f"TTFT p99 {LABEL.get(p, p)} s" for p in policies]
     both = "fcfs" in policies and "llmvisor" in policies
     if both:
-        headers.append("p99 governed ÷ FCFS")
+        headers += ["p99 governed ÷ FCFS", "role under FCFS"]
+    role = roles(result)
     rows = []
     for t in _tenants(result):
         p99 = {p: (r["service"].get(t) or {}).get("ttft_p99_s") for p, r in result["policies"].items()}
@@ -189,7 +225,7 @@ def service_beside_cost(result: dict[str, Any]) -> Table:
         row += [_num(p99[p], "{:.3f}") for p in policies]
         if both:
             f, g = p99["fcfs"], p99["llmvisor"]
-            row.append(_num(g / f if f and g is not None else None, "{:.2f}"))
+            row += [_num(g / f if f and g is not None else None, "{:.2f}"), role.get(t, "")]
         rows.append(row)
     return Table(
         "Service received beside cost caused",
@@ -197,7 +233,9 @@ def service_beside_cost(result: dict[str, Any]) -> Table:
         rows,
         "attributed = the LLMVisor model's share of the scored window's GPU time (what shadowd "
         "reports per tenant); a noisy neighbour holds more than its entitlement under FCFS while "
-        "its batch-mates' TTFT p99 is higher under FCFS than governed.",
+        "its batch-mates' TTFT p99 is higher under FCFS than governed.  Role: the noisy neighbour "
+        "is the tenant furthest over its entitlement under FCFS; victims are the others whose "
+        "TTFT p99 is lower governed than under FCFS.",
     )
 
 

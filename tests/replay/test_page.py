@@ -126,6 +126,16 @@ def test_scenario_page_has_the_plots_and_the_tables_of_its_run(noisy_page):
             assert row[f"TTFT p99 {LABEL[policy]} s"] == f"{run['service'][tenant]['ttft_p99_s']:.3f}"
         f, g = (out["policies"][p]["service"][tenant]["ttft_p99_s"] for p in ("fcfs", "llmvisor"))
         assert row["p99 governed ÷ FCFS"] == f"{g / f:.2f}"
+    # The roles, checked against their definition: the tenant furthest over its entitlement
+    # under FCFS is the noisy neighbour; victims are the others better served governed.
+    fcfs = out["policies"]["fcfs"]["truth"]["per_tenant"]
+    over = {t: fcfs[t]["attributed_share"] / out["tenants"][t]["entitlement"] for t in tenants}
+    noisy = max(over, key=over.get)
+    assert over[noisy] > 1 and side[noisy]["role under FCFS"] == "noisy neighbour"
+    for tenant in set(tenants) - {noisy}:
+        f, g = (out["policies"][p]["service"][tenant]["ttft_p99_s"] for p in ("fcfs", "llmvisor"))
+        assert side[tenant]["role under FCFS"] == ("victim" if g < f else "")
+    assert "victim" in {side[t]["role under FCFS"] for t in tenants}
     for policy in POLICIES:
         rows = page.table(f"{LABEL[policy]} ({policy}): per tenant")
         assert sorted(rows) == tenants
