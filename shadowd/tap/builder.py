@@ -8,7 +8,11 @@ tenant and prompt columns (one dict lookup per row, in C), the token, prefill an
 columns, msgpack encoding, and batching frames into zmq messages.  What it reads from a step
 is ``SchedulerOutput``'s own lists, which vLLM builds afresh for every step and never changes
 afterwards (``_make_cached_request_data``); mutable request state is never read here, except
-a request's tenant and prompt length when it was not seen admitted.
+a request's tenant and prompt length when it was not seen admitted.  One exception in vLLM
+0.33: with the GPU n-gram proposer and the model runner in the engine process, invalid draft
+tokens are trimmed from the step's counts in place while it runs, so a frame built after that
+carries the trimmed counts (the tokens that ran); built during it, a row's draft and token
+counts may disagree by the trimmed drafts.
 
 The work stays proportional to what changed where it can:
 
