@@ -64,11 +64,13 @@ def summary_rows(r: dict[str, Any]) -> list[list[str]]:
         n, c = t["requests_per_step"], t["cpu"]
         rows.append(
             [
-                f"Tap cost, {t.get('workload', 'steady')} workload, {n} requests: extra scheduler CPU "
-                "per step, paired A/B (the hooks' own CPU); tapped/untapped CPU ratio",
+                f"Tap cost, {t.get('workload', 'steady')} workload, {n} requests: extra engine-thread "
+                "CPU per step, paired A/B (the hooks' own CPU); tapped/untapped CPU ratio; the frame "
+                "builder's CPU on the tap's encoder thread, off the engine thread",
                 f"{_fmt(c.get('paired_overhead_us_per_step', c['overhead_us_per_step']))} µs "
                 f"({_fmt(t['hooks_cpu_us_per_step'])} µs); ×{c['ratio']:.3f} "
-                f"(blocks {min(c['block_ratios']):.2f}–{max(c['block_ratios']):.2f})",
+                f"(blocks {min(c['block_ratios']):.2f}–{max(c['block_ratios']):.2f}); "
+                f"encoder {_fmt(t.get('encoder_cpu_us_per_step'))} µs",
                 f"≤ {_fmt(t['target_us'], 0)} µs, ≤ ×{t.get('target_ratio', 1.03):.2f}",
                 _met(t["met"]),
                 _cmd(tap),
