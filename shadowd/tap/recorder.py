@@ -106,6 +106,8 @@ class StepRecorder:
             send, engine_id=engine_id, run_id=self.run_id, requests=requests, tenants=tenants
         )
         self._requests = requests
+        b = self.builder  # its per-request methods, bound once (the hooks run per request)
+        self._admit, self._finish, self._frame = b.admit, b.finish, b.frame
         # Lifecycle per admitted request: [arrival wall ns (filled by the builder), first scheduled
         # step, its t_sched_start, first token step, its t_done].
         self._life: dict[str, list[int]] = {}
@@ -148,7 +150,11 @@ class StepRecorder:
                 self._emit((self.builder.restream, rid))
                 return
             life = self._life[rid] = [0, 0, 0, 0, 0]
-            self._emit((self.builder.admit, rid, request, life))
+            events = self._events
+            if len(events) < MAX_QUEUED_EVENTS:  # the common case of ``_emit``, inlined
+                events.append((self._admit, rid, request, life))
+            else:
+                self._emit((self._admit, rid, request, life))
         except Exception as exc:
             self._fault(exc)
 
@@ -170,9 +176,13 @@ class StepRecorder:
             return
         try:
             rid = request.request_id
-            life = self._life.pop(rid, None)
             self._chunking.discard(rid)
-            self._emit((self.builder.finish, rid, request, life, self.clock()))
+            event = (self._finish, rid, request, self._life.pop(rid, None), self.clock())
+            events = self._events
+            if len(events) < MAX_QUEUED_EVENTS:  # the common case of ``_emit``, inlined
+                events.append(event)
+            else:
+                self._emit(event)
         except Exception as exc:
             self.records_lost += 1
             self._fault(exc)
@@ -209,9 +219,7 @@ class StepRecorder:
                 if not life[3] and req.num_output_tokens > 0:
                     life[3], life[4] = seq, t_done
             counts = (self.dropped, self.records_lost, self.preempted, self.missed_finishes)
-            self._emit(
-                (self.builder.frame, slot, seq, t_done, self.wall_clock(), counts, self._step_in_flight())
-            )
+            self._emit((self._frame, slot, seq, t_done, self.wall_clock(), counts, self._step_in_flight()))
             if len(self._life) > len(self._requests) + RECONCILE_SLACK:
                 self._reconcile()
         except Exception as exc:
