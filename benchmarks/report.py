@@ -311,7 +311,8 @@ on the engine thread, `shadowd/tap/builder.py` on the encoder thread):
   queue is bounded ({_rec.MAX_QUEUED_EVENTS:,} events: beyond, steps are dropped and counted; at four
   times that the tap turns itself off).  The encoder thread wakes every
   {_rec.ENCODER_POLL_S * 1e3:g} ms (the engine thread never signals it) and yields the interpreter
-  after every event.
+  after every {_rec.ENCODER_SLICE_NS / 1e3:g} µs of work (an engine thread back from the GPU waits for
+  that at most; yielding after every event starved the encoder against a busy engine thread).
 - *Per request, once.*  Tenant and prompt length are resolved (by the builder) at admission and
   dropped at finish (`on_finish`, hooked on vLLM's `_free_request`, which every finish and abort goes
   through), where the request's lifecycle record is queued too.  Finishes the tap missed are looked for

@@ -18,8 +18,9 @@ The engine thread pays only for what changed, never for the batch:
 Everything proportional to the batch (columns, encoding, batching, the zmq send) is done by
 ``FrameBuilder`` (``shadowd.tap.builder``), from the queue, in order.  With ``threaded`` (the
 default in the engine, ``SHADOWD_TAP_ENCODER``) it runs on the tap's own encoder thread, which
-wakes every ``ENCODER_POLL_S`` and yields the interpreter after every event, so it works while
-the engine thread waits on the GPU; otherwise it runs inline at the end of ``on_output``.  The
+wakes every ``ENCODER_POLL_S`` and yields the interpreter after every ``ENCODER_SLICE_NS`` of
+work, so it works while the engine thread waits on the GPU; otherwise it runs inline at the end
+of ``on_output``.  The
 queue is bounded: past ``MAX_QUEUED_EVENTS`` steps are dropped and counted, past four times
 that the tap turns itself off (an encoder that cannot keep up must not grow the engine's
 memory).  ``on_schedule`` runs right after the scheduler returns a ``SchedulerOutput``;
@@ -69,6 +70,7 @@ RECONCILE_SLACK = 64  # known requests beyond the scheduler's before the tap loo
 MAX_CHUNKING = 64  # more possibly-prefilling requests than this: every multi-token row is looked at
 MAX_QUEUED_EVENTS = 16_384  # queued for the encoder; beyond: steps dropped (counted), 4x: tap off
 ENCODER_POLL_S = 0.005  # how often the encoder thread takes the queued steps
+ENCODER_SLICE_NS = 500_000  # the encoder thread's work between two yields of the interpreter
 _yield = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 
@@ -232,22 +234,27 @@ class StepRecorder:
         """Hand every queued event to the builder, in order (the encoder thread, or inline)."""
         with self._lock:
             events, builder = self._events, self.builder
-            # On the encoder thread, give the interpreter up after every event: an engine thread
-            # back from the GPU then waits for one event's work at most, not for the switch
-            # interval (sched_yield releases the GIL and lets a woken thread run; sleep(0) only
-            # releases it, and usually takes it straight back).
+            # On the encoder thread, give the interpreter up after every ``ENCODER_SLICE_NS`` of
+            # work: an engine thread back from the GPU then waits for one slice at most, not for
+            # the switch interval (sched_yield releases the GIL and lets a woken thread run;
+            # sleep(0) only releases it, and usually takes it straight back).  Not after every
+            # event: against a busy engine thread each yield costs the encoder a switch
+            # interval, and it would fall behind.
             pause = (
                 _yield if self._worker is not None and threading.current_thread() is self._worker else None
             )
+            clock = time.perf_counter_ns
             c0 = time.thread_time_ns()
+            slice_end = clock() + ENCODER_SLICE_NS
             while events:
                 event = events.popleft()
                 try:
                     event[0](*event[1:])
                 except Exception as exc:
                     builder.fault(exc)
-                if pause is not None:
+                if pause is not None and clock() >= slice_end:
                     pause()
+                    slice_end = clock() + ENCODER_SLICE_NS
             self.encoder_cpu_ns += time.thread_time_ns() - c0
 
     def flush(self) -> None:
