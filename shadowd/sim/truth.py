@@ -33,6 +33,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,16 +56,21 @@ def spread_sample(num_steps: int, sample_steps: int, seed: int = 0) -> np.ndarra
     return np.array([rng.integers(lo, hi) for lo, hi in zip(edges[:-1], edges[1:])], dtype=np.int64)
 
 
+def _step_rows(batch: StepBatch, steps: np.ndarray) -> Iterator[tuple[int, int, int, int]]:
+    """(position in ``steps``, step, first row, end row) of every step in ``steps`` with requests."""
+    starts = np.searchsorted(batch.req_step, steps, side="left")
+    ends = np.searchsorted(batch.req_step, steps, side="right")
+    for j, (s, lo, hi) in enumerate(zip(steps, starts, ends)):
+        if hi > lo:
+            yield j, int(s), int(lo), int(hi)
+
+
 def step_shapley(
     engine: ReferenceEngine, batch: StepBatch, steps: np.ndarray, *, permutations: int = 64, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """(row indices of ``steps``' requests, their Shapley values rescaled to the measured latency)."""
-    starts = np.searchsorted(batch.req_step, steps, side="left")
-    ends = np.searchsorted(batch.req_step, steps, side="right")
     rows, values = [], []
-    for j, (s, lo, hi) in enumerate(zip(steps, starts, ends)):
-        if hi <= lo:
-            continue
+    for j, s, lo, hi in _step_rows(batch, steps):
         phi = shapley_values(
             engine,
             batch.new_tokens[lo:hi],
@@ -125,11 +131,7 @@ def tenant_shapley(
     per_step = np.zeros((len(steps), k))
     cov = np.zeros((k, k))
     exact = np.zeros(len(steps), dtype=bool)
-    starts = np.searchsorted(batch.req_step, steps, side="left")
-    ends = np.searchsorted(batch.req_step, steps, side="right")
-    for j, (s, lo, hi) in enumerate(zip(steps, starts, ends)):
-        if hi <= lo:
-            continue
+    for j, s, lo, hi in _step_rows(batch, steps):
         est = shapley_estimates(
             engine,
             batch.new_tokens[lo:hi],

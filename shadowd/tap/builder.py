@@ -42,19 +42,17 @@ cannot be queued (more than ``MAX_FINISHED_QUEUED`` waiting for a frame) are cou
 from __future__ import annotations
 
 import hashlib
-import logging
-import time
 from collections.abc import Callable
 from itertools import repeat
 from typing import Any
 
 import msgspec
 
+from shadowd.tap.fault_log import FaultLog
 from shadowd.tap.frame import FRAME_VERSION, StepFrame, array_header, encode_batch
 from shadowd.tap.sender import BATCH_FRAMES  # frames per zmq message at most
 from shadowd.tap.tenant import TenantResolver
 
-log = logging.getLogger("shadowd.tap")
 SEND_INTERVAL_NS = 100_000_000  # at most one send per 100 ms of engine clock, unless idle or full
 MAX_REQ_ID_LEN = 128  # longer request ids are shortened on the wire (short_id) and counted
 MAX_FINISHED_QUEUED = 4096  # lifecycle records waiting for a frame; beyond: dropped, counted
@@ -154,7 +152,7 @@ class FrameBuilder:
         self._prev_done = 0
         self._outbox: list[bytes] = []  # encoded frames waiting for their batch
         self._last_send = 0  # t_done of the step whose frame went out last
-        self._last_error_log = 0.0
+        self._faults = FaultLog()
 
     # -- per request ---------------------------------------------------------
     def admit(self, rid: str, request: Any, life: list[int]) -> None:
@@ -307,12 +305,7 @@ class FrameBuilder:
     def fault(self, exc: Exception) -> None:
         """An encoder error: one frame lost, counted, logged at most once a minute."""
         self.dropped += 1
-        now = time.monotonic()
-        if now - self._last_error_log > 60.0:
-            self._last_error_log = now
-            log.warning(
-                "shadowd tap: %s: %s (frame dropped; the engine is unaffected)", type(exc).__name__, exc
-            )
+        self._faults.frame_lost(exc)
 
     # -- columns -------------------------------------------------------------------
     def _sparse_tokens(

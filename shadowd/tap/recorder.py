@@ -63,6 +63,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shadowd.tap.builder import FrameBuilder
+from shadowd.tap.fault_log import FaultLog
 from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.tap")
@@ -119,7 +120,7 @@ class StepRecorder:
         self._events: deque = deque()  # (builder method, *args), taken in order by ``drain``
         self._lock = threading.Lock()  # one drainer at a time
         self._off = False  # the encoder fell hopelessly behind: the tap stopped itself
-        self._last_error_log = 0.0
+        self._faults = FaultLog()
         self._worker: _EncoderThread | None = None
         if threaded:
             self._worker = _EncoderThread(self)
@@ -391,12 +392,7 @@ class StepRecorder:
 
     def _fault(self, exc: Exception) -> None:
         self.dropped += 1
-        now = time.monotonic()
-        if now - self._last_error_log > 60.0:
-            self._last_error_log = now
-            log.warning(
-                "shadowd tap: %s: %s (frame dropped; the engine is unaffected)", type(exc).__name__, exc
-            )
+        self._faults.frame_lost(exc)
 
 
 class _EncoderThread(threading.Thread):

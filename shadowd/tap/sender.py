@@ -22,12 +22,10 @@ queue before the tap drops.
 
 from __future__ import annotations
 
-import logging
-import time
-
 import zmq
 
-log = logging.getLogger("shadowd.tap")
+from shadowd.tap.fault_log import FaultLog
+
 BATCH_FRAMES = 32  # the recorder's largest batch (shadowd.tap.recorder.BATCH_FRAMES)
 
 
@@ -38,7 +36,7 @@ class FrameSender:
         self.endpoint = endpoint
         self.dropped = 0
         self.sent = 0
-        self._last_error_log = 0.0
+        self._faults = FaultLog()
         self._ctx = zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.PUSH)
         self._sock.setsockopt(zmq.IMMEDIATE, 1)
@@ -56,16 +54,10 @@ class FrameSender:
             return False
         except Exception as exc:  # never raise into the engine
             self.dropped += n
-            self._log_rate_limited(f"shadowd tap: send failed ({exc}); {n} frame(s) dropped")
+            self._faults.warn("shadowd tap: send failed (%s); %d frame(s) dropped", exc, n)
             return False
         self.sent += n
         return True
 
     def close(self) -> None:
         self._sock.close(linger=0)
-
-    def _log_rate_limited(self, message: str) -> None:
-        now = time.monotonic()
-        if now - self._last_error_log > 60.0:
-            self._last_error_log = now
-            log.warning(message)
