@@ -985,8 +985,10 @@ file; `shadowd gate [--db PATH | --daemon URL] [--json]` exits 0 GO, 1 NO_GO, 2 
 - **A longer window is not yet a cure on bursty traffic.** While preparing this page the trace mix
   was also calibrated offline on 4000- and 6000-step windows (this design, then with a 200-step
   baseline; not in the tables): with 6000 steps calibration could not reach 1e-5 for the decode
-  class and left it unwatched, saying why (the fail-closed path). Calibrating per load regime is not done today; recalibration is an
-  operator's act (`shadowd calibrate`), never automatic, so that a slow real drift is not absorbed.
+  class and left it unwatched, saying why (the fail-closed path). Calibrating per load regime is not done. Since design r3 the daemon re-fits on its own when
+  traffic leaves the calibration, but only while the model in force still meets its accuracy limits
+  there and its residual has not moved on the compositions it was calibrated on (`checks/refit_guard.py`),
+  so that a slow real drift is not absorbed; docs/validation.md runs the fault scenarios against it.
 - **Light traffic.** At 1–6 requests per batch LLMVisor's bias depends on the exact batch size
   (CUDA-graph padding, the memory-bound flat region) more than the calibration window shows; the
   light mix keeps real alarms (table (a)). A per-batch-size bias correction was

@@ -125,7 +125,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r2"
+DESIGN_REVISION = "r3"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -144,6 +144,17 @@ DESIGN = [
     "The warm-up window widens (up to `max_window_factor` x `warmup_steps`; in the demo, up to 60 % "
     "of the run) until every step class carrying >= 25 % of its steps has enough held-out steps for "
     "drift detectors.",
+    "Design r3: when traffic leaves what the model in force was calibrated on (steps beyond the "
+    "envelope, or drift detectors blind on batch compositions their calibration never saw) and the "
+    "model has scored a full calibration window since it was installed, the daemon re-fits on that "
+    "window (`shadowd/daemon/refit.py`) only if no check fails, no drift event is unresolved, the "
+    "model in force meets the accuracy limits on the window, and its residual has not moved on steps "
+    "inside the calibrated compositions (`checks/refit_guard.py`). Each re-fit is a new content-hashed "
+    "version with its lineage and reason stored; tenants calibration never saw are not a re-fit "
+    "trigger (the operator recalibrates with them).",
+    "Design r3: the gate's evidence runs over the lineage of re-fits (each step scored by the model "
+    "in force when it ran); accuracy beyond the limits on a class the calibration window held too "
+    "few steps of is INCONCLUSIVE (recalibrate), not NO_GO.",
 ]
 
 HELD3_BASE = dict(
@@ -426,6 +437,9 @@ def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
         wall_seconds=r.get("wall_seconds"),
         drift_events=r.get("drift_events", [])[:40],
         tenants_run=r.get("tenants"),
+        refits=[
+            {k: x.get(k) for k in ("step", "parent", "version", "why", "steps")} for x in r.get("refits", [])
+        ],
     )
     return out
 
@@ -632,7 +646,8 @@ def markdown(res: dict[str, Any]) -> str:
         "the stated mean rate) remain, and can take the engine from light to saturated by themselves",
         "(the regime table shows the range each run went through).",
         "",
-        "## The gate as validated here (design r2; r1 differed only in the stability check)",
+        f"## The gate as validated here (design {DESIGN_REVISION}; r1 differed from r2 only in the "
+        "stability check, r2 from r3 in the last two points)",
         "",
         *(f"- {d}" for d in DESIGN),
         "",
@@ -700,6 +715,24 @@ def markdown(res: dict[str, Any]) -> str:
     for r in rows:
         reason = (r.get("final_reason") or "").replace("|", "/")
         lines.append(f"| {r['scenario']['name']} | {_episodes(r)} | {reason[:300]} |")
+    refitted = [r for r in rows if r.get("design", "r1") >= "r3"]
+    if refitted:
+        lines += [
+            "",
+            "## Re-fits (design r3: installed, or refused by the guard)",
+            "",
+            "| scenario | engine step | parent → new version | steps in window | why |",
+            "|---|---|---|---|---|",
+        ]
+        for r in refitted:
+            for x in r.get("refits") or []:
+                why = (x.get("why") or "").replace("|", "/")
+                lines.append(
+                    f"| {r['scenario']['name']} | {_f(x.get('step'))} | {x.get('parent')} → "
+                    f"{x.get('version') or 'refused'} | {_f(x.get('steps'))} | {why[:400]} |"
+                )
+            if not r.get("refits"):
+                lines.append(f"| {r['scenario']['name']} | – | none considered | – | – |")
     lines += [
         "",
         "## Regime, accuracy and advantage as run",

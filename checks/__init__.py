@@ -24,6 +24,14 @@ from checks.evidence import ClassAccuracy, Evidence
 from checks.gate import Gate, GateState
 from checks.page_hinkley import PageHinkleyDetector
 from checks.policy import STEP_CLASSES, GatePolicy
+from checks.refit_guard import (
+    ClassError,
+    RefitEvidence,
+    ResidualShift,
+    largest_level_shift,
+    refit_decision,
+    time_invariant,
+)
 from checks.residual_drift import DriftMonitor, relative_residual
 from checks.rules import advantage_report
 from checks.share_stability import (
@@ -47,6 +55,7 @@ __all__ = [
     "AdwinDetector",
     "BlockSpread",
     "CheckResult",
+    "ClassError",
     "Detrend",
     "ClassAccuracy",
     "CoefficientDrift",
@@ -58,6 +67,8 @@ __all__ = [
     "EXIT_ERROR",
     "EnvelopeMonitor",
     "Evidence",
+    "RefitEvidence",
+    "ResidualShift",
     "Gate",
     "GatePolicy",
     "GateState",
@@ -79,6 +90,9 @@ __all__ = [
     "measure_detection_delay",
     "measure_false_alarm_rate",
     "nnls_fit",
+    "largest_level_shift",
+    "refit_decision",
+    "time_invariant",
     "relative_residual",
     "ridge_fit",
     "shape_buckets",

@@ -167,7 +167,17 @@ def accuracy(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
                     )
                 )
             else:
-                out.append(_at_most(name, getattr(acc, q), limits[cls], f"{cls} {q} relative error"))
+                res = _at_most(name, getattr(acc, q), limits[cls], f"{cls} {q} relative error")
+                if res.status == "fail" and cls in ev.barely_held:
+                    res = CheckResult(
+                        name,
+                        "inconclusive",
+                        res.value,
+                        res.threshold,
+                        f"{res.reason}, but {ev.barely_held[cls]}: the model was never identified "
+                        "on these steps; recalibrate on a window holding them",
+                    )
+                out.append(res)
     return out
 
 

@@ -48,6 +48,20 @@ class Calibration:
     # Share stability of the calibration window under this model (split -> effect, CI): what the
     # gate's stability check judges growth against.
     stability_baseline: dict[str, dict[str, float]] = field(default_factory=dict)
+    class_steps: dict[str, int] = field(default_factory=dict)  # steps of each class in the window
+    window_steps: int = 0  # steps in the whole calibration window (fit + held-out parts)
+    # A re-fit (``shadowd.daemon.refit``): the versions it descends from, oldest first, and why.
+    lineage: tuple[str, ...] = ()
+    reason: str = ""
+
+    def barely_held(self, min_steps: int) -> dict[str, str]:
+        """Classes the window held fewer than ``min_steps`` of: their coefficients were not
+        identified there, so the gate does not vouch for them (INCONCLUSIVE, not NO_GO)."""
+        return {
+            cls: f"the calibration window held {n} {cls} steps (< {min_steps})"
+            for cls, n in sorted(self.class_steps.items())
+            if n < min_steps
+        }
 
     def partially_watched(self) -> dict[str, str]:
         """Watched classes where a detector could not be calibrated: what the gate relies on."""
@@ -74,6 +88,9 @@ class Calibration:
             "drift_allowance": {k: round(v.allowance, 5) for k, v in self.drift.items()},
             "envelope": self.envelope.limits(),
             "stability_baseline": self.stability_baseline,
+            "class_steps": self.class_steps,
+            "lineage": list(self.lineage),
+            "reason": self.reason,
         }
 
 
@@ -166,6 +183,8 @@ def calibrate(
         holdout_residuals=usable,
         unwatched=unwatched,
         stability_baseline=stability_baseline(batch, model, settings),
+        class_steps={name: int((batch.kind == code).sum()) for code, name in enumerate(KIND_NAMES)},
+        window_steps=int(batch.num_steps),
     )
 
 
@@ -293,6 +312,12 @@ def model_body(cal: Calibration) -> str:
     body["envelope"] = cal.envelope.to_dict()
     body["unwatched"] = cal.unwatched
     body["stability_baseline"] = cal.stability_baseline
+    body["calibration"] = {
+        "class_steps": cal.class_steps,
+        "window_steps": cal.window_steps,
+        "lineage": list(cal.lineage),
+        "reason": cal.reason,
+    }
     return json.dumps(body)
 
 
@@ -302,12 +327,17 @@ def calibration_from_body(text: str) -> Calibration:
     env = checks.WorkloadEnvelope.from_dict(body.pop("envelope")) if "envelope" in body else None
     unwatched = body.pop("unwatched", {})
     baseline = body.pop("stability_baseline", {})
+    window = body.pop("calibration", {})
     model = ModelVersion.from_dict(body)
     return Calibration(
         model=model,
         drift=drift,
         unwatched=unwatched,
         stability_baseline=baseline,
+        class_steps={str(k): int(v) for k, v in window.get("class_steps", {}).items()},
+        window_steps=int(window.get("window_steps", 0)),
+        lineage=tuple(str(v) for v in window.get("lineage", ())),
+        reason=str(window.get("reason", "")),
         envelope=env or checks.WorkloadEnvelope.from_calibration([0], [0], [0]),
     )
 

@@ -116,6 +116,7 @@ class CalibrationConfig:
     holdout_fraction: float = key(0.3, between(0.05, 0.9), "later part of the window scored out of sample")
     max_age_s: float = key(7 * 86400.0, positive, "older calibrations are stale (gate fails closed)")
     policy: str = key("equal", one_of(*FIXED_TERM_POLICIES), "who pays the fixed term")
+    refit: bool = key(True, None, "re-fit on recent traffic when it leaves the calibration (guarded)")
     platform: Platform | None = None
 
 

@@ -9,6 +9,7 @@ cannot be computed is left missing: the gate treats missing as inconclusive.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,14 @@ class DaemonFacts:
     unwatched_why: dict[str, str] | None = None  # class -> why its drift detectors cannot speak
     drift_partial: dict[str, str] | None = None  # watched class -> detectors relied on, and why
     calibrated_max_context: int | None = None  # longest context in the calibration window
+    # The model in force and the versions it was re-fitted from (``shadowd.daemon.refit``),
+    # oldest first: the steps each of them scored are the gate's evidence.
+    lineage: tuple[str, ...] = ()
+    barely_held: dict[str, str] | None = None  # class -> why calibration did not identify it
+
+    @property
+    def versions(self) -> list[str]:
+        return list(self.lineage) or ([self.model_version] if self.model_version else [])
 
 
 # One aggregate pass in bounded memory: t-digest quantiles (approx_quantile: well under 1 % rank
@@ -43,8 +52,8 @@ _ACCURACY_SQL = """
 WITH e AS (
   SELECT kind, latency_ms AS l, predicted_ms AS p, baseline_ms AS b
   FROM steps
-  WHERE model_version = ? AND latency_ms > 0 AND predicted_ms IS NOT NULL
-    AND ts >= (SELECT max(ts) FROM steps WHERE model_version = ?) - to_seconds(?))
+  WHERE list_contains(?, model_version) AND latency_ms > 0 AND predicted_ms IS NOT NULL
+    AND ts >= (SELECT max(ts) FROM steps WHERE list_contains(?, model_version)) - to_seconds(?))
 SELECT coalesce(kind, 'all') AS kind, count(*) AS n,
        approx_quantile(abs(l - p) / l, [0.5, 0.9, 0.99]) AS q,
        1 - sum((l - p) ^ 2) / nullif(sum(l * l) - sum(l) ^ 2 / count(*), 0) AS r2,
@@ -54,8 +63,16 @@ GROUP BY ROLLUP (kind)
 """
 
 
-def class_accuracy(con: duckdb.DuckDBPyConnection, version: str, window_s: float) -> dict[str, dict]:
-    rows = con.execute(_ACCURACY_SQL, [version, version, float(window_s)]).fetchall()
+def _list(versions: str | Sequence[str]) -> list[str]:
+    return [versions] if isinstance(versions, str) else list(versions)
+
+
+def class_accuracy(
+    con: duckdb.DuckDBPyConnection, versions: str | Sequence[str], window_s: float
+) -> dict[str, dict]:
+    """Per class (and ``all``), the out-of-sample errors of the steps ``versions`` scored."""
+    v = _list(versions)
+    rows = con.execute(_ACCURACY_SQL, [v, v, float(window_s)]).fetchall()
     out = {}
     for k, n, q, r2, bq in rows:
         (p50, p90, p99), (b50, b90, b99) = q or (None,) * 3, bq or (None,) * 3
@@ -79,7 +96,8 @@ def gather(
     window_s: float = 86400.0,
     required_classes: tuple[str, ...] = (),
 ) -> checks.Evidence:
-    """Evidence over the last ``window_s`` seconds of steps attributed by ``facts.model_version``.
+    """Evidence over the last ``window_s`` seconds of steps attributed by ``facts.model_version``
+    and the versions it was re-fitted from (each step scored by the model in force then).
 
     Drift evidence is missing (so the drift check is inconclusive, never a pass) while a
     required step class has no calibrated drift detector: silence there proves nothing."""
@@ -97,23 +115,26 @@ def gather(
         fresh = list(facts.envelope.get("new_tenants", []))
         ev["new_tenants"] = len(fresh)
         if facts.model_version is not None:
-            ev["new_tenant_share"] = tenant_time_share(con, facts.model_version, fresh, window_s)
+            ev["new_tenant_share"] = tenant_time_share(con, facts.versions, fresh, window_s)
     if facts.model_version is None:
         return checks.Evidence.from_dict(ev)
-    v = facts.model_version
+    v = facts.versions
     acc = class_accuracy(con, v, window_s)
     ev["accuracy"] = {k: a for k, a in acc.items() if k != "all"}
     span, tenants, reach = con.execute(
         """
         SELECT epoch(max(ts)) - epoch(min(ts)),
-               (SELECT count(DISTINCT tenant) FROM step_requests WHERE model_version = ?),
-               (SELECT max(context_tokens + new_tokens) FROM step_requests WHERE model_version = ?)
-        FROM steps WHERE model_version = ?""",
+               (SELECT count(DISTINCT tenant) FROM step_requests WHERE list_contains(?, model_version)),
+               (SELECT max(context_tokens + new_tokens) FROM step_requests
+                WHERE list_contains(?, model_version))
+        FROM steps WHERE list_contains(?, model_version)""",
         [v, v, v],
     ).fetchone()
     ev["shadow_duration_s"] = float(span) if span is not None else None
     ev["tenants_seen"] = int(tenants) if tenants is not None else None
     ev["max_context_seen"] = int(reach) if reach is not None else None
+    if facts.barely_held:
+        ev["barely_held"] = dict(facts.barely_held)
     if facts.drift_partial:
         ev["drift_partial"] = {c: w for c, w in facts.drift_partial.items() if c in required_classes}
     blind = set(required_classes) - set(facts.watched_classes)
@@ -132,14 +153,16 @@ def gather(
 
 
 def tenant_time_share(
-    con: duckdb.DuckDBPyConnection, version: str, tenants: list[str], window_s: float
+    con: duckdb.DuckDBPyConnection, versions: str | Sequence[str], tenants: list[str], window_s: float
 ) -> float | None:
     """Share of the window's attributed time (LLMVisor shares of measured latency) that ``tenants``
     carry: how much of the recent workload a model calibrated without them speaks for.
     ``None`` when nothing is attributed in the window."""
+    version = _list(versions)
     if not tenants:
         total = con.execute(
-            "SELECT count(*) FROM steps WHERE model_version = ? AND predicted_ms IS NOT NULL", [version]
+            "SELECT count(*) FROM steps WHERE list_contains(?, model_version) AND predicted_ms IS NOT NULL",
+            [version],
         ).fetchone()[0]
         return 0.0 if total else None
     row = con.execute(
@@ -147,8 +170,8 @@ def tenant_time_share(
         SELECT sum(r.llmvisor_measured_ms) FILTER (WHERE list_contains(?, r.tenant)),
                sum(r.llmvisor_measured_ms)
         FROM step_requests r JOIN steps s USING (engine_id, run_id, step_seq)
-        WHERE r.model_version = ?
-          AND s.ts >= (SELECT max(ts) FROM steps WHERE model_version = ?) - to_seconds(?)""",
+        WHERE list_contains(?, r.model_version)
+          AND s.ts >= (SELECT max(ts) FROM steps WHERE list_contains(?, model_version)) - to_seconds(?)""",
         [tenants, version, version, float(window_s)],
     ).fetchone()
     if not row or not row[1]:

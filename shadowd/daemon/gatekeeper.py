@@ -141,9 +141,9 @@ class GateKeeper:
             rows = (
                 self.writer.cursor()
                 .execute(
-                    "SELECT kind, count(*) / sum(count(*)) OVER () FROM steps WHERE model_version = ? "
-                    "GROUP BY kind",
-                    [facts.model_version],
+                    "SELECT kind, count(*) / sum(count(*)) OVER () FROM steps "
+                    "WHERE list_contains(?, model_version) GROUP BY kind",
+                    [facts.versions],
                 )
                 .fetchall()
             )

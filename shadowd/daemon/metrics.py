@@ -122,6 +122,7 @@ class MetricSources:
     http_refused: Callable[[], dict[str, int]] | None = None
     service: ServiceStats | None = None
     governors: GovernorFiles | None = None  # the engines' governor status files
+    refits: Callable[[], dict[str, int]] | None = None  # re-fits installed / refused (design r3)
 
 
 class DaemonCollector(Collector):
@@ -212,6 +213,15 @@ class DaemonCollector(Collector):
             de.add_metric([det], float(n))
         yield de
         yield from _drift_watch_metrics(src.drift.state().get("residual"))
+        if src.refits is not None:
+            rf = CounterMetricFamily(
+                "shadowd_model_refits",
+                "Re-fits on traffic that left the calibration: installed, or refused by the guard",
+                labels=["outcome"],
+            )
+            for outcome, n in src.refits().items():
+                rf.add_metric([outcome], float(n))
+            yield rf
         if src.service is not None:
             yield from _service_metrics(src.service)
         if src.governors is not None:

@@ -47,6 +47,7 @@ from shadowd.daemon.jobs import daemon_jobs, reporting, reschedule, start_jobs
 from shadowd.daemon.metrics import IngestStats, MetricSources, registry_for
 from shadowd.daemon.pipeline import IngestPipeline
 from shadowd.daemon.receiver import FrameReceiver
+from shadowd.daemon.refit import RegimeRefit
 from shadowd.daemon.request_ids import RequestIdHasher, host_key
 from shadowd.daemon.routes import ReportLimits, daemon_routes
 from shadowd.daemon.service_stats import ServiceStats
@@ -120,6 +121,16 @@ class Daemon:
         gov_dir = governor_directory(config.state_file)
         self.governors = GovernorFiles(gov_dir) if gov_dir else None  # engines' governors, for /metrics
         self.calibrator = self._new_calibrator(run_job)
+        self.refit = RegimeRefit(
+            current=lambda: self.calibration,
+            cursor=self.writer.cursor,
+            install=self.install_calibration,
+            policy=lambda: self.gatekeeper.gate.policy,
+            settings=lambda: self.calibrator.settings if self.calibrator else CalibrationSettings(),
+            platform_key=lambda: self.platform_key,
+            run_job=self.calibrator.run_job if self.calibrator else (lambda fn: fn()),
+            enabled=config.calibration.refit and self.calibrator is not None,
+        )
         self.pipeline.observers += [
             self._observe_calibration,
             self.drift.observe,
@@ -243,7 +254,14 @@ class Daemon:
             unwatched_why={**(cal.unwatched if cal else {}), **blind},
             drift_partial=cal.partially_watched() if cal else None,
             calibrated_max_context=self._calibrated_max_context(cal),
+            lineage=(*cal.lineage, cal.model.version) if cal else (),
+            barely_held=cal.barely_held(self._min_class_steps()) if cal else None,
         )
+
+    def _min_class_steps(self) -> int:
+        return (
+            self.calibrator.settings if self.calibrator is not None else CalibrationSettings()
+        ).min_class_steps
 
     def _calibrated_max_context(self, cal: Any) -> int | None:
         """The longest context the calibration window held (its envelope limit less the margin)."""
@@ -260,7 +278,10 @@ class Daemon:
 
     # -- jobs -----------------------------------------------------------------
     def evaluate_gate(self, now: float | None = None) -> dict[str, Any]:
-        return self.gatekeeper.evaluate(now)
+        """One gate evaluation; then a re-fit if traffic left the calibration (``refit``)."""
+        decision = self.gatekeeper.evaluate(now)
+        self.refit.consider(decision)
+        return decision
 
     def run_stability(self) -> dict[str, Any] | None:
         cal = self.calibration
@@ -324,6 +345,7 @@ class Daemon:
             http_refused=lambda: dict(self.http.refused) if self.http is not None else {},
             notifier=lambda: self.notifier,
             governors=self.governors,
+            refits=lambda: self.refit.counts,
         )
 
     def health_tick(self) -> None:

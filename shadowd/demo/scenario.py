@@ -317,7 +317,9 @@ class DemoRun:
         if daemon.calibration is not None:
             version = daemon.calibration.model.version
             out["model_version"] = version
-            out["accuracy"] = _accuracy_json(class_accuracy(con, version, window_s=1e12))
+            lineage = [*daemon.calibration.lineage, version]
+            out["model_lineage"] = lineage
+            out["accuracy"] = _accuracy_json(class_accuracy(con, lineage, window_s=1e12))
             truth = self._truth(ref, daemon)
             if truth is not None:
                 out["attribution_truth"] = truth
@@ -327,6 +329,8 @@ class DemoRun:
                     for k, v in daemon.stability.items()
                     if k in ("llmvisor", "llmvisor_total", "token_baseline", "rows")
                 }
+        step_at = {d["evaluated_at"]: step for d, step in zip(self.decisions, self.decision_steps)}
+        out["refits"] = [{**r.to_dict(), "step": step_at.get(r.at_s)} for r in daemon.refit.history]
         out["drift_events"] = [
             {"step_seq": r[0], "detector": r[1], "step_class": r[2], "statistic": r[3]}
             for r in con.execute(

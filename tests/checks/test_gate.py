@@ -132,6 +132,19 @@ def test_a_newcomer_with_a_small_share_of_recent_time_does_not_block_go():
     assert d.verdict == "GO"
 
 
+def test_a_class_calibration_barely_held_is_inconclusive_not_a_page():
+    bad = with_(good(0.0), "accuracy.decode.p90", 0.5)
+    assert Gate(GatePolicy()).evaluate(bad, 0.0).verdict == "NO_GO"
+    held = with_(bad, "barely_held", {"decode": "the calibration window held 12 decode steps (< 300)"})
+    d = Gate(GatePolicy()).evaluate(held, 0.0)
+    check = next(c for c in d.checks if c.name == "accuracy.decode.p90")
+    assert d.verdict == "INCONCLUSIVE" and check.status == "inconclusive"
+    assert "12 decode steps" in check.reason and "recalibrate" in check.reason
+    # only a failure is excused: the other classes are still judged and may page
+    both = with_(held, "accuracy.mixed.p99", 0.9)
+    assert Gate(GatePolicy()).evaluate(both, 0.0).verdict == "NO_GO"
+
+
 def test_drift_names_the_detectors_it_relies_on_when_one_is_uncalibratable():
     ev = with_(good(0.0), "drift_partial", {"decode": "page_hinkley only (adwin: no delta reaches 1e-05)"})
     d = Gate(GatePolicy(consecutive_passes=1)).evaluate(ev, 0.0)

@@ -1,0 +1,162 @@
+"""May the model in force be re-fitted on recent traffic? The guard of design r3. Pure.
+
+A model calibrated on one regime cannot vouch for traffic that left it: the gate says
+INCONCLUSIVE ("recalibrate") and waits for an operator. A re-fit on a rolling window keeps
+up with traffic, but a re-fit must never absorb a real change of the engine: a slowdown fitted
+into the coefficients is a slowdown the gate no longer sees. So a re-fit is allowed only when
+the traffic left the calibration (a reason to re-fit) and nothing says the engine changed:
+
+1. no gate check failed (a failure is evidence that attribution is wrong now);
+2. no residual drift event is unresolved;
+3. the model in force meets the gate's accuracy limits on the window's steps of every class
+   it was calibrated on (a class calibration barely held is exempt: its coefficients were never
+   identified, which is a reason to re-fit, not evidence of a fault);
+4. on steps that lie inside the batch compositions calibration saw, the residual mean sits
+   within the calibration's allowance of where it was (``checks.wander``): a new regime moves
+   the model's error only where it extrapolates, a slower engine moves it everywhere.
+
+5. the re-fitted model explains its whole window with one set of coefficients: its residual has
+   no level shift over time (``largest_level_shift``) beyond the allowance. A change of batch
+   composition is what the coefficients model; a change at one moment (a slower engine from step
+   N on) is not, and leaves a step in the re-fit's residual wherever in the window it fell.
+
+What it cannot rule out is said in ``docs/validation.md``: a fault that coincides with traffic
+leaving every calibrated composition, small enough to stay inside the accuracy limits.
+``benchmarks/gate_matrix.py`` runs the fault scenarios against it.
+
+>>> from checks.policy import GatePolicy
+>>> ev = RefitEvidence(
+...     reasons=("12% of steps beyond the calibrated envelope",),
+...     accuracy={"decode": ClassError(900, 0.04, 0.07)},
+...     shifts={"decode": ResidualShift(400, 0.003, 0.01)},
+... )
+>>> refit_decision(ev, GatePolicy(), min_steps=300)[0]
+True
+>>> slower = RefitEvidence(ev.reasons, accuracy=ev.accuracy,
+...                        shifts={"decode": ResidualShift(400, 0.05, 0.01)})
+>>> refit_decision(slower, GatePolicy(), min_steps=300)
+(False, 'decode: residual mean on steps inside the calibrated compositions moved 0.05 > allowance 0.01 (400 steps): drift, not a new regime')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from checks.policy import GatePolicy
+
+
+@dataclass(frozen=True)
+class ClassError:
+    """The model in force on one class of the window: steps and relative-error quantiles."""
+
+    steps: int
+    p90: float
+    p99: float
+
+
+@dataclass(frozen=True)
+class ResidualShift:
+    """Steps of a class inside its calibrated domain, how far their mean residual moved from the
+    calibration's, and the allowance it may move by (relative latency)."""
+
+    steps: int
+    shift: float
+    allowance: float
+
+
+@dataclass(frozen=True)
+class RefitEvidence:
+    reasons: tuple[str, ...] = ()  # how traffic left the calibration (empty: no need to re-fit)
+    failing_checks: tuple[str, ...] = ()
+    unresolved_drift: int = 0
+    accuracy: dict[str, ClassError] = field(default_factory=dict)
+    shifts: dict[str, ResidualShift] = field(default_factory=dict)
+    barely_held: frozenset[str] = frozenset()
+
+
+def refit_decision(
+    ev: RefitEvidence, policy: GatePolicy, *, min_steps: int, min_in_domain: int = 100
+) -> tuple[bool, str]:
+    """``(allowed, why)``. ``min_steps``: a class's accuracy is judged from this many window
+    steps; ``min_in_domain``: the residual shift from this many in-domain steps."""
+    if not ev.reasons:
+        return False, "traffic is within what the model was calibrated on: nothing to re-fit"
+    if ev.failing_checks:
+        return False, (
+            f"gate checks failing ({', '.join(ev.failing_checks)}): evidence that attribution is "
+            "wrong now, which a re-fit would hide"
+        )
+    if ev.unresolved_drift > 0:
+        return False, f"{ev.unresolved_drift} unresolved drift events: a re-fit would absorb them"
+    judged = []
+    for cls, e in sorted(ev.accuracy.items()):
+        if cls in ev.barely_held or e.steps < min_steps:
+            continue
+        p90, p99 = policy.max_p90_error.get(cls), policy.max_p99_error.get(cls)
+        if p90 is None or p99 is None:
+            continue
+        if e.p90 > p90 or e.p99 > p99:
+            return False, (
+                f"{cls}: the model in force misses its accuracy limits on the new traffic (p90 "
+                f"{e.p90:.3g}, p99 {e.p99:.3g} vs {p90:g}, {p99:g}; {e.steps} steps): a fault or a "
+                "regime it cannot speak for; check the engine, then recalibrate by hand"
+            )
+        judged.append(f"{cls} {e.steps}")
+    if not judged:
+        return False, f"no class has {min_steps} window steps to judge the model in force on"
+    for cls, s in sorted(ev.shifts.items()):
+        if s.steps >= min_in_domain and s.shift > s.allowance:
+            return False, (
+                f"{cls}: residual mean on steps inside the calibrated compositions moved "
+                f"{s.shift:.3g} > allowance {s.allowance:.3g} ({s.steps} steps): drift, not a new regime"
+            )
+    anchored = [c for c, s in sorted(ev.shifts.items()) if s.steps >= min_in_domain]
+    return True, (
+        f"re-fit: {'; '.join(ev.reasons)} (accuracy within limits on {', '.join(judged)} steps; "
+        + (
+            f"in-domain residual within allowance on {', '.join(anchored)}"
+            if anchored
+            else "no class had in-domain steps to anchor the residual"
+        )
+        + "; no unresolved drift)"
+    )
+
+
+def largest_level_shift(resid: np.ndarray, min_segment: int) -> tuple[float, int]:
+    """The largest ``|mean(after) - mean(before)|`` over split points of ``resid`` (in time order)
+    leaving ``min_segment`` values each side, and where; ``(0.0, -1)`` if too short to split.
+
+    >>> r = np.r_[np.zeros(300), np.full(200, 0.08)]
+    >>> shift, at = largest_level_shift(r, 100)
+    >>> round(shift, 3), at
+    (0.08, 300)
+    >>> largest_level_shift(np.zeros(150), 100)
+    (0.0, -1)
+    """
+    x = np.asarray(resid, dtype=float)
+    x = x[np.isfinite(x)]
+    n = len(x)
+    if n < 2 * min_segment:
+        return 0.0, -1
+    c = np.cumsum(x)
+    k = np.arange(min_segment, n - min_segment + 1)
+    before = c[k - 1] / k
+    after = (c[-1] - c[k - 1]) / (n - k)
+    gap = np.abs(after - before)
+    i = int(np.argmax(gap))
+    return float(gap[i]), int(k[i])
+
+
+def time_invariant(shifts: dict[str, ResidualShift]) -> tuple[bool, str]:
+    """Check 5 on the re-fitted model: ``shifts`` holds, per class, the steps, its largest level
+    shift over time and the allowance."""
+    for cls, s in sorted(shifts.items()):
+        if s.shift > s.allowance:
+            return False, (
+                f"{cls}: the re-fitted model's residual level moves {s.shift:.3g} over time within its "
+                f"window (> allowance {s.allowance:.3g}, {s.steps} steps): a change at one moment, "
+                "which batch composition does not explain: drift, not a new regime"
+            )
+    return True, "the re-fitted model explains its window without a level shift over time"

@@ -1,0 +1,234 @@
+"""Calibration that keeps up with traffic: a guarded re-fit on a rolling window (design r3).
+
+After each gate evaluation, ``RegimeRefit.consider`` looks at what the gate saw. When traffic
+has left what the model in force was calibrated on (steps beyond the workload envelope, or
+drift detectors blind because recent batch compositions lie outside their calibrated domain),
+and the model in force has scored a full calibration window's worth of steps since it was
+installed, it re-fits on the last such window: the same ``calibrate`` as the warm-up (model,
+drift thresholds, domain, envelope, stability baseline), every step of it out of sample for the
+parent. ``checks.refit_guard.refit_decision`` must allow it first; its refusal is kept and reported,
+and the gate stays INCONCLUSIVE with its own way out.
+
+Each re-fit is a new content-hashed model version whose stored body names its lineage and the
+reason, so ``shadowd report`` and the database say which model governed when, and why it changed.
+The gate's evidence runs over the lineage (``gate_evidence.gather``): each step was scored by
+the model in force when it ran.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import numpy as np
+
+import checks
+from shadowd.daemon.calibrator import Calibration, CalibrationSettings, calibrate
+from shadowd.steps.batch import KIND_NAMES, StepBatch
+from shadowd.steps.log_reader import Window, load_batch
+
+log = logging.getLogger("shadowd.refit")
+MAX_LINEAGE = 16  # versions whose steps count as the gate's evidence (the window bounds it too)
+RESIDUAL_DETECTORS = ("page_hinkley", "adwin", "coefficient")
+
+
+@dataclass
+class RefitRecord:
+    """One re-fit considered: installed (``version`` set) or refused (``why``); ``at_s`` is the
+    time of the gate evaluation that asked for it (the gate's clock)."""
+
+    at_s: float
+    parent: str
+    version: str | None
+    why: str
+    steps: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RegimeRefit:
+    """Owns when and whether the model in force is re-fitted; the daemon installs the result."""
+
+    current: Callable[[], Calibration | None]
+    cursor: Callable[[], duckdb.DuckDBPyConnection]
+    install: Callable[[Calibration], None]
+    policy: Callable[[], checks.GatePolicy]
+    settings: Callable[[], CalibrationSettings]
+    platform_key: Callable[[], dict[str, Any] | None]
+    run_job: Callable[[Callable[[], None]], None] = lambda fn: fn()
+    enabled: bool = True
+    history: list[RefitRecord] = field(default_factory=list)
+    state: str = "idle"  # -> refitting -> idle
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        done = sum(1 for r in self.history if r.version)
+        return {"installed": done, "refused": len(self.history) - done}
+
+    def consider(self, decision: dict[str, Any]) -> None:
+        """Start a re-fit job if the gate saw traffic the model no longer covers. Never raises."""
+        try:
+            self._consider(decision)
+        except Exception:
+            log.exception("re-fit: could not be considered")
+
+    def _consider(self, decision: dict[str, Any]) -> None:
+        cal = self.current()
+        if not self.enabled or cal is None or decision.get("verdict") == "GO":
+            return
+        reasons = triggers(decision.get("evidence") or {}, self.policy())
+        if not reasons or not cal.window_steps:
+            return
+        with self._lock:
+            if self.state != "idle":
+                return
+            scored = self._scored_steps(cal.model.version)
+            if scored < cal.window_steps:
+                return  # not yet a full window of steps scored out of sample by this model
+            self.state = "refitting"
+        failing = tuple(c["name"] for c in decision.get("checks", []) if c.get("status") == "fail")
+        at_s = float(decision.get("evaluated_at") or time.time())
+        self.run_job(lambda: self._refit(cal, reasons, failing, at_s))
+
+    def _scored_steps(self, version: str) -> int:
+        return int(
+            self.cursor()
+            .execute("SELECT count(*) FROM steps WHERE model_version = ? AND latency_ms > 0", [version])
+            .fetchone()[0]
+        )
+
+    def _refit(
+        self, cal: Calibration, reasons: tuple[str, ...], failing: tuple[str, ...], at_s: float
+    ) -> None:
+        try:
+            self._refit_window(cal, reasons, failing, at_s)
+        except Exception as exc:
+            log.exception("re-fit failed")
+            self._record(at_s, cal, None, f"re-fit failed: {type(exc).__name__}: {exc}", 0)
+        finally:
+            self.state = "idle"
+
+    def _refit_window(
+        self, cal: Calibration, reasons: tuple[str, ...], failing: tuple[str, ...], at_s: float
+    ) -> None:
+        con = self.cursor()
+        batch = load_batch(con, Window(last_steps=cal.window_steps))
+        settings = self.settings()
+        evidence = checks.RefitEvidence(
+            reasons=reasons,
+            failing_checks=failing,
+            unresolved_drift=unresolved_drift(con),
+            accuracy=class_errors(batch, cal),
+            shifts=residual_shifts(batch, cal, settings.min_shift),
+            barely_held=frozenset(cal.barely_held(settings.min_class_steps)),
+        )
+        ok, why = checks.refit_decision(evidence, self.policy(), min_steps=settings.min_class_steps)
+        key = self.platform_key()
+        if ok and key != cal.model.platform_key:
+            ok, why = False, "the engine's platform is not the one the model in force was fitted on"
+        if not ok:
+            log.warning("re-fit of %s refused: %s", cal.model.version, why)
+            self._record(at_s, cal, None, why, batch.num_steps)
+            return
+        new = calibrate(batch, cal.model.platform_key, settings)
+        ok, steady = checks.time_invariant(level_shifts(batch, new, settings.min_shift))
+        if not ok:
+            log.warning("re-fit of %s refused: %s", cal.model.version, steady)
+            self._record(at_s, cal, None, steady, batch.num_steps)
+            return
+        why = f"{why}; {steady}"
+        new.lineage = (*cal.lineage, cal.model.version)[-MAX_LINEAGE:]
+        new.reason = why
+        self._record(at_s, cal, new.model.version, why, batch.num_steps)
+        log.info(
+            "re-fitted %s -> %s on %d steps: %s", cal.model.version, new.model.version, batch.num_steps, why
+        )
+        self.install(new)
+
+    def _record(self, at_s: float, cal: Calibration, version: str | None, why: str, steps: int) -> None:
+        self.history.append(RefitRecord(at_s, cal.model.version, version, why, steps))
+        del self.history[:-50]
+
+    def summary(self) -> dict[str, Any]:
+        last = self.history[-1].to_dict() if self.history else None
+        return {"enabled": self.enabled, "state": self.state, **self.counts, "last": last}
+
+
+def triggers(evidence: dict[str, Any], policy: checks.GatePolicy) -> tuple[str, ...]:
+    """How the gate's evidence says traffic left the calibration (empty: it did not).
+
+    >>> triggers({"extrapolated_fraction": 0.12}, checks.GatePolicy())
+    ('12% of steps beyond the calibrated envelope',)
+    >>> triggers({"extrapolated_fraction": 0.01, "drift_blind": {}}, checks.GatePolicy())
+    ()
+    """
+    out = []
+    frac = evidence.get("extrapolated_fraction")
+    if frac is not None and frac > policy.max_extrapolated_fraction:
+        out.append(f"{frac:.0%} of steps beyond the calibrated envelope")
+    blind = evidence.get("drift_blind") or {}
+    if blind:
+        out.append("drift detectors blind on " + "; ".join(f"{k} ({v})" for k, v in sorted(blind.items())))
+    return tuple(out)
+
+
+def unresolved_drift(con: duckdb.DuckDBPyConnection) -> int:
+    return int(
+        con.execute(
+            f"SELECT count(*) FROM drift_events WHERE resolved_at IS NULL AND detector IN "
+            f"({','.join('?' * len(RESIDUAL_DETECTORS))})",
+            list(RESIDUAL_DETECTORS),
+        ).fetchone()[0]
+    )
+
+
+def _residuals(batch: StepBatch, cal: Calibration) -> np.ndarray:
+    return checks.relative_residual(batch.latency_ms, cal.model.attribute(batch).predicted_ms)
+
+
+def class_errors(batch: StepBatch, cal: Calibration) -> dict[str, checks.ClassError]:
+    """The model in force on the window, per class: steps and p90/p99 relative error."""
+    predicted = cal.model.attribute(batch).predicted_ms
+    err = np.abs(batch.latency_ms - predicted) / batch.latency_ms
+    out = {}
+    for code, name in enumerate(KIND_NAMES):
+        e = err[(batch.kind == code) & np.isfinite(err)]
+        if len(e):
+            p90, p99 = np.quantile(e, [0.9, 0.99])
+            out[name] = checks.ClassError(len(e), float(p90), float(p99))
+    return out
+
+
+def residual_shifts(batch: StepBatch, cal: Calibration, min_shift: float) -> dict[str, checks.ResidualShift]:
+    """Per watched class: the window's steps inside its calibrated domain, how far their mean
+    residual sits from the calibration's, and the allowance (as the drift watch judges it)."""
+    resid = _residuals(batch, cal)
+    features = batch.composition()
+    out = {}
+    for cls, dc in cal.drift.items():
+        mine = (batch.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
+        inside = mine & dc.in_domain(features)
+        n = int(inside.sum())
+        shift = abs(float(np.mean(resid[inside])) - dc.mean) if n else 0.0
+        out[cls] = checks.ResidualShift(n, shift, max(dc.allowance, min_shift / 2))
+    return out
+
+
+def level_shifts(batch: StepBatch, cal: Calibration, min_shift: float) -> dict[str, checks.ResidualShift]:
+    """Per class the re-fit watches: its residual's largest level shift over the window's time,
+    segments of at least a tenth of the class's steps (100 at least)."""
+    resid = _residuals(batch, cal)
+    out = {}
+    for cls, dc in cal.drift.items():
+        r = resid[(batch.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)]
+        shift, _ = checks.largest_level_shift(r, max(100, len(r) // 10))
+        out[cls] = checks.ResidualShift(len(r), shift, max(dc.allowance, min_shift / 2))
+    return out

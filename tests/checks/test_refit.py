@@ -1,0 +1,84 @@
+"""The re-fit guard (design r3): every way a re-fit is refused, and the one way it is allowed.
+
+A re-fit that absorbed a slowdown would hide it from the gate for good, so each refusal is a
+separate, failing-able case; ``benchmarks/gate_matrix.py`` runs the fault scenarios against it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from checks import (
+    ClassError,
+    GatePolicy,
+    RefitEvidence,
+    ResidualShift,
+    largest_level_shift,
+    refit_decision,
+    time_invariant,
+)
+
+LEFT = ("12% of steps beyond the calibrated envelope",)
+GOOD = RefitEvidence(
+    reasons=LEFT,
+    accuracy={"decode": ClassError(900, 0.04, 0.07), "mixed": ClassError(500, 0.05, 0.09)},
+    shifts={"decode": ResidualShift(400, 0.003, 0.01), "mixed": ResidualShift(20, 0.2, 0.01)},
+)
+
+
+def decide(ev: RefitEvidence) -> tuple[bool, str]:
+    return refit_decision(ev, GatePolicy(), min_steps=300, min_in_domain=100)
+
+
+def test_traffic_that_left_the_calibration_with_a_sound_model_is_refitted():
+    ok, why = decide(GOOD)
+    assert ok, why
+    # mixed's 20 in-domain steps are too few to anchor (their 0.2 shift does not count)
+    assert why.startswith("re-fit: 12% of steps") and "in-domain residual within allowance on decode" in why
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (dict(reasons=()), "nothing to re-fit"),
+        (dict(failing_checks=("stability",)), "gate checks failing (stability)"),
+        (dict(unresolved_drift=2), "2 unresolved drift events"),
+        (dict(accuracy={"decode": ClassError(900, 0.12, 0.2)}), "decode: the model in force misses"),
+        (dict(accuracy={"decode": ClassError(900, 0.04, 0.3)}), "p99 0.3"),
+        (dict(accuracy={"decode": ClassError(100, 0.04, 0.07)}), "no class has 300 window steps"),
+        (dict(shifts={"decode": ResidualShift(400, 0.05, 0.01)}), "moved 0.05 > allowance 0.01"),
+    ],
+)
+def test_each_sign_of_a_changed_engine_refuses_the_refit(change, says):
+    ok, why = decide(dataclasses.replace(GOOD, **change))
+    assert not ok and says in why, why
+
+
+def test_a_class_calibration_barely_held_does_not_block_its_own_refit():
+    bad_mixed = dataclasses.replace(GOOD, accuracy={**GOOD.accuracy, "mixed": ClassError(500, 0.9, 2.0)})
+    assert not decide(bad_mixed)[0]
+    ok, why = decide(dataclasses.replace(bad_mixed, barely_held=frozenset({"mixed"})))
+    assert ok and "decode 900" in why and "mixed" not in why.split("(")[1].split(";")[0], why
+
+
+def test_a_level_shift_is_found_wherever_it_falls_and_noise_alone_stays_small():
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0.0, 0.03, 3000)
+    quiet, _ = largest_level_shift(noise, 300)
+    assert quiet < 0.008
+    for at in (400, 1500, 2600):
+        shifted = noise + np.where(np.arange(3000) >= at, 0.05, 0.0)
+        shift, where = largest_level_shift(shifted, 300)
+        assert abs(shift - 0.05) < 0.01 and abs(where - at) <= 60 or at > 2700 - 300, (at, shift, where)
+
+
+def test_time_invariance_names_the_class_that_moved():
+    ok, _ = time_invariant({"decode": ResidualShift(3000, 0.004, 0.01)})
+    assert ok
+    ok, why = time_invariant(
+        {"decode": ResidualShift(3000, 0.004, 0.01), "mixed": ResidualShift(900, 0.03, 0.01)}
+    )
+    assert not ok and why.startswith("mixed: the re-fitted model's residual level moves 0.03"), why

@@ -1,0 +1,145 @@
+"""The daemon re-fits on traffic that left its calibration, and refuses when the engine changed.
+
+Real daemon, real DuckDB, frames over the tap socket. A model is calibrated on small batches;
+traffic then runs at batches up to eight times bigger. On the same engine the gate sees steps
+beyond the envelope, the guard (``checks.refit_guard``) finds the model still within its accuracy
+limits and its residual unmoved where calibration saw such batches, and a new content-hashed
+version is installed with its lineage and reason stored. The same traffic on an engine 15 %
+slower is refused, and the model in force stays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from prometheus_client import generate_latest
+
+from shadowd.attribution.synthetic_steps import synthetic_batch
+from shadowd.daemon.calibrator import calibrate
+from shadowd.daemon.config import Config, Platform
+from shadowd.daemon.metrics import registry_for
+from shadowd.daemon.service import Daemon
+from tests.helpers import Pusher, daemon_config, frames_from_batch, wait_until
+
+PLATFORM = Platform(
+    gpu="H100-SXM", model="llama-3.1-8b", dtype="bf16", tp=1, vllm="0.33.0", attention_backend="FLASH_ATTN"
+)
+
+
+def run(ipc_endpoint: str, db_path: str, latency_scale: float) -> tuple[Daemon, str, dict]:
+    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
+    config = daemon_config(
+        ipc_endpoint,
+        db_path,
+        calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM),
+    )
+    daemon = Daemon(config, run_job=lambda fn: fn())  # the re-fit runs inline: the test sees its end
+    daemon.start(http=False, jobs=False)
+    daemon.install_calibration(cal)
+    push = Pusher(ipc_endpoint)
+    for frame in frames_from_batch(
+        synthetic_batch(steps=3000, seed=22, max_seqs=256), latency_scale=latency_scale
+    ):
+        push.send(frame)
+    push.close()
+    assert wait_until(lambda: daemon.pipeline.steps_ingested == 3000, timeout=60)
+    daemon.writer.flush()
+    return daemon, cal.model.version, daemon.evaluate_gate()
+
+
+def test_traffic_beyond_the_envelope_on_a_healthy_engine_is_refitted(ipc_endpoint, db_path):
+    daemon, parent, decision = run(ipc_endpoint, db_path, 1.0)
+    try:
+        assert decision["evidence"]["extrapolated_fraction"] > 0.05
+        assert daemon.refit.counts == {"installed": 1, "refused": 0}, daemon.refit.history
+        new = daemon.calibration
+        assert new.model.version != parent and new.lineage == (parent,)
+        assert new.reason.startswith("re-fit:") and "beyond the calibrated envelope" in new.reason
+        assert new.envelope.max_batch_size > 100  # the new window's batches are inside it now
+        daemon.writer.flush()
+        body = json.loads(
+            daemon.writer.cursor()
+            .execute("SELECT body FROM model_versions WHERE version = ?", [new.model.version])
+            .fetchone()[0]
+        )
+        assert body["calibration"]["lineage"] == [parent] and body["calibration"]["reason"] == new.reason
+        scrape = generate_latest(registry_for(daemon.metric_sources())).decode()
+        assert 'shadowd_model_refits_total{outcome="installed"} 1.0' in scrape
+        # The gate's evidence keeps the steps the parent scored (none scored by the new one yet).
+        after = daemon.evaluate_gate()
+        assert after["model"]["version"] == new.model.version
+        assert sum(a["steps"] for a in after["evidence"]["accuracy"].values()) == 3000
+    finally:
+        daemon.stop()
+
+
+@pytest.mark.parametrize("scale", [1.15])
+def test_the_same_traffic_on_a_slower_engine_is_not_refitted(ipc_endpoint, db_path, scale):
+    daemon, parent, decision = run(ipc_endpoint, db_path, scale)
+    try:
+        assert decision["verdict"] != "GO"
+        assert daemon.refit.counts == {"installed": 0, "refused": 1}, daemon.refit.history
+        assert daemon.calibration.model.version == parent
+        why = daemon.refit.history[-1].why
+        assert (
+            "failing" in why
+            or "unresolved drift" in why
+            or "misses its accuracy limits" in why
+            or "moved" in why
+        ), why
+    finally:
+        daemon.stop()
+
+
+@pytest.mark.parametrize("slower", [1.0, 1.03])
+def test_a_slowdown_inside_the_window_is_not_refitted_where_no_detector_can_see(
+    ipc_endpoint, db_path, slower
+):
+    """Every step beyond the calibrated batch sizes (the detectors are blind, no step anchors the
+    residual), and the engine 3 % slower from the window's middle on: within the accuracy limits,
+    so only the re-fit's own time invariance can refuse it, and does. The same traffic on an
+    unchanged engine is re-fitted (the refusal is the slowdown's doing)."""
+    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
+    config = daemon_config(
+        ipc_endpoint,
+        db_path,
+        calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM),
+    )
+    daemon = Daemon(config, run_job=lambda fn: fn())
+    daemon.start(http=False, jobs=False)
+    try:
+        daemon.install_calibration(cal)
+        big = synthetic_batch(steps=3000, seed=23, requests_per_step=200)
+        first = big.select_steps(np.arange(3000) < 1500)
+        second = big.select_steps(np.arange(3000) >= 1500)
+        t1 = 10**9 + int(sum(int(x * 1e6) for x in first.latency_ms))
+        push = Pusher(ipc_endpoint)
+        for frame in frames_from_batch(first) + frames_from_batch(
+            second, start_seq=1501, latency_scale=slower, t0=t1
+        ):
+            push.send(frame)
+        push.close()
+        assert wait_until(lambda: daemon.pipeline.steps_ingested == 3000, timeout=60)
+        daemon.writer.flush()
+        decision = daemon.evaluate_gate()
+        assert decision["evidence"]["drift_blind"], decision["evidence"]
+        why = daemon.refit.history[-1].why
+        if slower == 1.0:
+            assert daemon.refit.counts == {"installed": 1, "refused": 0}, why
+            return
+        assert daemon.refit.counts == {"installed": 0, "refused": 1}, daemon.refit.history
+        assert "level moves" in why and "drift, not a new regime" in why, why
+        assert daemon.calibration.model.version == cal.model.version
+    finally:
+        daemon.stop()
+
+
+def test_refit_off_in_config_leaves_the_model_alone(ipc_endpoint, db_path):
+    cfg = dataclasses.replace(Config.default().calibration, platform=PLATFORM, refit=False)
+    daemon = Daemon(daemon_config(ipc_endpoint, db_path, calibration=cfg), run_job=lambda fn: fn())
+    assert not daemon.refit.enabled
+    daemon.refit.consider({"verdict": "INCONCLUSIVE", "evidence": {"extrapolated_fraction": 0.5}})
+    assert daemon.refit.history == [] and daemon.refit.state == "idle"
