@@ -98,7 +98,10 @@ PROTOCOL = {
             "clients' native request rates and lengths only (no gate run). Its fault runs first "
             "injected at step 4200, before most runs had reached their first GO (not a test); "
             "they were re-run with the fault at step 5000, nothing else changed. The superseded "
-            "rows are kept in docs/validation.json (superseded_rows) and listed at the end."
+            "rows are kept in docs/validation.json (superseded_rows) and listed at the end. Design "
+            "r3 was then built on four of its scenarios (H2-steady, H2-swing, F2-step5, F2-step15: "
+            "the re-fit's time-invariance check came from F2-step15, whose 15 % slowdown the first "
+            "r3 draft absorbed), so from then on this set is development data."
         ),
     },
     "held_out_3": {
