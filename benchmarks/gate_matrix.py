@@ -127,6 +127,30 @@ PROTOCOL = {
             "lowest. From here on held-out 2 is development data."
         ),
     },
+    "held_out_4": {
+        "platforms": ["H200 SXM tables (as in held-out 1-3: no other unseen tables exist)"],
+        "models": ["mistral-nemo-12b tp2 (public config, benchmarks/models/mistral-nemo-12b)"],
+        "tenants": [
+            "ServeGen clients 25, 24, 15 as tenants (the unused clients with length data whose "
+            "arrivals start within 6 s, from the traces' first arrival times only); client 40 as "
+            "the new heavy tenant"
+        ],
+        "seeds": "501-510",
+        "regimes": [
+            "steady",
+            "saturating (every rate x3 throughout, to fill the engine)",
+            "ramp light -> saturated (rate x0.3 -> x3 over 300 simulated s)",
+            "swing light <-> saturated (x0.3 <-> x3, period 150 simulated s)",
+            "tenant mix shifting (one tenant x2 -> x0.5, another x0.5 -> x3 over 300 s)",
+        ],
+        "note": (
+            "Named after the held-out 3 results and before design r4 (accuracy judged on the steps "
+            "inside the calibrated envelope of the model that scored them; the steps beyond it are "
+            "the coverage check's and a re-fit's reason) was written; nothing in it was run before "
+            "r4 was committed. Rates use the same total as held-out 2 and 3 (8 req/s), the "
+            "long-prompt client lowest. From here on held-out 3 is development data."
+        ),
+    },
 }
 DESIGN_REVISION = "r3"
 
@@ -165,6 +189,13 @@ HELD3_BASE = dict(
     model="benchmarks/models/mistral-small-24b",
     tp=2,
     tenants=("a=servegen:20:4", "b=servegen:34:1", "c=servegen:18:3"),
+    steps=6000,
+)
+HELD4_BASE = dict(
+    platform=f"{KERNELS}/h200_sxm",
+    model="benchmarks/models/mistral-nemo-12b",
+    tp=2,
+    tenants=("a=servegen:25:4", "b=servegen:24:1", "c=servegen:15:3"),
     steps=6000,
 )
 HELD2_BASE = dict(
@@ -259,6 +290,7 @@ def _scenarios() -> list[Scenario]:
         ("", h, 200, "servegen:33:20"),
         ("2", HELD2_BASE, 300, "servegen:4:30"),
         ("3", HELD3_BASE, 400, "servegen:30:30"),
+        ("4", HELD4_BASE, 500, "servegen:40:30"),
     ):
         set_ = f"held_out_{tag or '1'}"
         out += [
@@ -316,17 +348,18 @@ def _scenarios() -> list[Scenario]:
                 f"tenant:heavy={heavy}@{{at}}",
             ),
         ]
-    out.append(
-        Scenario(
-            "H3-saturated",
-            "held_out_3",
-            "healthy",
-            "saturating: every rate x3 throughout",
-            **HELD3_BASE,
-            seed=410,
-            loads=("ramp:3:3:300",),
+    for tag, base, seed in (("3", HELD3_BASE, 410), ("4", HELD4_BASE, 510)):
+        out.append(
+            Scenario(
+                f"H{tag}-saturated",
+                f"held_out_{tag}",
+                "healthy",
+                "saturating: every rate x3 throughout",
+                **base,
+                seed=seed,
+                loads=("ramp:3:3:300",),
+            )
         )
-    )
     return out
 
 
@@ -661,7 +694,7 @@ def markdown(res: dict[str, Any]) -> str:
     ]
     groups = sorted(
         {(r["scenario"]["set"], r.get("design", "r1")) for r in rows},
-        key=lambda g: (g[0] != "held_out_3", g[0], g[1]),
+        key=lambda g: (g[0] != "held_out_4", g[0], g[1]),
     )
     for set_, design in groups:
         for expect in ("healthy", "fault"):
@@ -858,7 +891,7 @@ def main(argv: list[str] | None = None) -> int:
             if unknown:
                 ap.error(f"unknown scenario(s) {sorted(unknown)}; known: {[s.name for s in SCENARIOS]}")
             chosen = [s for s in chosen if s.name in names]
-        chosen.sort(key=lambda s: (s.set != "held_out_3", s.set))  # the unseen set first
+        chosen.sort(key=lambda s: (s.set != "held_out_4", s.set))  # the unseen set first
         t0 = time.perf_counter()
         rows = run_all(chosen, a.jobs, out.with_suffix(".partial.jsonl"))
         if a.merge:
