@@ -548,17 +548,24 @@ def misses(results: list[dict[str, Any]]) -> list[str]:
 
 
 def held_out_line(doc: dict[str, Any]) -> list[str]:
-    """One line near the top on the held-out runs, when the stored study has them."""
-    h = doc.get("held_out")
-    if not h:
-        return []
-    held = [t for t in h["targets"] if t["passed"] is not None]
-    met = sum(1 for t in held if t["passed"])
-    return [
-        "",
-        f"**Held-out runs (issue 15, `{h['command'].split()[-1]}`): {met} of {len(held)} held checks "
-        'met** — section "Held-out runs" below.',
-    ]
+    """One line near the top per held-out set the stored study has."""
+    out = []
+    for h in held_out_parts(doc):
+        held = [t for t in h["targets"] if t["passed"] is not None]
+        met = sum(1 for t in held if t["passed"])
+        name = h["set"].replace("_", "-")
+        out += [
+            "",
+            f"**Held-out runs, {name} (issue 15, `{h['command'].split(' -m ')[-1]}`): {met} of "
+            f'{len(held)} held checks met** — section "Held-out runs: {name}" below.',
+        ]
+    return out
+
+
+def held_out_parts(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    from benchmarks.held_out_accuracy import SETS
+
+    return [doc[key] for _, _, key in SETS.values() if doc.get(key)]
 
 
 def saturated_figures(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -718,7 +725,7 @@ def render(doc: dict[str, Any]) -> str:
         "(ignoring the attention to its cached prefix) and a decode "
         "2 tokens regardless of its KV length.",
         "",
-        *(render_held_out(doc["held_out"]) if doc.get("held_out") else []),
+        *(line for h in held_out_parts(doc) for line in render_held_out(h)),
         "## Attribution cost",
         "",
         f"`benchmarks.attribution_timing.time_attribution`: {cost['steps']} synthetic steps of "
@@ -784,20 +791,21 @@ MODEL_NOTE = (
 )
 
 
-def held_out_main(out: str, log) -> int:
-    """Run the held-out study and store it beside the development runs (``held_out`` key)."""
-    from benchmarks.held_out_accuracy import held_out_study
+def held_out_main(out: str, log, set_name: str = "held_out_2") -> int:
+    """Run the held-out study of ``set_name`` and store it beside the development runs."""
+    from benchmarks.held_out_accuracy import SETS, held_out_study
 
     path = Path(out + ".json")
     if not path.exists():
         raise SystemExit(f"{path} missing: run the development study first (without --held-out)")
     doc = json.loads(path.read_text())
-    doc["held_out"] = held_out_study(log=log)
+    key = SETS[set_name][2]
+    doc[key] = held_out_study(log=log, set_name=set_name)
     doc["model_note"] = MODEL_NOTE
     path.write_text(json.dumps(doc, indent=1, sort_keys=True, allow_nan=False) + "\n")
     Path(out + ".md").write_text(render(doc))
-    log(f"wrote {out}.md and {out}.json (held_out)")
-    return 1 if any(t["passed"] is False for t in doc["held_out"]["targets"]) else 0
+    log(f"wrote {out}.md and {out}.json ({key})")
+    return 1 if any(t["passed"] is False for t in doc[key]["targets"]) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -807,6 +815,12 @@ def main(argv: list[str] | None = None) -> int:
         "--held-out",
         action="store_true",
         help="the held-out runs (docs/validation.md's held-out set 2), added to the stored study",
+    )
+    ap.add_argument(
+        "--held-out-set",
+        default="held_out_2",
+        choices=("held_out_2", "held_out_4"),
+        help="which held-out set of docs/validation.md (with --held-out)",
     )
     ap.add_argument("--out", help="path prefix for .md/.json (default docs/accuracy; none with --quick)")
     ap.add_argument("--only", help="run only cases whose name contains this")
@@ -821,7 +835,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {out}.md", file=sys.stderr)
         return 0
     if args.held_out:
-        return held_out_main(args.out or "docs/accuracy", log)
+        return held_out_main(args.out or "docs/accuracy", log, args.held_out_set)
     cases = quick_cases() if args.quick else all_cases()
     if args.only:
         cases = [c for c in cases if args.only in c.name]
@@ -841,8 +855,9 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or (None if args.quick else "docs/accuracy")
     if out and Path(out + ".json").exists():  # keep the held-out runs a development re-run did not touch
         stored = json.loads(Path(out + ".json").read_text())
-        if "held_out" in stored:
-            doc["held_out"] = stored["held_out"]
+        for key in ("held_out", "held_out_4"):
+            if key in stored:
+                doc[key] = stored[key]
     text = render(doc)
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)

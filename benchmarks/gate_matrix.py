@@ -138,7 +138,8 @@ PROTOCOL = {
             "arrivals start within 6 s, from the traces' first arrival times only); client 40 as "
             "the new heavy tenant"
         ],
-        "seeds": "501-510",
+        "seeds": "501-512 (511 and 512: the accuracy study's saturated and light runs, "
+        "benchmarks/held_out_accuracy.py, named after the matrix run and before they ran)",
         "regimes": [
             "steady",
             "saturating (every rate x3 throughout, to fill the engine)",
