@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from benchmarks.accuracy_study import CLASSES, all_cases, quick_cases, render
-from benchmarks.gate_matrix import HELD2_BASE, PROTOCOL
+from benchmarks.gate_matrix import HELD2_BASE, HELD4_BASE, PROTOCOL
 from benchmarks.held_out_accuracy import held_out_cases, held_out_study, multi_request
 
 pytestmark = pytest.mark.usefixtures("vllm")
@@ -43,6 +43,18 @@ def test_held_out_runs_are_not_development_runs(study):
         assert lo <= c["seed"] <= hi
         assert {t.split("=")[1].rsplit(":", 1)[0] for t in c["tenants"]} == clients
     assert {r["case"]["regime"] for r in study["runs"]} == {"saturated", "light"}
+
+
+def test_held_out_4_runs_are_its_model_tenants_and_declared_seeds():
+    """The second held-out set's accuracy runs (``--held-out-set held_out_4``), without running them."""
+    dev = {(c.platform, Path(c.model).name, c.tp) for c in all_cases() + quick_cases()}
+    cases = held_out_cases(set_name="held_out_4")
+    assert {c.seed for c in cases} == {511, 512} and "511 and 512" in PROTOCOL["held_out_4"]["seeds"]
+    clients = {t.split("=")[1].rsplit(":", 1)[0] for t in HELD4_BASE["tenants"]}
+    for c in cases:
+        assert (c.platform, Path(c.model).name, c.tp) == ("h200_sxm", "mistral-nemo-12b", 2)
+        assert (c.platform, Path(c.model).name, c.tp) not in dev
+        assert {t.split("=")[1].rsplit(":", 1)[0] for t in c.tenants} == clients
 
 
 def test_every_run_is_scored_per_class_measured_and_noise_free(study):
