@@ -16,9 +16,9 @@ from typing import Any
 import duckdb
 
 import checks
+from shadowd.steps.batch import KIND_NAMES
 
 RESIDUAL_DETECTORS = ("page_hinkley", "adwin", "coefficient")
-KINDS = ("prefill", "decode", "mixed")
 
 
 @dataclass
@@ -39,8 +39,8 @@ class DaemonFacts:
     # oldest first: the steps each of them scored are the gate's evidence.
     lineage: tuple[str, ...] = ()
     barely_held: dict[str, str] | None = None  # class -> why calibration did not identify it
-    # version -> class -> (largest batch size, tokens per step) it was calibrated for: accuracy is
-    # judged on the steps inside them (design r4)
+    # version -> class -> (batch size, tokens per step) limits its fit held (``Calibration.
+    # class_limits``): accuracy is judged on the steps inside them (design r4)
     class_limits: dict[str, dict[str, tuple[float, float]]] | None = None
 
     @property
@@ -86,15 +86,15 @@ def class_accuracy(
 ) -> dict[str, dict]:
     """Per class (and ``all``), the out-of-sample errors of the steps ``versions`` scored.
 
-    With ``limits`` (version -> class -> largest batch size and tokens per step it was
-    calibrated for; design r4), only the steps inside the limits of the version that scored them
+    With ``limits`` (version -> class -> the batch size and tokens per step its fit held,
+    ``Calibration.class_limits``; design r4), only the steps inside the limits of the version that scored them
     are judged (``steps``): the model speaks for those. The others are counted (``beyond``); they
     are the coverage check's (INCONCLUSIVE) and a re-fit's reason. A class a known version was
     never calibrated on is beyond for all its steps; a version without limits is not filtered."""
     v = _list(versions)
     rel: list[tuple[str, str, float, float]] = []
     for version, per_class in (limits or {}).items():
-        for kind in KINDS:
+        for kind in KIND_NAMES:
             bs, tok = per_class.get(kind, (0.0, 0.0))
             rel.append((version, kind, float(bs), float(tok)))
     cols = [list(c) for c in zip(*rel)] if rel else [[], [], [], []]
@@ -173,14 +173,19 @@ def gather(
         why = facts.unwatched_why or {}
         ev["drift_blind"] = {c: why.get(c, "no calibrated drift detectors") for c in sorted(blind)}
     else:
-        ev["unresolved_drift_events"] = int(
-            con.execute(
-                f"SELECT count(*) FROM drift_events WHERE resolved_at IS NULL AND detector IN "
-                f"({','.join('?' * len(RESIDUAL_DETECTORS))})",
-                list(RESIDUAL_DETECTORS),
-            ).fetchone()[0]
-        )
+        ev["unresolved_drift_events"] = unresolved_drift_events(con)
     return checks.Evidence.from_dict(ev)
+
+
+def unresolved_drift_events(con: duckdb.DuckDBPyConnection) -> int:
+    """Residual drift events not yet resolved by a (re)calibration."""
+    return int(
+        con.execute(
+            f"SELECT count(*) FROM drift_events WHERE resolved_at IS NULL AND detector IN "
+            f"({','.join('?' * len(RESIDUAL_DETECTORS))})",
+            list(RESIDUAL_DETECTORS),
+        ).fetchone()[0]
+    )
 
 
 def tenant_time_share(

@@ -30,12 +30,12 @@ import numpy as np
 import checks
 from shadowd.daemon.calibrator import Calibration, CalibrationSettings, calibrate
 from shadowd.daemon.calibrator import inside_limits as within
+from shadowd.daemon.gate_evidence import unresolved_drift_events
 from shadowd.steps.batch import KIND_NAMES, StepBatch
 from shadowd.steps.log_reader import Window, load_batch
 
 log = logging.getLogger("shadowd.refit")
 MAX_LINEAGE = 16  # versions whose steps count as the gate's evidence (the window bounds it too)
-RESIDUAL_DETECTORS = ("page_hinkley", "adwin", "coefficient")
 # Steps beyond their class's limits (``Calibration.class_limits``, the fit's 0.95 quantiles: a
 # twentieth of each class by construction) that make a re-fit worth its while.
 BEYOND_LIMITS = 0.2
@@ -129,7 +129,7 @@ class RegimeRefit:
         evidence = checks.RefitEvidence(
             reasons=reasons,
             failing_checks=failing,
-            unresolved_drift=unresolved_drift(con),
+            unresolved_drift=unresolved_drift_events(con),
             accuracy=class_errors(batch, cal, settings.min_class_steps),
             shifts=residual_shifts(batch, cal, settings.min_shift),
             barely_held=frozenset(cal.barely_held(settings.min_class_steps)),
@@ -187,16 +187,6 @@ def triggers(evidence: dict[str, Any], policy: checks.GatePolicy) -> tuple[str, 
     return tuple(out)
 
 
-def unresolved_drift(con: duckdb.DuckDBPyConnection) -> int:
-    return int(
-        con.execute(
-            f"SELECT count(*) FROM drift_events WHERE resolved_at IS NULL AND detector IN "
-            f"({','.join('?' * len(RESIDUAL_DETECTORS))})",
-            list(RESIDUAL_DETECTORS),
-        ).fetchone()[0]
-    )
-
-
 def _residuals(batch: StepBatch, cal: Calibration) -> np.ndarray:
     return checks.relative_residual(batch.latency_ms, cal.model.attribute(batch).predicted_ms)
 
@@ -211,7 +201,7 @@ def inside_limits(batch: StepBatch, cal: Calibration) -> np.ndarray:
 def class_errors(batch: StepBatch, cal: Calibration, min_steps: int) -> dict[str, checks.ClassError]:
     """The model in force on the window, per class: steps and p90/p99 relative error.
 
-    Judged on the steps inside its envelope, where it speaks (design r4). When no class has
+    Judged on the steps inside its class limits, where it speaks (design r4). When no class has
     ``min_steps`` of those (traffic left the envelope altogether), on all the window's steps:
     the model must then have been accurate where it extrapolated."""
     predicted = cal.model.attribute(batch).predicted_ms

@@ -101,7 +101,7 @@ class Daemon:
         self.drift = DriftWatch(self._on_drift)
         self.platform_key = running_platform(config)
         self.calibration: Calibration | None = None
-        # model version -> class -> (largest batch size, tokens per step) it was calibrated for,
+        # model version -> class -> (batch size, tokens per step) limits its fit held,
         # for every version installed since start: accuracy is judged inside them (design r4)
         self.class_limits: dict[str, dict[str, tuple[float, float]]] = {}
         self.calibrated_at: float | None = None
