@@ -126,8 +126,8 @@ PROTOCOL = {
             "committed. Rates use the same total as held-out 2 (8 req/s), the long-prompt client "
             "lowest. From here on held-out 2 is development data. Its one run under r3 is kept; "
             "design r4 was then built on four of its scenarios (H3-steady, H3-ramp, F3-step5, "
-            "F3-step8: the steady run's fit held decode batches up to 5 and mispredicted those of 6 "
-            "and more by up to 3x, and paged on it), so from then on it is development data too."
+            "F3-step8: the steady run's fit mispredicted the decode batches larger than those it "
+            "held, and the gate paged on it), so from then on it is development data too."
         ),
     },
     "held_out_4": {

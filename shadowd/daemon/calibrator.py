@@ -222,7 +222,8 @@ def class_limits(batch: StepBatch, quantile: float = 0.95) -> dict[str, tuple[fl
 
     No margin: a piecewise-linear model's segment beyond its breakpoint is identified only by the
     steps that reached it, and a few steps in the tail do not identify it (design r4, built on the
-    held-out 3 steady run, whose fit held decode batches up to 5 and mispredicted those of 6)."""
+    held-out 3 steady run of ``benchmarks/gate_matrix.py``, whose fit mispredicted the decode
+    batches just beyond those it held)."""
     sizes = batch.batch_size().astype(float)
     tokens = batch.per_step_sum(batch.new_tokens.astype(float))
     out = {}
