@@ -71,6 +71,10 @@ class RegimeRefit:
     history: list[RefitRecord] = field(default_factory=list)
     state: str = "idle"  # -> refitting -> idle
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # (model version, steps it had scored) at the last attempt: a refused re-fit is tried again only
+    # on a window at least half new, so a refusal costs one fit per half window, not one per
+    # gate evaluation.
+    _tried: tuple[str, int] | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -97,6 +101,10 @@ class RegimeRefit:
             scored = self._scored_steps(cal.model.version)
             if scored < cal.window_steps:
                 return  # not yet a full window of steps scored out of sample by this model
+            tried = self._tried
+            if tried and tried[0] == cal.model.version and scored < tried[1] + cal.window_steps // 2:
+                return  # refused on a window mostly the same as this one
+            self._tried = (cal.model.version, scored)
             self.state = "refitting"
         failing = tuple(c["name"] for c in decision.get("checks", []) if c.get("status") == "fail")
         at_s = float(decision.get("evaluated_at") or time.time())

@@ -96,6 +96,8 @@ def test_the_same_traffic_on_a_slower_engine_is_not_refitted(ipc_endpoint, db_pa
         assert daemon.refit.counts == {"installed": 0, "refused": 1}, daemon.refit.history
         assert daemon.calibration.model.version == parent
         why = daemon.refit.history[-1].why
+        daemon.evaluate_gate()  # the same window again: not tried again
+        assert daemon.refit.counts == {"installed": 0, "refused": 1}, daemon.refit.history
         assert (
             "failing" in why
             or "unresolved drift" in why
