@@ -818,12 +818,16 @@ def markdown(res: dict[str, Any]) -> str:
     old = res.get("superseded_rows") or []
     if old:
         lines += ["", "## Superseded runs (kept, not counted above)", ""]
-        lines += ["| scenario | design | fault at | final | target |", "|---|---|---|---|---|"]
+        lines += [
+            "| scenario | design | fault at | final | target | replaced by |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in old:
             ok, why = outcome(r)
             lines.append(
                 f"| {r['scenario']['name']} | {r.get('design', 'r1')} | {_f(r['scenario'].get('fault_step'))} | "
-                f"{r['final']} | {'met' if ok else 'missed: ' + why} |"
+                f"{r['final']} | {'met' if ok else 'missed: ' + why} | "
+                f"{r.get('superseded_by') or 'a re-run with the scenario changed (fault step)'} |"
             )
     lines += ["", "## Commands", ""]
     for r in rows:
