@@ -88,7 +88,6 @@ class Evidence:
     extrapolated_fraction: float | None = None
     new_tenants: int | None = None
     new_tenant_share: float | None = None
-    beyond_class_limits: float | None = None  # reported: share of steps beyond their class's fit
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:

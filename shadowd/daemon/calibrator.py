@@ -50,11 +50,6 @@ class Calibration:
     stability_baseline: dict[str, dict[str, float]] = field(default_factory=dict)
     class_steps: dict[str, int] = field(default_factory=dict)  # steps of each class in the window
     window_steps: int = 0  # steps in the whole calibration window (fit + held-out parts)
-    # Per step class, the batch sizes and tokens per step the fit part of the window held most of
-    # that class at (``class_limits``): where its coefficients were identified, so where the model
-    # speaks for the class (design r4). A class the fit did not hold has no entry: the model speaks
-    # for none of its steps.
-    class_limits: dict[str, tuple[float, float]] = field(default_factory=dict)
     # A re-fit (``shadowd.daemon.refit``): the versions it descends from, oldest first, and why.
     lineage: tuple[str, ...] = ()
     reason: str = ""
@@ -133,12 +128,8 @@ def calibrate(
         )
     fit_part, hold = split_window(batch, 1.0 - settings.holdout_fraction)
     model = fit(fit_part, platform_key)
-    limits = class_limits(fit_part)
-    # The drift detectors watch, and are calibrated on, the steps inside their class's limits only:
-    # beyond them the model was not identified, and its error there is not the engine drifting.
     resid = checks.relative_residual(hold.latency_ms, model.attribute(hold).predicted_ms)
-    spoken = inside_limits(hold, limits)
-    by_class = {name: resid[(hold.kind == code) & spoken] for code, name in enumerate(KIND_NAMES)}
+    by_class = {name: resid[hold.kind == code] for code, name in enumerate(KIND_NAMES)}
     usable = {
         k: v[np.isfinite(v)] for k, v in by_class.items() if np.isfinite(v).sum() >= settings.min_class_steps
     }
@@ -146,18 +137,14 @@ def calibrate(
     # the held-out part alone holds too few blocks of steps to bound it.
     whole = checks.relative_residual(batch.latency_ms, model.attribute(batch).predicted_ms)
     features = batch.composition()
-    spoken_all = inside_limits(batch, limits)
     drift, unwatched = {}, {}
     for i, (cls, r) in enumerate(sorted(usable.items())):
-        mine = (batch.kind == KIND_NAMES.index(cls)) & spoken_all
+        mine = batch.kind == KIND_NAMES.index(cls)
         try:
             wander = checks.block_spread(_detrended(whole[mine], r, settings), block=settings.wander_block)
             domain = checks.feature_domain(
                 {k: v[mine] for k, v in features.items()}, margin=settings.envelope_margin
             )
-            for feature, limit in zip(("batch_size", "new_tokens"), limits[cls]):
-                if feature in domain:  # no wider than the class's limits
-                    domain[feature] = (domain[feature][0], min(domain[feature][1], limit))
             drift[cls] = checks.calibrate_class(
                 r,
                 cls,
@@ -177,10 +164,7 @@ def calibrate(
             log.warning("drift detectors for %s steps not calibrated: %s", cls, exc)
     for cls, r in by_class.items():
         if cls not in usable:
-            unwatched[cls] = (
-                f"{int(np.isfinite(r).sum())} held-out steps inside the class's limits "
-                f"< {settings.min_class_steps}"
-            )
+            unwatched[cls] = f"{int(np.isfinite(r).sum())} held-out steps < {settings.min_class_steps}"
     sizes = batch.batch_size()
     envelope = checks.WorkloadEnvelope.from_calibration(
         context=batch.context_tokens + batch.new_tokens,
@@ -201,40 +185,7 @@ def calibrate(
         stability_baseline=stability_baseline(batch, model, settings),
         class_steps={name: int((batch.kind == code).sum()) for code, name in enumerate(KIND_NAMES)},
         window_steps=int(batch.num_steps),
-        class_limits=limits,
     )
-
-
-def inside_limits(batch: StepBatch, limits: dict[str, tuple[float, float]]) -> np.ndarray:
-    """Steps within their class's ``limits`` (batch size, tokens per step); none of a class
-    without limits. ``gate_evidence.class_accuracy`` judges the same steps in SQL."""
-    sizes = batch.batch_size()
-    tokens = batch.per_step_sum(batch.new_tokens.astype(float))
-    bs = np.zeros(len(KIND_NAMES))
-    tok = np.zeros(len(KIND_NAMES))
-    for code, name in enumerate(KIND_NAMES):
-        bs[code], tok[code] = limits.get(name, (0.0, 0.0))
-    return (sizes <= bs[batch.kind]) & (tokens <= tok[batch.kind])
-
-
-def class_limits(batch: StepBatch, quantile: float = 0.95) -> dict[str, tuple[float, float]]:
-    """Per class the fit held: the ``quantile`` of its batch sizes and of its tokens per step.
-
-    No margin: a piecewise-linear model's segment beyond its breakpoint is identified only by the
-    steps that reached it, and a few steps in the tail do not identify it (design r4, built on the
-    held-out 3 steady run of ``benchmarks/gate_matrix.py``, whose fit mispredicted the decode
-    batches just beyond those it held)."""
-    sizes = batch.batch_size().astype(float)
-    tokens = batch.per_step_sum(batch.new_tokens.astype(float))
-    out = {}
-    for code, name in enumerate(KIND_NAMES):
-        mine = batch.kind == code
-        if mine.any():
-            out[name] = (
-                float(np.quantile(sizes[mine], quantile)),
-                float(np.quantile(tokens[mine], quantile)),
-            )
-    return out
 
 
 def stability_baseline(
@@ -364,7 +315,6 @@ def model_body(cal: Calibration) -> str:
     body["calibration"] = {
         "class_steps": cal.class_steps,
         "window_steps": cal.window_steps,
-        "class_limits": {k: list(v) for k, v in cal.class_limits.items()},
         "lineage": list(cal.lineage),
         "reason": cal.reason,
     }
@@ -386,7 +336,6 @@ def calibration_from_body(text: str) -> Calibration:
         stability_baseline=baseline,
         class_steps={str(k): int(v) for k, v in window.get("class_steps", {}).items()},
         window_steps=int(window.get("window_steps", 0)),
-        class_limits={str(k): (float(v[0]), float(v[1])) for k, v in window.get("class_limits", {}).items()},
         lineage=tuple(str(v) for v in window.get("lineage", ())),
         reason=str(window.get("reason", "")),
         envelope=env or checks.WorkloadEnvelope.from_calibration([0], [0], [0]),

@@ -9,14 +9,13 @@ cannot be computed is left missing: the gate treats missing as inconclusive.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
 
 import checks
-from shadowd.steps.batch import KIND_NAMES
 
 RESIDUAL_DETECTORS = ("page_hinkley", "adwin", "coefficient")
 
@@ -39,9 +38,6 @@ class DaemonFacts:
     # oldest first: the steps each of them scored are the gate's evidence.
     lineage: tuple[str, ...] = ()
     barely_held: dict[str, str] | None = None  # class -> why calibration did not identify it
-    # version -> class -> (batch size, tokens per step) limits its fit held (``Calibration.
-    # class_limits``): accuracy is judged on the steps inside them (design r4)
-    class_limits: dict[str, dict[str, tuple[float, float]]] | None = None
 
     @property
     def versions(self) -> list[str]:
@@ -53,22 +49,15 @@ class DaemonFacts:
 # 24 h of steps ran DuckDB out of its [storage] memory_limit (benchmarks/gate_eval.py: 2.6 M steps
 # needed > 160 MB; this form passes at 32 MB).
 _ACCURACY_SQL = """
-WITH env AS (SELECT unnest(?::VARCHAR[]) AS v, unnest(?::VARCHAR[]) AS k,
-                    unnest(?::DOUBLE[]) AS bs, unnest(?::DOUBLE[]) AS tok),
-e AS (
-  SELECT s.kind, s.latency_ms AS l, s.predicted_ms AS p, s.baseline_ms AS b,
-         s.num_requests <= coalesce(env.bs, 'inf'::DOUBLE)
-           AND s.prefill_tokens + s.decode_tokens <= coalesce(env.tok, 'inf'::DOUBLE) AS inside
-  FROM steps s LEFT JOIN env ON s.model_version = env.v AND s.kind = env.k
-  WHERE list_contains(?, s.model_version) AND s.latency_ms > 0 AND s.predicted_ms IS NOT NULL
-    AND s.ts >= (SELECT max(ts) FROM steps WHERE list_contains(?, model_version)) - to_seconds(?))
-SELECT coalesce(kind, 'all') AS kind, count(*) FILTER (WHERE inside) AS n,
-       approx_quantile(abs(l - p) / l, [0.5, 0.9, 0.99]) FILTER (WHERE inside) AS q,
-       1 - sum((l - p) ^ 2) FILTER (WHERE inside)
-         / nullif(sum(l * l) FILTER (WHERE inside) - sum(l) FILTER (WHERE inside) ^ 2
-                  / count(*) FILTER (WHERE inside), 0) AS r2,
-       approx_quantile(abs(l - b) / l, [0.5, 0.9, 0.99]) FILTER (WHERE inside) AS bq,
-       count(*) FILTER (WHERE NOT inside) AS beyond
+WITH e AS (
+  SELECT kind, latency_ms AS l, predicted_ms AS p, baseline_ms AS b
+  FROM steps
+  WHERE list_contains(?, model_version) AND latency_ms > 0 AND predicted_ms IS NOT NULL
+    AND ts >= (SELECT max(ts) FROM steps WHERE list_contains(?, model_version)) - to_seconds(?))
+SELECT coalesce(kind, 'all') AS kind, count(*) AS n,
+       approx_quantile(abs(l - p) / l, [0.5, 0.9, 0.99]) AS q,
+       1 - sum((l - p) ^ 2) / nullif(sum(l * l) - sum(l) ^ 2 / count(*), 0) AS r2,
+       approx_quantile(abs(l - b) / l, [0.5, 0.9, 0.99]) AS bq
 FROM e
 GROUP BY ROLLUP (kind)
 """
@@ -79,28 +68,13 @@ def _list(versions: str | Sequence[str]) -> list[str]:
 
 
 def class_accuracy(
-    con: duckdb.DuckDBPyConnection,
-    versions: str | Sequence[str],
-    window_s: float,
-    limits: Mapping[str, Mapping[str, tuple[float, float]]] | None = None,
+    con: duckdb.DuckDBPyConnection, versions: str | Sequence[str], window_s: float
 ) -> dict[str, dict]:
-    """Per class (and ``all``), the out-of-sample errors of the steps ``versions`` scored.
-
-    With ``limits`` (version -> class -> the batch size and tokens per step its fit held,
-    ``Calibration.class_limits``; design r4), only the steps inside the limits of the version that scored them
-    are judged (``steps``): the model speaks for those. The others are counted (``beyond``); they
-    are the coverage check's (INCONCLUSIVE) and a re-fit's reason. A class a known version was
-    never calibrated on is beyond for all its steps; a version without limits is not filtered."""
+    """Per class (and ``all``), the out-of-sample errors of the steps ``versions`` scored."""
     v = _list(versions)
-    rel: list[tuple[str, str, float, float]] = []
-    for version, per_class in (limits or {}).items():
-        for kind in KIND_NAMES:
-            bs, tok = per_class.get(kind, (0.0, 0.0))
-            rel.append((version, kind, float(bs), float(tok)))
-    cols = [list(c) for c in zip(*rel)] if rel else [[], [], [], []]
-    rows = con.execute(_ACCURACY_SQL, [*cols, v, v, float(window_s)]).fetchall()
+    rows = con.execute(_ACCURACY_SQL, [v, v, float(window_s)]).fetchall()
     out = {}
-    for k, n, q, r2, bq, beyond in rows:
+    for k, n, q, r2, bq in rows:
         (p50, p90, p99), (b50, b90, b99) = q or (None,) * 3, bq or (None,) * 3
         out[k] = {
             "steps": int(n),
@@ -111,7 +85,6 @@ def class_accuracy(
             "baseline_p50": b50,
             "baseline_p90": b90,
             "baseline_p99": b99,
-            "beyond": int(beyond),
         }
     return out
 
@@ -146,12 +119,8 @@ def gather(
     if facts.model_version is None:
         return checks.Evidence.from_dict(ev)
     v = facts.versions
-    acc = class_accuracy(con, v, window_s, facts.class_limits)
-    ev["accuracy"] = {k: {x: y for x, y in a.items() if x != "beyond"} for k, a in acc.items() if k != "all"}
-    every = acc.get("all")
-    if every and every["steps"] + every["beyond"]:
-        # Reported, not judged: steps beyond what their class's fit held (a re-fit's reason).
-        ev["beyond_class_limits"] = every["beyond"] / (every["steps"] + every["beyond"])
+    acc = class_accuracy(con, v, window_s)
+    ev["accuracy"] = {k: a for k, a in acc.items() if k != "all"}
     span, tenants, reach = con.execute(
         """
         SELECT epoch(max(ts)) - epoch(min(ts)),

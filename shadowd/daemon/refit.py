@@ -29,16 +29,12 @@ import numpy as np
 
 import checks
 from shadowd.daemon.calibrator import Calibration, CalibrationSettings, calibrate
-from shadowd.daemon.calibrator import inside_limits as within
 from shadowd.daemon.gate_evidence import unresolved_drift_events
 from shadowd.steps.batch import KIND_NAMES, StepBatch
 from shadowd.steps.log_reader import Window, load_batch
 
 log = logging.getLogger("shadowd.refit")
 MAX_LINEAGE = 16  # versions whose steps count as the gate's evidence (the window bounds it too)
-# Steps beyond their class's limits (``Calibration.class_limits``, the fit's 0.95 quantiles: a
-# twentieth of each class by construction) that make a re-fit worth its while.
-BEYOND_LIMITS = 0.2
 
 
 @dataclass
@@ -138,7 +134,7 @@ class RegimeRefit:
             reasons=reasons,
             failing_checks=failing,
             unresolved_drift=unresolved_drift_events(con),
-            accuracy=class_errors(batch, cal, settings.min_class_steps),
+            accuracy=class_errors(batch, cal),
             shifts=residual_shifts(batch, cal, settings.min_shift),
             barely_held=frozenset(cal.barely_held(settings.min_class_steps)),
         )
@@ -186,9 +182,6 @@ def triggers(evidence: dict[str, Any], policy: checks.GatePolicy) -> tuple[str, 
     frac = evidence.get("extrapolated_fraction")
     if frac is not None and frac > policy.max_extrapolated_fraction:
         out.append(f"{frac:.0%} of steps beyond the calibrated envelope")
-    beyond = evidence.get("beyond_class_limits")
-    if beyond is not None and beyond > BEYOND_LIMITS:
-        out.append(f"{beyond:.0%} of steps beyond the batch sizes and tokens their class's fit held")
     blind = evidence.get("drift_blind") or {}
     if blind:
         out.append("drift detectors blind on " + "; ".join(f"{k} ({v})" for k, v in sorted(blind.items())))
@@ -199,32 +192,13 @@ def _residuals(batch: StepBatch, cal: Calibration) -> np.ndarray:
     return checks.relative_residual(batch.latency_ms, cal.model.attribute(batch).predicted_ms)
 
 
-def inside_limits(batch: StepBatch, cal: Calibration) -> np.ndarray:
-    """Steps within their class's calibrated limits (all steps for a model stored without them)."""
-    if not cal.class_limits:
-        return np.ones(batch.num_steps, dtype=bool)
-    return within(batch, cal.class_limits)
-
-
-def class_errors(batch: StepBatch, cal: Calibration, min_steps: int) -> dict[str, checks.ClassError]:
-    """The model in force on the window, per class: steps and p90/p99 relative error.
-
-    Judged on the steps inside its class limits, where it speaks (design r4). When no class has
-    ``min_steps`` of those (traffic left the envelope altogether), on all the window's steps:
-    the model must then have been accurate where it extrapolated."""
+def class_errors(batch: StepBatch, cal: Calibration) -> dict[str, checks.ClassError]:
+    """The model in force on the window, per class: steps and p90/p99 relative error."""
     predicted = cal.model.attribute(batch).predicted_ms
     err = np.abs(batch.latency_ms - predicted) / batch.latency_ms
-    inside = inside_limits(batch, cal)
-    out = _errors(batch.kind, err, inside)
-    if not any(e.steps >= min_steps for e in out.values()):
-        out = _errors(batch.kind, err, np.ones_like(inside))
-    return out
-
-
-def _errors(kind: np.ndarray, err: np.ndarray, keep: np.ndarray) -> dict[str, checks.ClassError]:
     out = {}
     for code, name in enumerate(KIND_NAMES):
-        e = err[(kind == code) & np.isfinite(err) & keep]
+        e = err[(batch.kind == code) & np.isfinite(err)]
         if len(e):
             p90, p99 = np.quantile(e, [0.9, 0.99])
             out[name] = checks.ClassError(len(e), float(p90), float(p99))

@@ -101,9 +101,6 @@ class Daemon:
         self.drift = DriftWatch(self._on_drift)
         self.platform_key = running_platform(config)
         self.calibration: Calibration | None = None
-        # model version -> class -> (batch size, tokens per step) limits its fit held,
-        # for every version installed since start: accuracy is judged inside them (design r4)
-        self.class_limits: dict[str, dict[str, tuple[float, float]]] = {}
         self.calibrated_at: float | None = None
         self.stability: dict[str, Any] | None = None
         self.receiver: FrameReceiver | None = None
@@ -203,8 +200,6 @@ class Daemon:
             )
         self.writer.submit(lambda con: resolve_drift_events(con, at_s))
         self.drift.install(cal)
-        if cal.class_limits:  # a model stored before design r4 has none: judged on all steps
-            self.class_limits[cal.model.version] = dict(cal.class_limits)
         self.pipeline.set_attributor(ModelAttributor(cal.model, self.config.calibration.policy))
         self.calibration, self.calibrated_at = cal, at_s
         if self.calibrator is not None and self.calibrator.state == "warming_up":
@@ -261,7 +256,6 @@ class Daemon:
             calibrated_max_context=self._calibrated_max_context(cal),
             lineage=(*cal.lineage, cal.model.version) if cal else (),
             barely_held=cal.barely_held(self._min_class_steps()) if cal else None,
-            class_limits=dict(self.class_limits),
         )
 
     def _min_class_steps(self) -> int:
