@@ -840,11 +840,11 @@ def markdown(res: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "CI: `tests/demo/test_gate_held_out.py` runs two held-out 4 scenarios shortened by",
-        "`ci_sized` to 2,400 steps (H4-steady and F4-step15). It asserts what must hold at any length",
-        "(the healthy run never pages and raises no drift event; the slowdown ends not GO and is not",
-        "re-fitted in) and marks the targets the shortened runs miss as strict xfail with the measured",
-        "cause (decode unwatched: too few held-out steps inside its limits), so they turn red once met.",
+        "CI: `tests/demo/test_gate_held_out.py` runs two held-out 5 scenarios shortened by",
+        "`ci_sized` to 2,400 steps (H5-steady and F5-step15) and asserts their verdicts: the healthy",
+        "run reaches GO without a page or a drift event; the slowdown ends not GO with a drift event",
+        "within 500 steps and no re-fit taking it in. The one target the shortened fault run misses",
+        "(GO before the fault: its window holds one tenant until then) is a strict xfail.",
     ]
     lines += ["", "## What the misses say", ""]
     lines += findings(rows)
