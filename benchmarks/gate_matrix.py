@@ -861,7 +861,7 @@ def markdown(res: dict[str, Any]) -> str:
             lines.append(
                 f"| {r['scenario']['name']} | {r.get('design', 'r1')} | {_f(r['scenario'].get('fault_step'))} | "
                 f"{r['final']} | {'met' if ok else 'missed: ' + why} | "
-                f"{r.get('superseded_by') or 'a re-run with the scenario changed (fault step)'} |"
+                f"{r.get('superseded_by') or 'a re-run with the scenario changed (fault step or run length)'} |"
             )
     lines += ["", "## Commands", ""]
     for r in rows:
