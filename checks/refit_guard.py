@@ -13,14 +13,13 @@ the traffic left the calibration (a reason to re-fit) and nothing says the engin
    identified, which is a reason to re-fit, not evidence of a fault);
 4. on steps that lie inside the batch compositions calibration saw, the residual mean sits
    within the calibration's allowance of where it was (``checks.wander``): a new regime moves
-   the model's error only where it extrapolates, a slower engine moves it everywhere.
-
+   the model's error only where it extrapolates, a slower engine moves it everywhere;
 5. the re-fitted model explains its whole window with one set of coefficients: its residual has
    no level shift over time (``largest_level_shift``) beyond the allowance. A change of batch
    composition is what the coefficients model; a change at one moment (a slower engine from step
    N on) is not, and leaves a step in the re-fit's residual wherever in the window it fell.
 
-What it cannot rule out is said in ``docs/validation.md``: a fault that coincides with traffic
+What it cannot rule out is said in ``docs/operations.md`` (Re-fits): a fault that coincides with traffic
 leaving every calibrated composition, small enough to stay inside the accuracy limits.
 ``benchmarks/gate_matrix.py`` runs the fault scenarios against it.
 
