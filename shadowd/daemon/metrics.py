@@ -191,37 +191,28 @@ class DaemonCollector(Collector):
             yield GaugeMetricFamily(
                 "shadowd_tenants_admitted", "Distinct tenant labels admitted", value=src.tenants.distinct
             )
-            folded = CounterMetricFamily(
+            yield _counts(
                 "shadowd_tenant_rows_folded",
                 "Request rows stored as tenant 'other': label not allowed, or past tenants.max_distinct",
-                labels=["reason"],
+                "reason",
+                src.tenants.folded,
             )
-            for reason, n in src.tenants.folded.items():
-                folded.add_metric([reason], float(n))
-            yield folded
         if src.http_refused is not None:
-            refused = CounterMetricFamily(
+            yield _counts(
                 "shadowd_http_refused",
                 "HTTP connections closed or refused: bad Host, evicted when full, idle timeout, bad request",
-                labels=["reason"],
+                "reason",
+                src.http_refused(),
             )
-            for reason, n in src.http_refused().items():
-                refused.add_metric([reason], float(n))
-            yield refused
-        de = CounterMetricFamily("shadowd_drift_events", "Drift detections", labels=["detector"])
-        for det, n in src.drift.events_total.items():
-            de.add_metric([det], float(n))
-        yield de
+        yield _counts("shadowd_drift_events", "Drift detections", "detector", src.drift.events_total)
         yield from _drift_watch_metrics(src.drift.state().get("residual"))
         if src.refits is not None:
-            rf = CounterMetricFamily(
+            yield _counts(
                 "shadowd_model_refits",
                 "Re-fits on traffic that left the calibration: installed, or refused by the guard",
-                labels=["outcome"],
+                "outcome",
+                src.refits(),
             )
-            for outcome, n in src.refits().items():
-                rf.add_metric([outcome], float(n))
-            yield rf
         if src.service is not None:
             yield from _service_metrics(src.service)
         if src.governors is not None:
@@ -348,6 +339,14 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(name, doc, value=float(value))
+
+
+def _counts(name: str, doc: str, label: str, counts: dict[str, int]) -> CounterMetricFamily:
+    """One counter family with a sample per ``label`` value."""
+    family = CounterMetricFamily(name, doc, labels=[label])
+    for value, n in counts.items():
+        family.add_metric([value], float(n))
+    return family
 
 
 def registry_for(sources: MetricSources) -> CollectorRegistry:
