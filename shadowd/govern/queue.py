@@ -142,7 +142,15 @@ class FairRequestQueue(RequestQueue):
     # -- RequestQueue ----------------------------------------------------------------------------
     def add_request(self, request: Any) -> None:
         f = self._facts(request)
-        self._push(f, request, left=False)
+        fifo = self._fifo.get(f.tenant)
+        if fifo is None or f.running:
+            self._push(f, request, left=False)
+            return
+        # The common case: the tenant already has requests waiting, so it is active, and its
+        # key, its first request and the queue's choice all stand.
+        self.ledger.active[f.tenant] += 1
+        fifo.append((f.seq, request, f))
+        self._size += 1
 
     def _push(self, f: RequestFacts, request: Any, *, left: bool) -> None:
         t = f.tenant
@@ -164,30 +172,34 @@ class FairRequestQueue(RequestQueue):
         item = (f.seq, request, f)
         fifo.appendleft(item) if left else fifo.append(item)
         self._size += 1
-        self._head = None
-        if moved:
+        if moved:  # otherwise t's key and first request stand, and so does the choice
+            self._head = None
             self._rekey(t)
 
     def pop_request(self) -> Any:
-        t = self._choose()
-        if t is None:
+        t = self._head
+        if t is None and (t := self._choose()) is None:
             raise IndexError("pop from an empty (or wholly held) queue")
         fifo = self._fifo[t]
         _, request, f = fifo.popleft()
+        self._size -= 1
+        self._head = None
+        f.running = True  # counted active as running until it finishes or comes back
+        left = f.prompt - request.num_computed_tokens
+        if left > 0:
+            f.estimate = left * self.price
+            self.pending[t] = self.pending.get(t, 0.0) + f.estimate
+            self._popped.append(f)
         if not fifo:
             del self._fifo[t]
-        self._size -= 1
-        f.running = True  # counted active as running until it finishes or comes back
-        f.estimate = max(0, f.prompt - request.num_computed_tokens) * self.price
-        self.pending[t] = self.pending.get(t, 0.0) + f.estimate
-        self._popped.append(f)
-        self._head = None
-        self._rekey(t)
+            del self._entry[t]  # its heap entry is now stale
+        else:
+            self._rekey(t)
         return request
 
     def peek_request(self) -> Any:
-        t = self._choose()
-        if t is None:
+        t = self._head
+        if t is None and (t := self._choose()) is None:
             raise IndexError("peek from an empty (or wholly held) queue")
         return self._fifo[t][0][1]
 
@@ -217,7 +229,7 @@ class FairRequestQueue(RequestQueue):
         self._head = None
 
     def __bool__(self) -> bool:
-        return self._size > 0 and self._choose() is not None
+        return self._head is not None or (self._size > 0 and self._choose() is not None)
 
     def __len__(self) -> int:
         return self._size
