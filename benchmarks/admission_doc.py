@@ -97,17 +97,24 @@ def _meta(section: dict[str, Any]) -> str:
 
 def _workloads(data: list[dict[str, Any]]) -> list[str]:
     p = {r["workload"]: r.get("workload_params", {}) for r in data}
-    churn, trace = p.get("churn", {}), p.get("trace", {})
+    churn, trace, pressure = p.get("churn", {}), p.get("trace", {}), p.get("pressure", {})
     if not churn or not trace:
         return []
-    return [
+    lines = [
         f"Workloads: *steady*, the same decode batch every step; *churn*, {churn['prompt']}-token prompts",
         f"and geometric outputs of mean {churn['mean_output']} tokens (shorter than either Azure trace's), as",
         "many arrivals as completions every step: the stress case; *trace*, prompt and output lengths",
         f"from the Azure 2023 code and conversation traces, alternately (capped at {trace['max_prompt']} and",
         f"{trace['max_output']} tokens), with chunked prefills.",
-        "",
     ]
+    if pressure:
+        lines += [
+            f"*pressure*: outputs of mean {pressure['mean_output']} tokens and about half the KV blocks the",
+            "requests grow to, so vLLM preempts, with the over-served-first victim order on",
+            "(`SHADOWD_GOVERN_PREEMPT=over-served`, off by default); its ordering of the running list,",
+            "whenever a preemption is possible in the step, is part of the figure.",
+        ]
+    return [*lines, ""]
 
 
 def _cost(section: dict[str, Any]) -> str:

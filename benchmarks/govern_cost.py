@@ -11,7 +11,10 @@ tenants and driven in the engine's pipelined order (schedule N+1, then update N)
   outputs than either Azure trace (about ``n / 16`` admissions per step);
 * **trace**: the same, with prompt and output lengths from the Azure 2023 code and conversation
   traces (alternately, capped at ``TRACE_MAX_PROMPT`` and ``TRACE_MAX_OUTPUT``): real lengths,
-  chunked prefills, fewer admissions per step.
+  chunked prefills, fewer admissions per step;
+* **pressure**: geometric outputs of mean ``PRESSURE_MEAN_OUTPUT`` and about half the KV blocks
+  the requests grow to, so vLLM preempts under KV pressure, with the governor's over-served-first
+  victim order on (``preempt="over-served"``): its sort of the running list is timed too.
 
 Timed directly, in CPU time of the engine thread (``time.thread_time_ns``): the governor's
 ``on_schedule`` and every call into its waiting queue (``FairRequestQueue``) during ``schedule``
@@ -46,7 +49,8 @@ CHURN_MEAN_OUTPUT = 16
 TRACE_MAX_PROMPT = 4096
 TRACE_MAX_OUTPUT = 512
 TRACES = ("azure-2023/AzureLLMInferenceTrace_code.csv", "azure-2023/AzureLLMInferenceTrace_conv.csv")
-WORKLOADS = ("steady", "churn", "trace")
+PRESSURE_MEAN_OUTPUT = 256
+WORKLOADS = ("steady", "churn", "trace", "pressure")
 TENANTS = ("acme", "beta", "gamma", "delta")
 KEY = "bench/h100/llama-3.1-8b"
 QUEUE_METHODS = (
@@ -78,15 +82,17 @@ class _Engine:
         self.rng = np.random.default_rng(seed)
         self.lengths = _trace_lengths() if workload == "trace" else None
         prompt_max = TRACE_MAX_PROMPT if self.lengths else PROMPT_TOKENS
-        out_max = {"steady": steps + 1000, "churn": CHURN_MEAN_OUTPUT * 12, "trace": TRACE_MAX_OUTPUT}[
-            workload
-        ]
+        self.mean_output = PRESSURE_MEAN_OUTPUT if workload == "pressure" else CHURN_MEAN_OUTPUT
+        out_max = {"steady": steps + 1000, "trace": TRACE_MAX_OUTPUT}.get(workload, self.mean_output * 12)
+        blocks = 2 * n * ((prompt_max + out_max + 64) // 16 + 2) + 64
+        if workload == "pressure":  # about half of what the requests grow to on average
+            blocks = n * ((PROMPT_TOKENS + PRESSURE_MEAN_OUTPUT // 2) // 16 + 1) + 64
         spec = SchedulerSpec(
             model_dir=model_dir,
             max_num_seqs=n,
             max_num_batched_tokens=max(2048, n * PROMPT_TOKENS),
             max_model_len=32768,
-            num_blocks=2 * n * ((prompt_max + out_max + 64) // 16 + 2) + 64,
+            num_blocks=blocks,
         )
         self.sched = build_scheduler(spec, cls)
         self.driver = EngineDriver(self.sched, lambda st: 1.0, vocab_size=128256, clock=RealClock())
@@ -100,7 +106,7 @@ class _Engine:
         if output is None and self.lengths:
             prompt, output = self.lengths[self.made % len(self.lengths)]
         elif output is None:
-            output = int(min(self.rng.geometric(1.0 / CHURN_MEAN_OUTPUT), CHURN_MEAN_OUTPUT * 12))
+            output = int(min(self.rng.geometric(1.0 / self.mean_output), self.mean_output * 12))
         self.made += 1
         spec = RequestSpec(0.0, TENANTS[self.made % 4], prompt, output)
         self.sched.add_request(self.driver.make_request(spec))
@@ -170,6 +176,8 @@ def _instrument(sched: Any, timer: _Timer) -> None:
     gov = sched.shadowd_governor
     if gov is not None:
         gov.on_schedule = timer.wrap(gov.on_schedule)
+        if gov.config.preempt == "over-served":
+            sched._order_victims = timer.wrap(sched._order_victims)
     q = sched.waiting
     cls = type(
         "Timed" + type(q).__name__, (type(q),), {m: _timed_method(type(q), m, timer) for m in QUEUE_METHODS}
@@ -224,7 +232,8 @@ def measure(
         },
     )
     total = warmup + blocks * block_steps
-    on = GovernConfig(mode="on", state_file=state, platform_key=KEY)
+    preempt = "over-served" if workload == "pressure" else "vllm"
+    on = GovernConfig(mode="on", state_file=state, platform_key=KEY, preempt=preempt)
     engines = {
         name: _Engine(
             n, type(name, (GovernedAsyncScheduler,), {"governor_config": cfg}), workload, model_dir, total
@@ -240,10 +249,10 @@ def measure(
         _instrument(engines[name].sched, timer)
     per_call = _Timer().overhead_ns()
     us: dict[str, list[float]] = {"governed": [], "fcfs": [], "plain": []}
-    calls, fcfs_calls, arrivals = [], [], []
+    calls, fcfs_calls, arrivals, orderings = [], [], [], []
     gc.collect()
     for _ in range(blocks):
-        made = governed.made
+        made, ordered = governed.made, governed.sched.shadowd_governor.victim_orderings
         for name, timer in timers.items():
             timer.ns = timer.calls = 0
             engines[name].steps(block_steps)
@@ -251,6 +260,7 @@ def measure(
         calls.append(timers["governed"].calls / block_steps)
         fcfs_calls.append(timers["fcfs"].calls / block_steps)
         arrivals.append((governed.made - made) / block_steps)
+        orderings.append((governed.sched.shadowd_governor.victim_orderings - ordered) / block_steps)
         us["plain"].append(median(plain.steps(block_steps)) / 1e3)
     g = governed.sched.shadowd_governor
     assert g.verdict.go and g.errors == 0, g.status()
@@ -267,6 +277,8 @@ def measure(
         "governor_calls_per_step": round(median(calls), 1),
         "fcfs_calls_per_step": round(median(fcfs_calls), 1),
         "arrivals_per_step": round(median(arrivals), 2),
+        "victim_orderings_per_step": round(median(orderings), 2),
+        "preempt": preempt,
         "timer_overhead_ns_per_call": round(per_call, 1),
         "requests_made": governed.made,
         "workload_params": _params(workload),
@@ -278,8 +290,9 @@ def measure(
 def _params(workload: str) -> dict[str, Any]:
     if workload == "trace":
         return {"traces": list(TRACES), "max_prompt": TRACE_MAX_PROMPT, "max_output": TRACE_MAX_OUTPUT}
-    if workload == "churn":
-        return {"prompt": PROMPT_TOKENS, "mean_output": CHURN_MEAN_OUTPUT}
+    if workload in ("churn", "pressure"):
+        mean = PRESSURE_MEAN_OUTPUT if workload == "pressure" else CHURN_MEAN_OUTPUT
+        return {"prompt": PROMPT_TOKENS, "mean_output": mean}
     return {"prompt": PROMPT_TOKENS}
 
 

@@ -24,7 +24,7 @@ def test_trace_lengths_are_the_azure_traces():
 
 
 def test_trace_workload_churns_and_nets_like_for_like():
-    r = govern_cost.measure(32, "trace", blocks=2, block_steps=25, warmup=20)
+    r = govern_cost.measure(32, "trace", blocks=2, block_steps=30, warmup=20)
     assert r["arrivals_per_step"] > 0 and r["requests_made"] > 32
     gov_queue_calls = r["governor_calls_per_step"] - 1  # less its on_schedule
     assert abs(gov_queue_calls - r["fcfs_calls_per_step"]) <= 0.25 * r["fcfs_calls_per_step"]
