@@ -168,10 +168,10 @@ def _first_scheduled_ns(driver) -> dict[str, int]:
     return out
 
 
-def _victims(llama_dir, preempt: str) -> tuple[list[tuple[str, bool]], object]:
-    """KV pressure (180 blocks of 16 tokens for ~7k tokens of live requests): per preemption, the
-    victim's tenant and whether it was the most over-served tenant among those running then
-    (normalised service on the counter admission follows)."""
+def _victims(llama_dir, preempt: str, reqs=None, num_blocks=180) -> tuple[list[tuple[str, bool]], object]:
+    """KV pressure (by default 180 blocks of 16 tokens for ~7k tokens of live requests): per
+    preemption, the victim's tenant and whether it was the most over-served tenant among those
+    running then (normalised service on the counter admission follows)."""
     from shadowd.govern.ledger import VTC
 
     seen: list[tuple[str, bool]] = []
@@ -183,14 +183,27 @@ def _victims(llama_dir, preempt: str) -> tuple[list[tuple[str, bool]], object]:
         served = {t: ledger.service[VTC][t] / ledger.weight[t] for t in live}
         mine = gov.facts_of(request).tenant
         seen.append((ledger.names[mine], served[mine] == max(served.values())))
+        ordered.append(self.ordered_now)
         return super(cls, self)._preempt_request(request, *args, **kwargs)
+
+    def _order_victims(self, gov):
+        before = gov.victim_orderings
+        super(cls, self)._order_victims(gov)
+        self.ordered_now = gov.victim_orderings > before
 
     cls = type("Victims", (_governed(GovernConfig(mode="vtc", preempt=preempt)),), {})
     cls._preempt_request = _preempt_request
-    sched, driver = _engine(llama_dir, cls, max_num_seqs=32, num_blocks=180)
-    reqs = [Req(0.0, "big", 150, 400) for _ in range(10)] + [Req(0.3, "small", 100, 300) for _ in range(4)]
+    cls._order_victims = _order_victims
+    cls.ordered_now = False  # vLLM's own victims (preempt="vllm"): never ordered
+    sched, driver = _engine(llama_dir, cls, max_num_seqs=32, num_blocks=num_blocks)
+    if reqs is None:
+        reqs = [Req(0.0, "big", 150, 400) for _ in range(10)] + [
+            Req(0.3, "small", 100, 300) for _ in range(4)
+        ]
+    ordered: list[bool] = []  # per preemption: did the governor order the running list that step
     driver.run(reqs, max_steps=100000)
     assert all(s.done for s in driver.service.values())  # preempted requests come back and finish
+    sched.ordered_before_preemption = ordered
     return seen, sched
 
 
@@ -200,7 +213,20 @@ def test_preemption_under_kv_pressure_takes_the_most_over_served_tenant(llama_di
     tenant's requests, or the test shows nothing."""
     fair, sched = _victims(llama_dir, "over-served")
     assert fair and all(most for _, most in fair), fair
+    assert all(sched.ordered_before_preemption)  # the trigger never missed a preemption
     assert sched.shadowd_governor.victim_orderings > 0 and sched.shadowd_governor.errors == 0
     plain, sched = _victims(llama_dir, "vllm")
     assert sum(1 for _, most in plain if not most) >= 1, plain
     assert sched.shadowd_governor.victim_orderings == 0
+
+
+def test_over_served_victims_while_prompts_are_chunked(llama_dir):
+    """The ordering runs only when a preemption is possible: its trigger counts the step's budget
+    only while a running prompt is unfinished.  With prompts chunked (1024-token budget), every
+    preemption still comes in a step the governor ordered, and takes the most over-served tenant."""
+    reqs = [Req(0.2 * i, "big", 1200, 500) for i in range(6)] + [
+        Req(0.5 + 0.2 * i, "small", 1100, 300) for i in range(4)
+    ]
+    fair, sched = _victims(llama_dir, "over-served", reqs, num_blocks=250)
+    assert fair and all(most for _, most in fair), fair
+    assert all(sched.ordered_before_preemption), sched.ordered_before_preemption
