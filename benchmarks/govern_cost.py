@@ -148,17 +148,24 @@ class _Timer:
     def __init__(self) -> None:
         self.ns = 0
         self.calls = 0
+        self.depth = 0
 
     def wrap(self, fn: Any) -> Any:
+        """``fn`` timed; a call made inside another timed call (FCFS's ``peek_request`` asks its
+        own ``__bool__``) is counted in the outer one only."""
         cpu = time.thread_time_ns
 
         def call(*a: Any, **k: Any) -> Any:
+            if self.depth:
+                return fn(*a, **k)
+            self.depth = 1
             c = cpu()
             try:
                 return fn(*a, **k)
             finally:
                 self.ns += cpu() - c
                 self.calls += 1
+                self.depth = 0
 
         return call
 
@@ -180,24 +187,9 @@ def _instrument(sched: Any, timer: _Timer) -> None:
             sched._order_victims = timer.wrap(sched._order_victims)
     q = sched.waiting
     cls = type(
-        "Timed" + type(q).__name__, (type(q),), {m: _timed_method(type(q), m, timer) for m in QUEUE_METHODS}
+        "Timed" + type(q).__name__, (type(q),), {m: timer.wrap(getattr(type(q), m)) for m in QUEUE_METHODS}
     )
     q.__class__ = cls
-
-
-def _timed_method(base: type, name: str, timer: _Timer) -> Any:
-    fn = getattr(base, name)
-    cpu = time.thread_time_ns
-
-    def method(self: Any, *a: Any) -> Any:
-        c = cpu()
-        try:
-            return fn(self, *a)
-        finally:
-            timer.ns += cpu() - c
-            timer.calls += 1
-
-    return method
 
 
 def measure(
