@@ -74,8 +74,9 @@ class GovernMixin:
         ``max_num_scheduled_tokens`` together.  So with more free blocks than
         ``len(running) * (1 + ceil(lookahead / bs))``, plus ``ceil(budget / bs)`` while any running
         prompt is unfinished (or vLLM does not say), no running request can fail to get its blocks
-        and vLLM preempts nothing.  Under steady KV pressure this keeps the ordering, a pass over
-        the running list, off most steps (``benchmarks/govern_cost.py``, workload ``pressure``)."""
+        and vLLM preempts nothing.  That keeps the ordering, a sort of the running list, off the
+        steps of moderate KV pressure; under deep pressure a preemption is possible in nearly
+        every step and it runs there (``benchmarks/govern_cost.py``, workload ``pressure``)."""
         try:
             running, bs = self.running, self.block_size
             look = -(-self.num_lookahead_tokens // bs)
