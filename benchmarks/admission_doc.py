@@ -72,8 +72,10 @@ under the `equal` fixed-term policy whatever the daemon's attribution policy.
   request might not get its blocks (fewer free blocks than the running requests could take in
   one step) the governor puts the running requests in order of their tenants' normalised service,
   most served last, where vLLM takes its victim; other steps pay a few integer operations
-  (`tests/govern/test_vllm.py` checks every victim on the real scheduler, and that vLLM's own
-  choice on the same arrivals is not).  The replays below run with it off.  Fairness is reached
+  (`tests/govern/test_vllm.py` checks every victim on the real scheduler, that every preemption
+  came in a step the governor ordered, also with chunked prompts, and that vLLM's own choice on
+  the same arrivals is not).  Under deep KV pressure that ordering runs nearly every step: its
+  cost is in the *pressure* rows below.  The replays below run with it off.  Fairness is reached
   over many admissions, not within a step.
   Waiting requests that already hold KV blocks (connector loads) stay in vLLM's own queue, which
   vLLM drains first.
