@@ -40,6 +40,15 @@ RESIDUAL = ("page_hinkley", "adwin", "coefficient")
 
 # -- the protocol, declared before the held-out runs ------------------------------------------
 
+# The regimes of held-out sets 3-5 (each declared with its set; the same five for all three).
+SATURATING_REGIMES = [
+    "steady",
+    "saturating (every rate x3 throughout, to fill the engine)",
+    "ramp light -> saturated (rate x0.3 -> x3 over 300 simulated s)",
+    "swing light <-> saturated (x0.3 <-> x3, period 150 simulated s)",
+    "tenant mix shifting (one tenant x2 -> x0.5, another x0.5 -> x3 over 300 s)",
+]
+
 PROTOCOL = {
     "development": {
         "platforms": ["builtin analytic profile", "A100 SXM tables", "H100 SXM tables"],
@@ -112,13 +121,7 @@ PROTOCOL = {
             "the traces' first arrival times only); client 30 as the new heavy tenant"
         ],
         "seeds": "401-410",
-        "regimes": [
-            "steady",
-            "saturating (every rate x3 throughout, to fill the engine)",
-            "ramp light -> saturated (rate x0.3 -> x3 over 300 simulated s)",
-            "swing light <-> saturated (x0.3 <-> x3, period 150 simulated s)",
-            "tenant mix shifting (one tenant x2 -> x0.5, another x0.5 -> x3 over 300 s)",
-        ],
+        "regimes": SATURATING_REGIMES,
         "note": (
             "Named after the held-out 2 results and before design r3 (guarded re-fit on traffic "
             "that left the envelope, evidence kept across a re-fit's lineage, INCONCLUSIVE for "
@@ -140,13 +143,7 @@ PROTOCOL = {
         ],
         "seeds": "501-512 (511 and 512: the accuracy study's saturated and light runs, "
         "benchmarks/held_out_accuracy.py, named after the matrix run and before they ran)",
-        "regimes": [
-            "steady",
-            "saturating (every rate x3 throughout, to fill the engine)",
-            "ramp light -> saturated (rate x0.3 -> x3 over 300 simulated s)",
-            "swing light <-> saturated (x0.3 <-> x3, period 150 simulated s)",
-            "tenant mix shifting (one tenant x2 -> x0.5, another x0.5 -> x3 over 300 s)",
-        ],
+        "regimes": SATURATING_REGIMES,
         "note": (
             "Named after the held-out 3 results and before design r4 (accuracy judged on the steps "
             "inside the calibrated envelope of the model that scored them; the steps beyond it are "
@@ -164,13 +161,7 @@ PROTOCOL = {
             "the new heavy tenant"
         ],
         "seeds": "601-610",
-        "regimes": [
-            "steady",
-            "saturating (every rate x3 throughout, to fill the engine)",
-            "ramp light -> saturated (rate x0.3 -> x3 over 300 simulated s)",
-            "swing light <-> saturated (x0.3 <-> x3, period 150 simulated s)",
-            "tenant mix shifting (one tenant x2 -> x0.5, another x0.5 -> x3 over 300 s)",
-        ],
+        "regimes": SATURATING_REGIMES,
         "note": (
             "Named after the held-out 4 results and before a design r5 (the warm-up window widened "
             "until each common class had enough held-out steps inside its limits) was tried; r5 "
