@@ -176,8 +176,37 @@ PROTOCOL = {
             "300,000 judged steps reaches 1e-5; 6,000-step runs cannot show a rate that small."
         ),
     },
+    "held_out_6": {
+        "platforms": ["H200 SXM tables (as in held-out 1-5: no other unseen tables exist)"],
+        "models": ["phi-3-medium (14B) tp2 (public config, benchmarks/models/phi-3-medium)"],
+        "tenants": [
+            "ShareGPT length statistics as tenant a and arXiv-summarisation length statistics as "
+            "tenant c (never used: real prompt/output pairs drawn with replacement, Poisson arrivals, "
+            "`lengths:` tenants); the Mooncake synthetic trace as tenant b (never used); ServeGen "
+            "client 42 (held-out 5) as the new heavy tenant"
+        ],
+        "seeds": "701-710",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after the held-out 5 results, with design r6 (share stability's growth "
+            "INCONCLUSIVE and a re-fit trigger; Page-Hinkley alone by default; the false-alarm target "
+            "per judged step of a class, split over its detectors) written and not yet run on any "
+            "scenario; nothing in this set was run before r6 was committed, except one 800-step "
+            "machinery check of the new model config and tenant sources on the H100 tables "
+            "(development platform, seed 99; its verdict was not read). Rates sized from the "
+            "sources' lengths only, about 10k prompt tokens/s at the base rate, the long-prompt "
+            "tenant lowest (a 2, b 0.15, c 1.5 req/s). Fault runs are 9000 steps with the fault at "
+            "7000, as held-out 5's were re-run. From here on held-out 5 is development data."
+        ),
+        "long_run": (
+            "H6-steady-long: H6-steady (seed 701) run 605,000 steps, declared with the set, for the "
+            "false alarms per judged step on a held-out healthy scenario: the demo calibrates by at "
+            "most 60 % of the run, so about 240,000 steps or more are judged; with no false alarm the "
+            "Poisson 95 % bound over 300,000 judged steps reaches 1e-5."
+        ),
+    },
 }
-DESIGN_REVISION = "r3"
+DESIGN_REVISION = "r6"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -193,6 +222,17 @@ DESIGN = [
     "other watches it alone (the drift check names which); only when none can is the class blind.",
     "Share stability pages on growth of the composition effect over the calibration window's own "
     "effect under the model in force (design r2); design r1 judged the absolute effect.",
+    "Design r6: that growth is INCONCLUSIVE (re-fit or recalibrate), not NO_GO, and a re-fit "
+    "trigger. Under one model version the gated own-work share is the model's, not a measurement, "
+    "so its composition effect is a function of the traffic alone: growth says the batch "
+    "compositions moved beyond those the model was validated on. A result computed under an "
+    "earlier model is missing evidence until the next test; the absolute effect, where calibration "
+    "left no baseline, still pages.",
+    "Design r6: residual drift is watched by Page-Hinkley alone by default (`[drift] detectors`; "
+    "docs/checks.md's delay table, on development runs, has it first at every slowdown size), and "
+    "the false-alarm target is per judged step of a class, split evenly over its detectors, so the "
+    "drift check's rate per judged step is at most the target (design r3 gave each detector the "
+    "whole target).",
     "The warm-up window widens (up to `max_window_factor` x `warmup_steps`; in the demo, up to 60 % "
     "of the run) until every step class carrying >= 25 % of its steps has enough held-out steps for "
     "drift detectors.",
@@ -229,6 +269,11 @@ HELD4_BASE = _h200(
 HELD5_BASE = _h200(
     "benchmarks/models/qwen2.5-7b", 2, ("a=servegen:42:4", "b=servegen:3:1", "c=servegen:22:3")
 )
+HELD6_BASE = _h200(
+    "benchmarks/models/phi-3-medium",
+    2,
+    ("a=lengths:sharegpt:2", "b=mooncake-synthetic:0.15", "c=lengths:arxiv:1.5"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -250,7 +295,7 @@ DEV_BASE = dict(
 # they tested nothing; they were re-run 9000 steps long with the fault at 7000, no gate setting
 # changed (design r3 throughout). The first rows are kept as superseded.
 FAULT_AT = {9000: 7000, 6000: 5000, 2400: 1700}  # engine step of the fault, by run length
-LONG_FAULT_SETS = {"5"}  # sets whose fault runs are 9000 steps
+LONG_FAULT_SETS = {"5", "6"}  # sets whose fault runs are 9000 steps
 
 
 @dataclass(frozen=True)
@@ -320,6 +365,7 @@ def _scenarios() -> list[Scenario]:
         ("3", HELD3_BASE, 400, "servegen:30:30"),
         ("4", HELD4_BASE, 500, "servegen:40:30"),
         ("5", HELD5_BASE, 600, "servegen:10:30"),
+        ("6", HELD6_BASE, 700, "servegen:42:30"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -384,7 +430,22 @@ def _scenarios() -> list[Scenario]:
             seed=601,
         )
     )
-    for tag, base, seed in (("3", HELD3_BASE, 410), ("4", HELD4_BASE, 510), ("5", HELD5_BASE, 610)):
+    out.append(
+        Scenario(
+            "H6-steady-long",
+            "held_out_6",
+            "healthy",
+            "steady, 605,000 steps: the false-alarm bound",
+            **{**HELD6_BASE, "steps": 605000},
+            seed=701,
+        )
+    )
+    for tag, base, seed in (
+        ("3", HELD3_BASE, 410),
+        ("4", HELD4_BASE, 510),
+        ("5", HELD5_BASE, 610),
+        ("6", HELD6_BASE, 710),
+    ):
         out.append(
             Scenario(
                 f"H{tag}-saturated",
@@ -547,17 +608,26 @@ def episodes(hist: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _long_run_line(rows: list[dict[str, Any]]) -> list[str]:
-    """The long healthy run's false-alarm bound, measured on the held-out engine itself."""
-    r = next((x for x in rows if x["scenario"]["name"] == "H5-steady-long"), None)
-    if r is None or r.get("false_alarm_upper95") is None:
-        return []
-    bound = r["false_alarm_upper95"]
-    return [
-        f"H5-steady-long runs the held-out engine itself that long: {r['false_alarms']} false alarm(s) in "
-        f"{r['judged_steps']:,} judged steps, 95 % bound {bound:.1e} per step "
-        f"({'within' if bound <= 1e-5 else 'above'} the 1e-5 target). Judged from calibration, at step "
-        f"{r['calibrated_by_step']:,}: the demo's warm-up window grows with the run's length.",
-    ]
+    """Each long healthy run's false-alarm bound, measured on the held-out engine itself."""
+    out = []
+    for r in rows:
+        if not r["scenario"]["name"].endswith("-long") or r.get("false_alarm_upper95") is None:
+            continue
+        bound = r["false_alarm_upper95"]
+        out.append(
+            f"{r['scenario']['name']} (design {r.get('design', 'r1')}) runs the held-out engine itself that "
+            f"long: {r['false_alarms']} false alarm(s) in {r['judged_steps']:,} judged steps, 95 % bound "
+            f"{bound:.1e} per step ({'within' if bound <= 1e-5 else 'above'} the 1e-5 target). Judged "
+            f"from calibration, at step {r['calibrated_by_step']:,}: the demo's warm-up window grows "
+            "with the run's length."
+        )
+    return out
+
+
+def latest_held_out(names: Any) -> str:
+    """The newest held-out set among ``names`` (the one no design was built on)."""
+    held = [n for n in names if str(n).startswith("held_out_")]
+    return max(held, key=lambda n: int(str(n).rsplit("_", 1)[1]), default="")
 
 
 def _poisson_upper(k: int, n: int) -> float | None:
@@ -738,7 +808,8 @@ def markdown(res: dict[str, Any]) -> str:
         "(the regime table shows the range each run went through).",
         "",
         f"## The gate as validated here (design {DESIGN_REVISION}; r1 differed from r2 only in the "
-        "stability check; r3 added the points named after it; r4 was withdrawn)",
+        "stability check; r3 and r6 added the points named after them; r4 was withdrawn; r5 was never "
+        "run on a held-out set)",
         "",
         *(f"- {d}" for d in DESIGN),
         "",
@@ -747,9 +818,10 @@ def markdown(res: dict[str, Any]) -> str:
         "| set | expected | GO | NO_GO | INCONCLUSIVE | meets target |",
         "|---|---|---|---|---|---|",
     ]
+    newest = latest_held_out(r["scenario"]["set"] for r in rows)
     groups = sorted(
         {(r["scenario"]["set"], r.get("design", "r1")) for r in rows},
-        key=lambda g: (g[0] != "held_out_5", g[0], g[1]),
+        key=lambda g: (g[0] != newest, g[0], g[1]),
     )
     for set_, design in groups:
         for expect in ("healthy", "fault"):
@@ -951,7 +1023,8 @@ def main(argv: list[str] | None = None) -> int:
             if unknown:
                 ap.error(f"unknown scenario(s) {sorted(unknown)}; known: {[s.name for s in SCENARIOS]}")
             chosen = [s for s in chosen if s.name in names]
-        chosen.sort(key=lambda s: (s.set != "held_out_5", s.set))  # the unseen set first
+        newest = latest_held_out(PROTOCOL)
+        chosen.sort(key=lambda s: (s.set != newest, s.set))  # the unseen set first
         t0 = time.perf_counter()
         rows = run_all(chosen, a.jobs, out.with_suffix(".partial.jsonl"))
         if a.merge:

@@ -250,6 +250,22 @@ def stability(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
         ci = f"[{lo:.3f}, {hi:.3f}] above the calibration window's {base:.3f}"
     if hi <= thr:
         return [CheckResult(name, "pass", hi, thr, f"composition effect CI {ci} ≤ {thr:g}")]
+    if lo > thr and base is not None:
+        # Design r6: under one model version the effect is a function of the traffic alone (the
+        # own-work share is the model's, not a measurement), so its growth says the batch
+        # compositions moved beyond those the model was validated on: unqualified, not wrong.
+        return [
+            CheckResult(
+                name,
+                "inconclusive",
+                lo,
+                thr,
+                f"shares depend on batch composition more than in the calibration window: effect CI "
+                f"{ci} > {thr:g}; the traffic's batch compositions moved: a re-fit on current "
+                "traffic (automatic when the model in force still meets its limits) or shadowd "
+                "calibrate",
+            )
+        ]
     if lo > thr:
         return [
             CheckResult(

@@ -97,7 +97,10 @@ class Calibration:
 @dataclass(frozen=True)
 class CalibrationSettings:
     holdout_fraction: float = 0.3
+    # Per judged step of a class, for all its detectors together: each gets an equal part, so the
+    # drift check's rate per judged step (each step is one class's) is at most this (design r6).
     target_false_alarm_rate: float = 1e-5
+    detectors: tuple[str, ...] = ("page_hinkley",)
     drift_sim_steps: int = 400_000  # stationary steps simulated per class for thresholds
     adwin_sim_steps: int = 400_000
     min_class_steps: int = 300
@@ -149,7 +152,8 @@ def calibrate(
                 r,
                 cls,
                 seed=i,
-                target_rate=settings.target_false_alarm_rate,
+                target_rate=settings.target_false_alarm_rate / len(settings.detectors),
+                detector_names=settings.detectors,
                 allowance=checks.allowance(wander, settings.min_shift, settings.wander_k),
                 domain=domain,
                 clip=settings.clip,

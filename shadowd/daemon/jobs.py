@@ -11,6 +11,7 @@ the service itself.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -130,3 +131,14 @@ def reschedule(
             )
         else:
             sched.reschedule_job(name, trigger="interval", seconds=interval)
+
+
+def run_soon(sched: BackgroundScheduler | None, name: str) -> None:
+    """Bring job ``name``'s next run forward to now (its interval is unchanged). Never raises:
+    a job that cannot be moved runs at its next interval anyway."""
+    if sched is None or not getattr(sched, "running", False):
+        return
+    try:
+        sched.modify_job(name, next_run_time=datetime.now(UTC))
+    except Exception:  # no such job (e.g. jobs not started) or the scheduler is shutting down
+        pass

@@ -177,6 +177,9 @@ def triggers(evidence: dict[str, Any], policy: checks.GatePolicy) -> tuple[str, 
     ('12% of steps beyond the calibrated envelope',)
     >>> triggers({"extrapolated_fraction": 0.01, "drift_blind": {}}, checks.GatePolicy())
     ()
+    >>> st = {"llmvisor": {"ci_low": 0.41, "ci_high": 0.45, "baseline": 0.26}}
+    >>> triggers({"stability": st}, checks.GatePolicy())
+    ('composition effect grew 0.15 over the calibration window (design r6)',)
     """
     out = []
     frac = evidence.get("extrapolated_fraction")
@@ -185,7 +188,21 @@ def triggers(evidence: dict[str, Any], policy: checks.GatePolicy) -> tuple[str, 
     blind = evidence.get("drift_blind") or {}
     if blind:
         out.append("drift detectors blind on " + "; ".join(f"{k} ({v})" for k, v in sorted(blind.items())))
+    grown = composition_growth(evidence, policy)
+    if grown is not None:
+        out.append(f"composition effect grew {grown:.2f} over the calibration window (design r6)")
     return tuple(out)
+
+
+def composition_growth(evidence: dict[str, Any], policy: checks.GatePolicy) -> float | None:
+    """How far the gated split's composition effect (CI low end) grew over the calibration
+    window's, when beyond ``max_composition_effect``; ``None`` otherwise. Under one model version
+    that effect depends on the traffic alone, so its growth is a new regime, as the envelope is."""
+    res = (evidence.get("stability") or {}).get(policy.stability_split) or {}
+    lo, base = res.get("ci_low"), res.get("baseline")
+    if lo is None or base is None or lo - base <= policy.max_composition_effect:
+        return None
+    return float(lo - base)
 
 
 def _residuals(batch: StepBatch, cal: Calibration) -> np.ndarray:

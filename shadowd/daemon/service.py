@@ -43,7 +43,7 @@ from shadowd.daemon.gate_evidence import DaemonFacts
 from shadowd.daemon.gatekeeper import GateKeeper, published_model
 from shadowd.daemon.governor_status import GovernorFiles, governor_directory
 from shadowd.daemon.http_server import ApiServer
-from shadowd.daemon.jobs import daemon_jobs, reporting, reschedule, start_jobs
+from shadowd.daemon.jobs import daemon_jobs, reporting, reschedule, run_soon, start_jobs
 from shadowd.daemon.metrics import IngestStats, MetricSources, registry_for
 from shadowd.daemon.pipeline import IngestPipeline
 from shadowd.daemon.receiver import FrameReceiver
@@ -158,6 +158,7 @@ class Daemon:
         settings = CalibrationSettings(
             holdout_fraction=c.holdout_fraction,
             target_false_alarm_rate=d.target_false_alarm_rate,
+            detectors=d.detectors,
             drift_sim_steps=d.sim_steps,
             adwin_sim_steps=d.adwin_sim_steps,
             min_class_steps=d.min_class_steps,
@@ -205,6 +206,7 @@ class Daemon:
         if self.calibrator is not None and self.calibrator.state == "warming_up":
             self.calibrator.state = "done"  # a model is in force; no warm-up fit over it
         self.rules.on_calibrated()
+        run_soon(self.jobs, "stability")  # the last result was under the model before this one
         log.info("model %s in force for %s", cal.model.version, cal.platform_key)
 
     def published_model(self) -> dict[str, Any] | None:
@@ -225,7 +227,7 @@ class Daemon:
     def facts(self) -> DaemonFacts:
         cal = self.calibration
         stab = None
-        if self.stability and "llmvisor" in self.stability:
+        if self.stability and "llmvisor" in self.stability and self._stability_is_current(cal):
             stab = {
                 k: {
                     "effect": v.get("effect"),
@@ -257,6 +259,12 @@ class Daemon:
             lineage=(*cal.lineage, cal.model.version) if cal else (),
             barely_held=cal.barely_held(self._min_class_steps()) if cal else None,
         )
+
+    def _stability_is_current(self, cal: Calibration | None) -> bool:
+        """A stability result speaks for the model it was computed under only: after a re-fit or
+        a recalibration the old result is missing evidence until the next test, not a verdict."""
+        version = (self.stability or {}).get("model_version")
+        return cal is not None and (version is None or version == cal.model.version)
 
     def _min_class_steps(self) -> int:
         return (
@@ -293,6 +301,7 @@ class Daemon:
             policy=self.config.calibration.policy,
             n_boot=self.config.stability.n_boot,
         )
+        self.stability["model_version"] = cal.model.version
         return self.stability
 
     def status(self) -> DaemonStatus:

@@ -196,7 +196,8 @@ class DemoRun:
                 pending.remove(inj)
             self._catch_up(ref, daemon)
             if daemon.calibration is not None:
-                if not self.decisions or len(self.decisions) % 5 == 0:
+                stale = (daemon.stability or {}).get("model_version") != daemon.calibration.model.version
+                if stale or len(self.decisions) % 5 == 0:  # a new model in force: test it now
                     daemon.run_stability()
                 self.decisions.append(daemon.evaluate_gate(now=self._sim_now(ref)))
                 self.decision_steps.append(done)

@@ -13,6 +13,10 @@
   distribution with the window's mean rate (Gamma: shape = first parameter; Weibull:
   shape = first parameter), lengths drawn from the latest dataset window at or
   before the arrival window, as ServeGen's own ``ClientPool`` pairs them.
+* Length statistics (``lengths/``: ShareGPT and arXiv-summarisation prompt/response token
+  counts, as Sarathi-Serve and Vidur publish them; no arrival times). ``load_lengths`` pairs
+  each real (prompt, output) pair, drawn with replacement, with Poisson arrivals at a stated
+  rate: the lengths are real, the arrival process is not, and the docs say so where it counts.
 
 Every loader returns requests sorted by arrival with the first at 0 s, optionally
 stopping after ``limit`` requests or ``duration_s`` seconds.
@@ -199,3 +203,48 @@ def _interarrival(rng: np.random.Generator, dist: str, rate: float, cv: float, s
         k = 1.0 / (cv * cv)
         return float(rng.gamma(k, mean / k))
     return float(rng.exponential(mean))
+
+
+LENGTH_FILES = {
+    "sharegpt": "sharegpt_8k_filtered_stats_llama2_tokenizer.csv",
+    "arxiv": "arxiv_summarization_stats_llama2_tokenizer_filtered_v2.csv",
+}
+
+
+def length_pairs(name: str) -> np.ndarray:
+    """The (prompt, output) token pairs of a ``lengths/`` file, as an ``(n, 2)`` int array."""
+    if name not in LENGTH_FILES:
+        raise KeyError(f"unknown length statistics {name!r}; known: {', '.join(LENGTH_FILES)}")
+    path = data_dir() / "traces" / "lengths" / LENGTH_FILES[name]
+    with open(path) as f:
+        header = f.readline().strip().split(",")
+        if header[:2] != ["num_prefill_tokens", "num_decode_tokens"]:
+            raise ValueError(f"{path}: not a length-statistics file (header {header})")
+        rows = [line.split(",", 2)[:2] for line in f if line.strip()]
+    return np.maximum(np.asarray(rows, dtype=np.int64), 1)
+
+
+def load_lengths(
+    name: str,
+    tenant: str,
+    *,
+    rate: float,
+    seed: int = 0,
+    limit: int | None = None,
+    duration_s: float | None = None,
+) -> list[RequestSpec]:
+    """Real length pairs of ``name`` (drawn with replacement), Poisson arrivals at ``rate`` req/s;
+    stops at ``limit`` requests or ``duration_s`` (default 600 s)."""
+    if not rate > 0:
+        raise ValueError(f"lengths:{name} needs a positive rate (req/s), got {rate!r}")
+    pairs = length_pairs(name)
+    if limit is None and duration_s is None:
+        duration_s = 600.0
+    rng = np.random.default_rng(seed)
+    out: list[RequestSpec] = []
+    t = 0.0
+    while not _stop(len(out), t, limit, duration_s):
+        p, o = pairs[int(rng.integers(len(pairs)))]
+        out.append(RequestSpec(t, tenant, int(p), int(o)))
+        t += float(rng.exponential(1.0 / rate))
+    return out

@@ -2,7 +2,8 @@
 
 ``TRACE`` is a path (``.csv`` Azure, ``.jsonl`` Mooncake, ServeGen ``chunk-<c>-*``
 file) or a short name: ``azure-code``, ``azure-conv``, ``mooncake-conversation``,
-``mooncake-synthetic``, ``servegen:<client>``, ``synthetic:<chat|code|longdoc>``.
+``mooncake-synthetic``, ``servegen:<client>``, ``synthetic:<chat|code|longdoc>``,
+``lengths:<sharegpt|arxiv>`` (real length pairs, Poisson arrivals at RATE, default 1 req/s).
 ``RATE`` (req/s) rescales the stream's arrival times to that mean rate.  Each stream
 is seeded from the run seed and the tenant name, so adding a tenant does not change
 the others.
@@ -28,9 +29,10 @@ from shadowd.paths import data_dir
 
 from .request_spec import RequestSpec
 from .synthetic_tenants import KINDS, synthetic_stream
-from .traces import load_azure, load_mooncake, load_servegen
+from .traces import load_azure, load_lengths, load_mooncake, load_servegen
 
-_SCHEMES = ("servegen", "synthetic")
+_SCHEMES = ("servegen", "synthetic", "lengths")
+DEFAULT_LENGTHS_RATE = 1.0  # req/s of a ``lengths:`` tenant given no rate (the files have no arrivals)
 DEFAULT_TENANTS = ("chat=synthetic:chat", "code=synthetic:code", "docs=synthetic:longdoc")
 
 SHORT_NAMES = {
@@ -57,7 +59,7 @@ class TenantSpec:
         name, trace = (s.strip() for s in text.split("=", 1))
         rate = None
         parts = trace.split(":")
-        if parts[0] in _SCHEMES:  # servegen:<client>[:RATE], synthetic:<kind>[:RATE]
+        if parts[0] in _SCHEMES:  # servegen:<client>[:RATE], synthetic:<kind>[:RATE], lengths:<name>[:RATE]
             trace, rest = ":".join(parts[:2]), parts[2:]
             if len(rest) > 1:
                 raise ValueError(f"tenant spec {text!r}: expected {parts[0]}:<name>[:RATE]")
@@ -107,6 +109,15 @@ def load_stream(
         reqs = synthetic_stream(
             trace.split(":", 1)[1], spec.name, seed=s, limit=limit, duration_s=duration_s, rate=spec.rate
         )
+    elif trace.startswith("lengths:"):
+        reqs = load_lengths(
+            trace.split(":", 1)[1],
+            spec.name,
+            rate=spec.rate or DEFAULT_LENGTHS_RATE,
+            seed=s,
+            limit=limit,
+            duration_s=duration_s,
+        )
     elif trace.startswith("servegen:") or Path(trace).name.startswith("chunk-"):
         client = trace.split(":", 1)[1] if trace.startswith("servegen:") else trace
         horizon = duration_s if duration_s is not None else (None if limit else 600.0)
@@ -136,7 +147,11 @@ def _trace_file(trace: str) -> tuple[str, Path]:
         return kind, data_dir() / "traces" / rel
     p = Path(trace)
     if not p.exists():
-        known = sorted(SHORT_NAMES) + ["servegen:<client>"] + [f"synthetic:{k}" for k in KINDS]
+        known = (
+            sorted(SHORT_NAMES)
+            + ["servegen:<client>", "lengths:<sharegpt|arxiv>"]
+            + [f"synthetic:{k}" for k in KINDS]
+        )
         raise FileNotFoundError(f"trace {trace!r}: no such file; short names: {', '.join(known)}")
     if p.suffix == ".jsonl":
         return "mooncake", p

@@ -425,14 +425,17 @@ def test_gate_invariants(seq, need, grace):
 
 
 def test_stability_is_judged_against_the_calibration_windows_own_effect():
-    """A nonlinear engine's Shapley shares depend on batch-mates too: what pages is growth over
-    the effect the validated model showed at calibration, not the engine's physics."""
+    """A nonlinear engine's Shapley shares depend on batch-mates too: what counts is growth over
+    the effect the validated model showed at calibration, not the engine's physics. Under one
+    model that growth comes from the traffic alone, so it is INCONCLUSIVE with the way out (design
+    r6); an effect with no calibration baseline to compare with still pages."""
     physics = {"effect": 0.46, "ci_low": 0.45, "ci_high": 0.48, "baseline": 0.44}
     grown = {**physics, "effect": 0.62, "ci_low": 0.60, "ci_high": 0.64}
     by = lambda st: {c.name: c for c in evaluate_checks(Evidence.from_dict(st), GatePolicy(), 0.0)}  # noqa: E731
     ok = by(with_(good(0.0), "stability.llmvisor", physics))["stability"]
     assert ok.status == "pass" and "calibration window" in ok.reason
     bad = by(with_(good(0.0), "stability.llmvisor", grown))["stability"]
-    assert bad.status == "fail" and bad.value == pytest.approx(0.16)
+    assert bad.status == "inconclusive" and bad.value == pytest.approx(0.16)
+    assert "re-fit" in bad.reason and "calibrate" in bad.reason and not bad.missing
     absolute = {k: v for k, v in physics.items() if k != "baseline"}
     assert by(with_(good(0.0), "stability.llmvisor", absolute))["stability"].status == "fail"

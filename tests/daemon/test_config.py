@@ -288,3 +288,13 @@ def test_hostile_input_bounds_are_configurable_and_checked(tmp_path):
     assert any(p.startswith("tenants.allow: expected an array of non-empty strings") for p in got), got
     assert any(p.startswith("tenants.max_distinct: must be between 1") for p in got), got
     assert any(p.startswith("report.default_window_s: 90000 exceeds max_window_s") for p in got), got
+
+
+def test_drift_detectors_are_a_checked_choice(tmp_path):
+    """Page-Hinkley alone by default (design r6); ADWIN can be added, nothing else, no repeats."""
+    assert Config.default().drift.detectors == ("page_hinkley",)
+    both = load_config(write(tmp_path, local(tmp_path, '[drift]\ndetectors = ["page_hinkley", "adwin"]\n')))
+    assert both.drift.detectors == ("page_hinkley", "adwin")
+    for bad in ('["cusum"]', "[]", '["adwin", "adwin"]'):
+        got = problems(tmp_path, local(tmp_path, f"[drift]\ndetectors = {bad}\n"))
+        assert any(p.startswith("drift.detectors:") and "page_hinkley, adwin" in p for p in got), got

@@ -72,6 +72,18 @@ def test_traffic_beyond_the_envelope_on_a_healthy_engine_is_refitted(ipc_endpoin
         after = daemon.evaluate_gate()
         assert after["model"]["version"] == new.model.version
         assert sum(a["steps"] for a in after["evidence"]["accuracy"].values()) == 3000
+        # A stability result under the parent is no evidence for the new model (its baseline is
+        # the new window's): missing until the next test, which runs under the new model.
+        daemon.stability = {
+            "llmvisor": {"effect": 0.5, "ci_low": 0.4, "ci_high": 0.6},
+            "model_version": parent,
+        }
+        assert daemon.facts().stability is None
+        daemon.run_stability()
+        assert daemon.stability["model_version"] == new.model.version
+        assert (
+            daemon.facts().stability["llmvisor"]["baseline"] == new.stability_baseline["llmvisor"]["effect"]
+        )
     finally:
         daemon.stop()
 

@@ -11,7 +11,7 @@ from shadowd.paths import data_dir
 from shadowd.twin import DEFAULT_TENANTS, RequestSpec, TenantSpec, build_workload, load_stream
 from shadowd.twin.load_profile import LoadProfile
 from shadowd.twin.request_spec import BLOCK_TOKENS
-from shadowd.twin.traces import load_azure, load_mooncake, load_servegen, servegen_paths
+from shadowd.twin.traces import length_pairs, load_azure, load_mooncake, load_servegen, servegen_paths
 
 
 def lengths(reqs):
@@ -49,6 +49,24 @@ def test_mooncake_hash_ids_become_shared_prefixes():
     assert any(n >= 2 for n in pairs.values())  # multi-block prefixes are reused
     other = load_mooncake(data_dir() / "traces/mooncake/conversation_trace.jsonl", "other", limit=5)
     assert not set(other[0].prefix_blocks) & set(reqs[0].prefix_blocks)  # tenants never collide
+
+
+@pytest.mark.parametrize("name, rows", [("sharegpt", 30731), ("arxiv", 28257)])
+def test_length_statistics_tenant_draws_real_pairs_at_the_stated_rate(name, rows):
+    """The lengths files have no arrivals: real (prompt, output) pairs, Poisson at RATE."""
+    pairs = length_pairs(name)
+    assert pairs.shape == (rows, 2) and pairs.min() >= 1
+    reqs = load_stream(f"t=lengths:{name}:4", seed=5, duration_s=500.0)
+    p, o, t = lengths(reqs)
+    assert t[0] == 0.0 and np.all(np.diff(t) >= 0) and t[-1] <= 500.0
+    assert len(reqs) == pytest.approx(2000, rel=0.1)  # 4 req/s for 500 s
+    real = set(map(tuple, pairs.tolist()))
+    assert all((a, b) in real for a, b in zip(p.tolist(), o.tolist()))
+    assert load_stream(f"t=lengths:{name}:4", seed=5, duration_s=50.0) == [
+        r for r in reqs if r.arrival_s <= 50
+    ]
+    with pytest.raises(KeyError, match="sharegpt, arxiv"):
+        load_stream("t=lengths:wiki:1", duration_s=10.0)
 
 
 def test_servegen_client_stream():
