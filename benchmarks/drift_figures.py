@@ -854,6 +854,14 @@ the window ADWIN kept sits at least the class's allowance (below) from the calib
 ADWIN dropped, which right after a slowdown starts is itself partly slow); smaller ones are
 counted (`ignored_small_shifts`), not raised.
 
+**What the daemon runs (design r6).** Page-Hinkley alone, by default: in the delay tables below it
+detects as many slowdowns as both detectors together, at every size on every run; ADWIN made some
+detections earlier (compare the *either* rows), mostly the slowest ones, and with both a class's
+false-alarm budget is split between them. ADWIN stays available (`[drift] detectors = ["page_hinkley", "adwin"]`); the target
+(`[drift] target_false_alarm_rate`) is per judged step of a class and is split evenly over the
+detectors watching it, so the drift check as a whole stays within it. The tables here compare
+both detectors, each calibrated to 1e-5 per step of its class (the design before r6).
+
 **Why a healthy engine used to raise alarms, and what the detectors are fed now.** LLMVisor is a
 piecewise-linear model; its residual carries a bias of a fraction of a percent to a few percent that
 depends on what is in the batch (GEMM wave quantisation, attention tiles, KV reads at long

@@ -210,7 +210,8 @@ DESIGN_REVISION = "r6"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
-    "unresolved residual drift, share instability, a platform mismatch, data health (drop rate).",
+    "unresolved residual drift, share instability (since r6: only where calibration left no "
+    "baseline), a platform mismatch, data health (drop rate).",
     "Traffic beyond the calibrated envelope and tenants calibration never saw are INCONCLUSIVE with "
     "the way out in the reason (recalibrate, or wait); unseen tenants count by their share of the "
     "window's attributed time (`max_new_tenant_share`), not by a lifetime count.",
@@ -229,7 +230,8 @@ DESIGN = [
     "earlier model is missing evidence until the next test; the absolute effect, where calibration "
     "left no baseline, still pages.",
     "Design r6: residual drift is watched by Page-Hinkley alone by default (`[drift] detectors`; "
-    "docs/checks.md's delay table, on development runs, has it first at every slowdown size), and "
+    "in docs/checks.md's delay tables, on development runs, it detects as many slowdowns as both "
+    "detectors together), and "
     "the false-alarm target is per judged step of a class, split evenly over its detectors, so the "
     "drift check's rate per judged step is at most the target (design r3 gave each detector the "
     "whole target).",
@@ -294,7 +296,7 @@ DEV_BASE = dict(
 # Held-out 5's fault runs (6000 steps, fault at 5000) were mostly GO only after step 5000, so
 # they tested nothing; they were re-run 9000 steps long with the fault at 7000, no gate setting
 # changed (design r3 throughout). The first rows are kept as superseded.
-FAULT_AT = {9000: 7000, 6000: 5000, 2400: 1700}  # engine step of the fault, by run length
+FAULT_AT = {9000: 7000, 6000: 5000}  # engine step of the fault, by run length
 LONG_FAULT_SETS = {"5", "6"}  # sets whose fault runs are 9000 steps
 
 
@@ -463,16 +465,13 @@ def _scenarios() -> list[Scenario]:
 SCENARIOS = _scenarios()
 
 
-def ci_sized(name: str, steps: int = 2400) -> Scenario:
-    """A held-out scenario shortened for CI (same platform, model, tenants, seed, regime)."""
-    s = next(x for x in SCENARIOS if x.name == name)
-    out = asdict(s) | {"steps": steps}
-    if s.fault_step is not None:
-        at = FAULT_AT[steps]
-        out["fault_step"] = at
-        out["injects"] = tuple(i.rsplit("@", 1)[0] + f"@{at}" for i in s.injects)
-    out["tenants"], out["loads"] = tuple(out["tenants"]), tuple(out["loads"])
-    return Scenario(**out)
+def scenario(name: str) -> Scenario:
+    """A declared scenario by name (CI runs held-out rows as declared: a 6,000-step run takes
+    about half a minute, and a shortened one would be a scenario nobody declared)."""
+    found = next((x for x in SCENARIOS if x.name == name), None)
+    if found is None:
+        raise KeyError(f"no scenario {name!r}; known: {', '.join(x.name for x in SCENARIOS)}")
+    return found
 
 
 # -- running --------------------------------------------------------------------------------
@@ -758,10 +757,27 @@ def findings(rows: list[dict[str, Any]]) -> list[str]:
         )
         what = "; ".join(CAUSES.get(k, k) for k in kinds) or "no non-GO episode"
         when = " before the fault" if r["scenario"].get("fault_step") else ""
-        out.append(f"- {r['scenario']['name']} ({r.get('design', 'r1')}): {why}. Non-GO{when}: {what}.")
+        out.append(
+            f"- {r['scenario']['name']} ({r.get('design', 'r1')}): {why}. Non-GO{when}: {what}.{_absent(r)}"
+        )
     if not out:
         out.append("- none: every scenario met its target.")
     return out
+
+
+def _absent(row: dict[str, Any]) -> str:
+    """For a new-tenant fault that ran: a note when the newcomer is in none of the truth sample's
+    steps (it ran, but too little to be sampled; its share of the time was negligible)."""
+    inj = (row["scenario"]["injects"] or [""])[0]
+    sampled = ((row.get("truth") or {}).get("llmvisor") or {}).get("per_tenant")
+    if not inj.startswith("tenant:") or sampled is None:
+        return ""
+    name = inj.split(":", 1)[1].split("=", 1)[0]
+    if name in sampled:
+        return ""
+    return (
+        f" Tenant {name!r} ran, but is in none of the steps sampled for the Shapley truth: it barely arrived."
+    )
 
 
 def _host(m: dict[str, Any]) -> str:
@@ -927,11 +943,12 @@ def markdown(res: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "CI: `tests/demo/test_gate_held_out.py` runs two held-out 5 scenarios shortened by",
-        "`ci_sized` to 2,400 steps (H5-steady and F5-step15) and asserts their verdicts: the healthy",
-        "run reaches GO without a page or a drift event; the slowdown ends not GO with a drift event",
-        "within 500 steps and no re-fit taking it in. The one target the shortened fault run misses",
-        "(GO before the fault: its window holds one tenant until then) is a strict xfail.",
+        "CI: `tests/demo/test_gate_held_out.py` runs two held-out 6 scenarios as declared (H6-steady",
+        "and F6-step15, the same runs as their rows) and asserts their targets: the healthy run reaches",
+        "GO without a page or a residual drift event; the slowdown comes after a GO, ends not GO with a",
+        "drift event within 500 steps, and no re-fit takes it in. (Held-out 5's CI runs were shortened",
+        "to 2,400 steps; shortened, H6-steady ends NO_GO on decode accuracy, its calibration window",
+        "being shorter, so CI runs the declared rows.)",
     ]
     lines += ["", "## What the misses say", ""]
     lines += findings(rows)

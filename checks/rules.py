@@ -1,10 +1,12 @@
 """The gate's checks: evidence + policy → one ``CheckResult`` each. Pure functions.
 
 A fail (NO_GO, which pages) is evidence that attribution is wrong now: accuracy outside its
-limits, drift, share instability, a platform mismatch, a data-health failure. Missing evidence
-is inconclusive (``missing=True``), never a pass. Evidence minimums that are not yet met,
-traffic outside the calibrated envelope and tenants calibration never saw are inconclusive,
-with the way out in the reason (wait, recalibrate); accuracy is not judged on a class until
+limits, drift, a platform mismatch, a data-health failure, share instability where calibration
+left no baseline. Missing evidence is inconclusive (``missing=True``), never a pass. Evidence
+minimums that are not yet met, traffic outside the calibrated envelope, tenants calibration never
+saw and shares depending on batch-mates more than in the calibration window (a function of the
+traffic under one model) are inconclusive, with the way out in the reason (wait, re-fit,
+recalibrate); accuracy is not judged on a class until
 its minimum step count is met, so a noisy first hour cannot fail the gate. The advantage over
 the token baseline is reported (``advantage_report``), not judged. Thresholds compare with
 ``<=`` for maxima and ``>=`` for minima.

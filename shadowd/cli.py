@@ -235,7 +235,14 @@ def twin_step(
 @click.option("--platform", default="builtin", show_default=True)
 @click.option("--model", default="llama-3.1-8b", show_default=True)
 @click.option("--tp", default=1, show_default=True)
-@click.option("--tenant", "tenants", multiple=True, metavar="NAME=TRACE[:RATE]")
+@click.option(
+    "--tenant",
+    "tenants",
+    multiple=True,
+    metavar="NAME=TRACE[:RATE]",
+    help="TRACE: a trace file, azure-code, azure-conv, mooncake-conversation, mooncake-synthetic, "
+    "servegen:CLIENT, synthetic:chat|code|longdoc, lengths:sharegpt|arxiv (real lengths, Poisson arrivals)",
+)
 @click.option("--steps", default=4000, show_default=True)
 @click.option("--seed", default=0, show_default=True)
 @click.option(

@@ -141,8 +141,8 @@ class DriftConfig:
     target_false_alarm_rate: float = key(
         1e-5, between(1e-9, 0.01), "per judged step of a class, split evenly over its detectors"
     )
-    # Page-Hinkley alone by default (design r6): in docs/checks.md's delay table it detects first at
-    # every slowdown size, so a second detector only spends the false-alarm budget.
+    # Page-Hinkley alone by default (design r6): in docs/checks.md's delay tables it detects as many
+    # slowdowns as both detectors together; a second one takes half of each class's budget.
     detectors: tuple[str, ...] = key(
         ("page_hinkley",), subset_of("page_hinkley", "adwin"), "residual drift detectors per class"
     )

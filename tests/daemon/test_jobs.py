@@ -163,3 +163,19 @@ def test_ingest_stays_live_while_a_long_job_holds_the_writer(ipc_endpoint, db_pa
         daemon.stop()
     assert daemon.writer.stats.rows_dropped > 0  # the writer really was full
     assert silent == [], silent[:3]
+
+
+def test_run_soon_brings_a_job_forward_and_never_raises():
+    """A new model in force asks for its stability test now, not at the next hourly slot."""
+    from shadowd.daemon.jobs import run_soon, start_jobs
+
+    ran = threading.Event()
+    sched = start_jobs({"stability": (3600.0, ran.set)}, on_error=lambda name, exc: None)
+    try:
+        run_soon(sched, "stability")
+        assert ran.wait(10), "the job did not run after run_soon"
+        run_soon(sched, "no-such-job")  # ignored
+    finally:
+        sched.shutdown(wait=False)
+    run_soon(sched, "stability")  # a stopped scheduler: ignored
+    run_soon(None, "stability")
