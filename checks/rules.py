@@ -218,6 +218,12 @@ def drift(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
             )
         ]
     res = _at_most("drift", ev.unresolved_drift_events, pol.max_unresolved_drift, "unresolved drift events")
+    if res.status == "fail":  # the on-call's next step: events stay until a calibration resolves them
+        res = _with_way_out(
+            res,
+            "check the engine for a real change (the events: shadowd report); if it is healthy, "
+            "recalibrate on current traffic (shadowd calibrate), which resolves them",
+        )
     if ev.drift_partial and res.status == "pass":
         relied = "; ".join(f"{k}: {v}" for k, v in sorted(ev.drift_partial.items()))
         res = CheckResult(res.name, res.status, res.value, res.threshold, f"{res.reason} ({relied})")

@@ -439,3 +439,17 @@ def test_stability_is_judged_against_the_calibration_windows_own_effect():
     assert "re-fit" in bad.reason and "calibrate" in bad.reason and not bad.missing
     absolute = {k: v for k, v in physics.items() if k != "baseline"}
     assert by(with_(good(0.0), "stability.llmvisor", absolute))["stability"].status == "fail"
+
+
+def test_a_drift_page_names_the_on_calls_next_step():
+    """Drift events stay unresolved until a calibration resolves them: the page says how."""
+    (check,) = [
+        c
+        for c in evaluate_checks(
+            Evidence.from_dict(with_(good(0.0), "unresolved_drift_events", 2)), GatePolicy(), 0.0
+        )
+        if c.name == "drift"
+    ]
+    assert check.status == "fail" and check.value == 2
+    assert "unresolved drift events 2 > 0" in check.reason
+    assert "check the engine" in check.reason and "shadowd calibrate" in check.reason
