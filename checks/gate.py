@@ -32,8 +32,10 @@ State is a small dict (``state_dict``) so the daemon can restore it from ``gate_
 >>> [gate.evaluate({**good, "last_step_ts": t}, now=t).verdict for t in (0.0, 60.0, 120.0)]
 ['INCONCLUSIVE', 'GO', 'GO']
 >>> d = gate.evaluate({**good, "last_step_ts": 180.0, "unresolved_drift_events": 1}, now=180.0)
->>> d.verdict, d.exit_code, d.reason
-('NO_GO', 1, 'failed: drift (unresolved drift events 1 > 0)')
+>>> d.verdict, d.exit_code, d.reason.split(": check")[0]
+('NO_GO', 1, 'failed: drift (unresolved drift events 1 > 0')
+>>> "shadowd calibrate" in d.reason  # a page names the on-call's way out
+True
 >>> round(d.details["advantage"]["decode"]["ratio"], 2)  # reported, not judged
 3.33
 """
