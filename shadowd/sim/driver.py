@@ -81,6 +81,9 @@ class ScheduledStep:
     tenants: list[str]
     final: list[bool] = field(default_factory=list)  # the step completes the request's known tokens
     duration_ms: float = 0.0  # the emulated GPU time of the step
+    # How late the engine loop saw the step finish (0 on simulated time; on a real clock, the OS
+    # waking the loop late): no host-side timestamp can see the finish earlier than that.
+    observed_late_ms: float = 0.0
 
 
 StepTime = Callable[[ScheduledStep], float]  # -> milliseconds
@@ -255,6 +258,8 @@ class EngineDriver:
 
         out, step, done_ns = self._queue.pop()
         self.clock.advance_to(done_ns)
+        if step is not None:
+            step.observed_late_ms = (self.clock() - done_ns) / 1e6
         if step is None:
             mro = ModelRunnerOutput(req_ids=[], req_id_to_index={}, sampled_token_ids=[])
         else:

@@ -155,16 +155,24 @@ def test_latency_within_1ms_in_pipelined_order(monkeypatch, ipc_endpoint, db_pat
         [r[0] for r in con.execute("SELECT latency_ms FROM steps ORDER BY step_seq").fetchall()]
     )
     err = np.abs(measured - np.array(durations[:n]))
+    # A finish the loop saw late (the OS woke it late: sleeps overshoot on a busy VM) moves that
+    # step's measured end and the next step's start alike, by the same amount: errors in pairs
+    # that no host-side estimator can avoid. The driver records each lateness; those steps, and
+    # the steps after them, are the OS's and are counted apart. The simulated-time test below
+    # checks every step exactly.
+    late = np.array([s.observed_late_ms for s in driver.steps[:n]]) > 0.5
+    os_late = late | np.concatenate([[False], late[:-1]])
+    clean = err[~os_late]
     print(
-        f"latency error over {n} steps: median {np.median(err):.3f} ms, p95 {np.percentile(err, 95):.3f}, max {err.max():.3f} ms",
-        np.argsort(err)[-5:],
-        np.sort(err)[-5:],
+        f"latency error over {n} steps: median {np.median(err):.3f} ms, p95 {np.percentile(err, 95):.3f}, "
+        f"max {err.max():.3f} ms; {int(os_late.sum())} steps after a late wake-up, max error on the "
+        f"others {clean.max() if len(clean) else float('nan'):.3f} ms",
     )
     assert n >= 200
     assert np.median(err) < 0.25
-    # Outliers here are the OS, not the estimator: on a loaded 2-core box the emulator's own
-    # wake-up can be late by a time slice. The simulated-time test below checks every step.
-    assert np.mean(err < 1.0) >= 0.9
+    assert len(clean) >= n // 2, "the OS woke the loop late on most steps: timing cannot be judged"
+    # Beyond late wake-ups the loop can still be descheduled between its own timestamps.
+    assert np.mean(clean < 1.0) >= 0.97
 
 
 def test_latency_exact_on_simulated_time(monkeypatch, ipc_endpoint, db_path, llama_dir):
@@ -190,6 +198,7 @@ def test_latency_exact_on_simulated_time(monkeypatch, ipc_endpoint, db_path, lla
     truth = np.array([s.duration_ms for s in driver.steps])
     idle = con.execute("SELECT count(*) FROM steps WHERE t_sched_end_ns > t_prev_done_ns").fetchone()[0]
     assert n > 500 and idle > 10  # both back-to-back and after-idle steps occurred
+    assert not any(s.observed_late_ms for s in driver.steps)  # simulated time is never late
     np.testing.assert_allclose(measured, truth, atol=1e-3)
 
 
