@@ -93,6 +93,20 @@ def test_slowdown_is_detected_within_500_steps_and_gate_says_no_go(slowdown):
     assert _gate_exit(db) == 1
 
 
+def test_alarm_study_sees_the_slowdown_persist_after_its_alarm(slowdown):
+    """benchmarks/alarm_study.py on a stored run: the first alarm after an 8 % slowdown is
+    followed by a residual shift of about 8 %, which is what a real fault looks like there."""
+    from benchmarks.alarm_study import load, study
+
+    _, db = slowdown
+    res = study(load(db), recent=50, before=200, every=25)
+    alarms = [a for c in res["classes"].values() for a in c["alarms"] if 1600 <= a["step_seq"] <= 2100]
+    assert alarms, res
+    first = min(alarms, key=lambda a: a["step_seq"])
+    assert 0.05 < first["after"] < 0.11, first
+    assert all(c["positions"] > 0 for c in res["classes"].values() if c["judged_steps"] > 500)
+
+
 def test_platform_swap_is_not_go_and_names_the_platform(tmp_path_factory):
     result, _ = _demo(
         tmp_path_factory, "platform", platform=H100, steps=1800, seed=3, injects=(f"platform:{A100}@1200",)
