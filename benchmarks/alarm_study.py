@@ -29,6 +29,7 @@ import numpy as np
 
 RESIDUAL = ("page_hinkley", "adwin")
 RECENT, BEFORE, GRID = 100, 400, 100
+BATCH_EDGES = (1, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024)  # requests per step
 
 
 def load(db: str) -> dict[str, Any]:
@@ -90,6 +91,17 @@ def _floats(x: Any) -> np.ndarray:
     return np.ma.filled(np.ma.asarray(x).astype(float), np.nan)
 
 
+def _by_batch(r: np.ndarray, batch: np.ndarray, min_steps: int = 100) -> list[dict[str, float]]:
+    """Mean residual per batch-size bucket (buckets with at least ``min_steps`` steps): the
+    model's bias as the composition moves, which a detector allowance must cover."""
+    out = []
+    for lo, hi in zip(BATCH_EDGES, BATCH_EDGES[1:]):
+        m = (batch >= lo) & (batch < hi) & np.isfinite(r)
+        if m.sum() >= min_steps:
+            out.append({"batch_from": lo, "batch_to": hi, "steps": int(m.sum()), "mean": float(r[m].mean())})
+    return out
+
+
 def _class_study(data: dict[str, Any], cls: str, recent: int, before: int, every: int) -> dict[str, Any]:
     s = data["steps"]
     mine = s["kind"] == cls
@@ -125,6 +137,8 @@ def _class_study(data: dict[str, Any], cls: str, recent: int, before: int, every
         "lead_beyond_allowance": float(np.mean(np.abs(lead) > allow)) if len(grid) else float("nan"),
         "after_beyond_allowance": float(np.mean(np.abs(after) > allow)) if len(grid) else float("nan"),
         "lead_r2_on_composition": _r2(lead, x),
+        "lead_corr_batch_change": float(np.corrcoef(lead, x[:, 0])[0, 1]) if len(grid) > 2 else float("nan"),
+        "mean_by_batch": _by_batch(r, comp["batch"]),
         "alarms": alarms,
     }
 
@@ -152,6 +166,13 @@ def _print(res: dict[str, Any]) -> None:
             f"over {c['positions']} positions lead sd {c['lead_sd']:.4f}, beyond the allowance: lead "
             f"{100 * c['lead_beyond_allowance']:.2f}%, after {100 * c['after_beyond_allowance']:.2f}%; "
             f"lead R² on composition changes {c['lead_r2_on_composition']:.3f}"
+        )
+        print(
+            f"  lead vs batch-size change: correlation {c['lead_corr_batch_change']:+.3f}; mean residual by batch size: "
+            + ", ".join(
+                f"{b['batch_from']}-{b['batch_to'] - 1}: {b['mean']:+.4f} ({b['steps']})"
+                for b in c["mean_by_batch"]
+            )
         )
         for a in c["alarms"]:
             print(

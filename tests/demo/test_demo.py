@@ -104,7 +104,10 @@ def test_alarm_study_sees_the_slowdown_persist_after_its_alarm(slowdown):
     assert alarms, res
     first = min(alarms, key=lambda a: a["step_seq"])
     assert 0.05 < first["after"] < 0.11, first
-    assert all(c["positions"] > 0 for c in res["classes"].values() if c["judged_steps"] > 500)
+    for c in res["classes"].values():
+        if c["judged_steps"] > 500:
+            assert c["positions"] > 0 and c["mean_by_batch"]
+            assert sum(b["steps"] for b in c["mean_by_batch"]) <= c["judged_steps"]
 
 
 def test_platform_swap_is_not_go_and_names_the_platform(tmp_path_factory):
