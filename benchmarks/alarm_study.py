@@ -4,13 +4,14 @@ Design r6's misses on held-out set 6 were Page-Hinkley alarms on decode residual
 engines. The detectors see each class's standardised residual relative to a baseline of time
 constant ``detrend_steps`` (``checks.detrend``), so wander slower than that is absorbed and what
 trips them is a shift of the residual mean, larger than the calibration's ``allowance``, that
-lasts tens of steps. This study reads one run's DuckDB (``shadowd demo --db``) and asks, per
-residual alarm and at a grid of positions for comparison, how far the mean residual of the last
-``recent`` steps of the class moved from the ``before`` steps preceding them (the *jump*), in
-relative latency and in units of the allowance, and how the batch composition moved with it
-(batch size, longest context). A composition-driven false alarm shows a jump with a composition
-change; a real slowdown shows a jump without one. The association over all positions is the R²
-of the jump on the composition changes.
+lasts tens of steps. This study reads one engine's run from its DuckDB (``shadowd demo --db``)
+and, per step class, at each residual alarm and at a grid of positions for comparison, measures
+the *lead* (the mean residual of the last ``recent`` class steps minus that of the ``before``
+steps preceding them) and the *after* shift (the next ``recent`` steps against the same
+``before`` steps): a real fault's shift lasts. Beside them: how batch size and the longest
+context moved over the lead, the lead's correlation with the batch-size change over the grid,
+and the mean residual by batch-size bucket (the model's bias as the composition moves, which a
+detector allowance must cover).
 
     .venv/bin/python -m shadowd.cli demo ... --db /tmp/run.duckdb --json > /dev/null
     .venv/bin/python -m benchmarks.alarm_study /tmp/run.duckdb            # add --json for JSON
@@ -192,8 +193,13 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--every", type=int, default=GRID)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    if min(args.recent, args.before, args.every) < 1:
+        ap.error("--recent, --before and --every are step counts >= 1")
     result = study(load(args.db), args.recent, args.before, args.every)
-    print(json.dumps(result, indent=1)) if args.json else _print(result)
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        _print(result)
 
 
 if __name__ == "__main__":
