@@ -15,6 +15,12 @@ detector allowance must cover).
 
     .venv/bin/python -m shadowd.cli demo ... --db /tmp/run.duckdb --json > /dev/null
     .venv/bin/python -m benchmarks.alarm_study /tmp/run.duckdb            # add --json for JSON
+    .venv/bin/python -m benchmarks.alarm_study /tmp/run.duckdb --calibration-bias
+
+With ``--calibration-bias`` each judged step's residual first has its batch-size bucket's mean
+residual over the model's calibration window taken off (the window's steps are re-attributed
+under the stored model): what the alarms would look like against a composition-matched
+baseline, the candidate for a next design.
 
 It reads only the steps, step_requests, model_versions and drift_events tables; it writes nothing.
 """
@@ -57,6 +63,43 @@ def load(db: str) -> dict[str, Any]:
         "calibrations": {v: json.loads(b).get("drift", {}) for v, b in bodies.items()},
         "alarms": alarms,
     }
+
+
+def calibration_bias(db: str) -> dict[tuple[str, str], dict[int, float]]:
+    """Per (model version, class): the mean residual of each batch-size bucket (by its lower
+    edge; buckets with at least 100 steps) over the steps from the version's fit window up to the
+    first step it judged: its calibration window, re-attributed under the stored model."""
+    from shadowd.daemon.calibrator import calibration_from_body
+    from shadowd.steps.batch import KIND_NAMES
+    from shadowd.steps.log_reader import load_batch, open_db
+
+    con = open_db(db, read_only=True)
+    try:
+        batch = load_batch(con)
+        versions = con.execute(
+            "SELECT v.version, v.body, min(s.step_seq) FROM model_versions v JOIN steps s "
+            "ON s.model_version = v.version GROUP BY v.version, v.body"
+        ).fetchall()
+    finally:
+        con.close()
+    out: dict[tuple[str, str], dict[int, float]] = {}
+    for version, body, first_judged in versions:
+        cal = calibration_from_body(body)
+        start = int(cal.model.fit_window.get("first_step_seq") or 0)
+        window = (batch.step_seq >= start) & (batch.step_seq < first_judged)
+        r = batch.latency_ms / cal.model.attribute(batch).predicted_ms - 1.0
+        for code, cls in enumerate(KIND_NAMES):
+            mine = window & (batch.kind == code)
+            out[(version, cls)] = {
+                b["batch_from"]: b["mean"] for b in _by_batch(r[mine], batch.batch_size()[mine])
+            }
+    return out
+
+
+def _bucket(batch: np.ndarray) -> np.ndarray:
+    """Each batch size's bucket, by the bucket's lower edge."""
+    edges = np.asarray(BATCH_EDGES)
+    return edges[np.clip(np.searchsorted(edges, batch, side="right") - 1, 0, len(edges) - 1)]
 
 
 def _shift(
@@ -109,6 +152,12 @@ def _class_study(data: dict[str, Any], cls: str, recent: int, before: int, every
     seq, version = s["step_seq"][mine], s["model_version"][mine]
     r = _floats(s["latency_ms"])[mine] / _floats(s["predicted_ms"])[mine] - 1.0
     comp = {"batch": _floats(s["num_requests"])[mine], "max_context": _floats(s["max_context"])[mine]}
+    bias = data.get("bias")
+    if bias is not None:  # a composition-matched baseline: each bucket's calibration-window mean off
+        buckets = _bucket(comp["batch"])
+        for v in set(version.tolist()):
+            for lo, mean in bias.get((v, cls), {}).items():
+                r[(version == v) & (buckets == lo)] -= mean
     allowance = {
         v: float(data["calibrations"].get(v, {}).get(cls, {}).get("allowance") or np.nan)
         for v in set(version.tolist())
@@ -152,12 +201,15 @@ def study(
     classes = sorted(set(data["steps"]["kind"].tolist()))
     return {
         "windows": {"recent": recent, "before": before, "every": every},
+        "calibration_bias_removed": data.get("bias") is not None,
         "classes": {c: _class_study(data, c, recent, before, every) for c in classes},
     }
 
 
 def _print(res: dict[str, Any]) -> None:
     w = res["windows"]
+    if res["calibration_bias_removed"]:
+        print("residuals less their batch-size bucket's mean over the calibration window")
     print(
         f"shifts: mean residual of {w['recent']} class steps (lead: up to the position; after: past it) minus the {w['before']} before the lead"
     )
@@ -192,10 +244,16 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--before", type=int, default=BEFORE)
     ap.add_argument("--every", type=int, default=GRID)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--calibration-bias", action="store_true", help="take each bucket's calibration-window mean off"
+    )
     args = ap.parse_args(argv)
     if min(args.recent, args.before, args.every) < 1:
         ap.error("--recent, --before and --every are step counts >= 1")
-    result = study(load(args.db), args.recent, args.before, args.every)
+    data = load(args.db)
+    if args.calibration_bias:
+        data["bias"] = calibration_bias(args.db)
+    result = study(data, args.recent, args.before, args.every)
     if args.json:
         print(json.dumps(result, indent=1))
     else:

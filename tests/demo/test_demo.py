@@ -96,14 +96,24 @@ def test_slowdown_is_detected_within_500_steps_and_gate_says_no_go(slowdown):
 def test_alarm_study_sees_the_slowdown_persist_after_its_alarm(slowdown):
     """benchmarks/alarm_study.py on a stored run: the first alarm after an 8 % slowdown is
     followed by a residual shift of about 8 %, which is what a real fault looks like there."""
-    from benchmarks.alarm_study import load, study
+    from benchmarks.alarm_study import calibration_bias, load, study
 
     _, db = slowdown
-    res = study(load(db), recent=50, before=200, every=25)
+    data = load(db)
+    res = study(data, recent=50, before=200, every=25)
     alarms = [a for c in res["classes"].values() for a in c["alarms"] if 1600 <= a["step_seq"] <= 2100]
     assert alarms, res
     first = min(alarms, key=lambda a: a["step_seq"])
     assert 0.05 < first["after"] < 0.11, first
+    # Against a composition-matched baseline (each batch-size bucket's calibration-window mean
+    # off) a whole-step slowdown still shows whole: it moves every bucket.
+    bias = calibration_bias(db)
+    assert bias and any(bias.values())
+    debiased = study({**data, "bias": bias}, recent=50, before=200, every=25)
+    (same,) = [
+        a for c in debiased["classes"].values() for a in c["alarms"] if a["step_seq"] == first["step_seq"]
+    ]
+    assert debiased["calibration_bias_removed"] and 0.05 < same["after"] < 0.11, same
     for c in res["classes"].values():
         if c["judged_steps"] > 500:
             assert c["positions"] > 0 and c["mean_by_batch"]
