@@ -86,13 +86,12 @@ def calibration_bias(db: str) -> dict[tuple[str, str], dict[int, float]]:
     for version, body, first_judged in versions:
         cal = calibration_from_body(body)
         start = int(cal.model.fit_window.get("first_step_seq") or 0)
-        window = (batch.step_seq >= start) & (batch.step_seq < first_judged)
-        r = batch.latency_ms / cal.model.attribute(batch).predicted_ms - 1.0
+        win = batch.select_steps((batch.step_seq >= start) & (batch.step_seq < first_judged))
+        r = win.latency_ms / cal.model.attribute(win).predicted_ms - 1.0  # only the window's steps
+        sizes = win.batch_size()
         for code, cls in enumerate(KIND_NAMES):
-            mine = window & (batch.kind == code)
-            out[(version, cls)] = {
-                b["batch_from"]: b["mean"] for b in _by_batch(r[mine], batch.batch_size()[mine])
-            }
+            mine = win.kind == code
+            out[(version, cls)] = {b["batch_from"]: b["mean"] for b in _by_batch(r[mine], sizes[mine])}
     return out
 
 

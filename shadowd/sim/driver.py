@@ -258,11 +258,10 @@ class EngineDriver:
 
         out, step, done_ns = self._queue.pop()
         self.clock.advance_to(done_ns)
-        if step is not None:
-            step.observed_late_ms = (self.clock() - done_ns) / 1e6
         if step is None:
             mro = ModelRunnerOutput(req_ids=[], req_id_to_index={}, sampled_token_ids=[])
         else:
+            step.observed_late_ms = (self.clock() - done_ns) / 1e6
             mro = ModelRunnerOutput(
                 req_ids=step.req_ids,
                 req_id_to_index={r: i for i, r in enumerate(step.req_ids)},
