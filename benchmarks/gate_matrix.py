@@ -205,8 +205,37 @@ PROTOCOL = {
             "Poisson 95 % bound over 300,000 judged steps reaches 1e-5."
         ),
     },
+    "held_out_7": {
+        "platforms": ["H200 SXM tables (as in held-out 1-6: no other unseen tables exist)"],
+        "models": ["llama-3.2-3b tp2 (public config, benchmarks/models/llama-3.2-3b; never used)"],
+        "tenants": [
+            "ShareGPT length statistics as tenant a (held-out 6); the Mooncake conversation trace "
+            "as tenant b (never used by the gate: real long contexts with prefix sharing); ServeGen "
+            "client 27 as tenant c (never used: 51-token prompts, 3-token outputs); arXiv-"
+            "summarisation length statistics (held-out 6) at 1 req/s as the new heavy tenant, "
+            "Poisson arrivals so it is busy from its first second"
+        ],
+        "seeds": "801-810",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r7 (Page-Hinkley's allowance floor raised: `min_shift` 0.04, so "
+            "the smallest shift the detectors raise is 2 %, where it was 1 %) was committed and "
+            "before any run of this set. r7 was chosen on development runs only: held-out 6's "
+            "short scenarios, now development data. A first r7 candidate, each class's residual "
+            "less its batch-size bucket's calibration-window mean, was tried on the same runs and "
+            "dropped (it added a false alarm on H6-steady). Rates sized from the sources' lengths "
+            "only (mean prompts: ShareGPT a few hundred tokens, Mooncake conversation 13.5k, client "
+            "27 51): about 16k prompt tokens/s at the base rate for a model a fifth of phi-3-medium's "
+            "size, the long-context tenant lowest (a 6, b 1, c 20 req/s). Fault runs are 9000 steps "
+            "with the fault at 7000. From here on held-out 6 is development data."
+        ),
+        "long_run": (
+            "H7-steady-long: H7-steady (seed 801) run 605,000 steps, declared with the set, for the "
+            "false alarms per judged step on a held-out healthy scenario (as H6-steady-long)."
+        ),
+    },
 }
-DESIGN_REVISION = "r6"
+DESIGN_REVISION = "r7"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -235,6 +264,12 @@ DESIGN = [
     "the false-alarm target is per judged step of a class, split evenly over its detectors, so the "
     "drift check's rate per judged step is at most the target (design r3 gave each detector the "
     "whole target).",
+    "Design r7: Page-Hinkley's allowance is at least `min_shift / 2` with `min_shift` 0.04 "
+    "(r6: 0.02). The faults the gate must catch are whole-step slowdowns of 5 % or more; on "
+    "development runs the r6 detectors raised lasting 1-3 % moves of the decode residual that "
+    "follow the batch composition on healthy engines (benchmarks/alarm_study.py), and a 2 % "
+    "allowance ignores most of them while a 5 % slowdown still exceeds it by 3 %. Smaller, slower "
+    "degradations are the accuracy check's (per-class error limits).",
     "The warm-up window widens (up to `max_window_factor` x `warmup_steps`; in the demo, up to 60 % "
     "of the run) until every step class carrying >= 25 % of its steps has enough held-out steps for "
     "drift detectors.",
@@ -276,6 +311,11 @@ HELD6_BASE = _h200(
     2,
     ("a=lengths:sharegpt:2", "b=mooncake-synthetic:0.15", "c=lengths:arxiv:1.5"),
 )
+HELD7_BASE = _h200(
+    "benchmarks/models/llama-3.2-3b",
+    2,
+    ("a=lengths:sharegpt:6", "b=mooncake-conversation:1", "c=servegen:27:20"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -297,7 +337,7 @@ DEV_BASE = dict(
 # they tested nothing; they were re-run 9000 steps long with the fault at 7000, no gate setting
 # changed (design r3 throughout). The first rows are kept as superseded.
 FAULT_AT = {9000: 7000, 6000: 5000}  # engine step of the fault, by run length
-LONG_FAULT_SETS = {"5", "6"}  # sets whose fault runs are 9000 steps
+LONG_FAULT_SETS = {"5", "6", "7"}  # sets whose fault runs are 9000 steps
 
 
 @dataclass(frozen=True)
@@ -368,6 +408,7 @@ def _scenarios() -> list[Scenario]:
         ("4", HELD4_BASE, 500, "servegen:40:30"),
         ("5", HELD5_BASE, 600, "servegen:10:30"),
         ("6", HELD6_BASE, 700, "servegen:42:30"),
+        ("7", HELD7_BASE, 800, "lengths:arxiv:1"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -442,11 +483,22 @@ def _scenarios() -> list[Scenario]:
             seed=701,
         )
     )
+    out.append(
+        Scenario(
+            "H7-steady-long",
+            "held_out_7",
+            "healthy",
+            "steady, 605,000 steps: the false-alarm bound",
+            **{**HELD7_BASE, "steps": 605000},
+            seed=801,
+        )
+    )
     for tag, base, seed in (
         ("3", HELD3_BASE, 410),
         ("4", HELD4_BASE, 510),
         ("5", HELD5_BASE, 610),
         ("6", HELD6_BASE, 710),
+        ("7", HELD7_BASE, 810),
     ):
         out.append(
             Scenario(
