@@ -1,15 +1,15 @@
-"""Two scenarios of the gate's held-out set 6, as declared (benchmarks/gate_matrix.py, docs/validation.md).
+"""Two scenarios of the gate's held-out set 7, as declared (benchmarks/gate_matrix.py, docs/validation.md).
 
-H6-steady and F6-step15 run exactly as their matrix rows do: H200 tables, phi-3-medium at tensor
-parallelism 2, ShareGPT and arXiv length tenants and the Mooncake synthetic trace, their seeds
-and lengths (6,000 and 9,000 engine steps, about half a minute each). Asserted: healthy traffic
-reaches GO, never pages and raises no residual drift event; a 15 % whole-step slowdown is a test
-(the gate was GO before it), ends not GO, raises a residual drift event within 500 steps, and no
-re-fit takes it in. The other rows are in docs/validation.md.
+H7-steady and F7-step8 run exactly as their matrix rows do: H200 tables, llama-3.2-3b at tensor
+parallelism 2, a ShareGPT-length tenant, the Mooncake conversation trace and ServeGen client 27,
+their seeds and lengths (6,000 and 9,000 engine steps, under a minute each). Asserted: healthy
+traffic reaches GO, never pages and raises no residual drift event; an 8 % whole-step slowdown is
+a test (the gate was GO before it), ends not GO, raises a residual drift event within 500 steps,
+and no re-fit takes it in. The other rows are in docs/validation.md.
 
-Held-out 5's CI runs were shortened to 2,400 steps; set 6 is run as declared because the
-shortened healthy run is a scenario nobody declared (its shorter calibration window fits a
-worse model: it ended NO_GO on decode accuracy, while the declared run reached GO).
+Held-out 5's CI runs were shortened to 2,400 steps; sets 6 and 7 are run as declared because a
+shortened healthy run is a scenario nobody declared (its shorter calibration window fits a worse
+model: H6-steady shortened ended NO_GO on decode accuracy, while the declared run reached GO).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from shadowd.paths import data_dir
 
 pytestmark = pytest.mark.usefixtures("vllm")
 SHARED = str(data_dir().parent)
-HEALTHY, FAULT = "H6-steady", "F6-step15"
+HEALTHY, FAULT = "H7-steady", "F7-step8"
 
 
 @functools.cache
@@ -40,7 +40,7 @@ def _residual_events(result: dict) -> list[int]:
 
 def test_held_out_healthy_steady_run_never_pages():
     result, _ = _run(HEALTHY)
-    assert result["model"] == "phi-3-medium" and result["tp"] == 2
+    assert result["model"] == "llama-3.2-3b" and result["tp"] == 2
     assert result["gate_history"], "the run never calibrated"
     assert "NO_GO" not in [h["verdict"] for h in result["gate_history"]]
     assert not _residual_events(result)
