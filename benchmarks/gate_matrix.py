@@ -34,6 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from checks.policy import GatePolicy
+
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = "$SHADOWD_SHARED/data/kernels/aiconfigurator-vllm-0.14.0"
 RESIDUAL = ("page_hinkley", "adwin", "coefficient")
@@ -825,8 +827,14 @@ def _absent(row: dict[str, Any]) -> str:
     if not inj.startswith("tenant:") or sampled is None:
         return ""
     name = inj.split(":", 1)[1].split("=", 1)[0]
-    if name in sampled:
-        return ""
+    if name in sampled:  # how much of the time it carried, against the new-tenant limit
+        total = sum(float(t.get("shapley_ms") or 0.0) for t in sampled.values())
+        share = float(sampled[name].get("shapley_ms") or 0.0) / total if total > 0 else 0.0
+        return (
+            f" Tenant {name!r} carried {share:.1%} of the Shapley time of the steps sampled after "
+            f"calibration (the gate's new-tenant limit is {GatePolicy().max_new_tenant_share:.0%} of "
+            "recent attributed time)."
+        )
     return (
         f" Tenant {name!r} ran, but is in none of the steps sampled for the Shapley truth: it barely arrived."
     )
