@@ -217,7 +217,8 @@ PROTOCOL = {
             "summarisation length statistics (held-out 6) at 1 req/s as the new heavy tenant, "
             "Poisson arrivals so it is busy from its first second"
         ],
-        "seeds": "801-810",
+        "seeds": "801-812 (811 and 812: the accuracy study's saturated and light runs, "
+        "benchmarks/held_out_accuracy.py, named after the matrix run and before they ran)",
         "regimes": SATURATING_REGIMES,
         "note": (
             "Named after design r7 (Page-Hinkley's allowance floor raised: `min_shift` 0.04, so "
