@@ -791,6 +791,13 @@ MODEL_NOTE = (
 )
 
 
+def held_out_sets() -> list[str]:
+    """The held-out sets the held-out study can run (``benchmarks.held_out_accuracy.SETS``)."""
+    from benchmarks.held_out_accuracy import SETS
+
+    return list(SETS)
+
+
 def held_out_main(out: str, log, set_name: str = "held_out_2") -> int:
     """Run the held-out study of ``set_name`` and store it beside the development runs."""
     from benchmarks.held_out_accuracy import SETS, held_out_study
@@ -819,7 +826,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--held-out-set",
         default="held_out_2",
-        choices=("held_out_2", "held_out_4"),
+        choices=sorted(held_out_sets()),
         help="which held-out set of docs/validation.md (with --held-out)",
     )
     ap.add_argument("--out", help="path prefix for .md/.json (default docs/accuracy; none with --quick)")
