@@ -815,21 +815,25 @@ def findings(rows: list[dict[str, Any]]) -> list[str]:
         what = "; ".join(CAUSES.get(k, k) for k in kinds) or "no non-GO episode"
         when = " before the fault" if r["scenario"].get("fault_step") else ""
         out.append(
-            f"- {r['scenario']['name']} ({r.get('design', 'r1')}): {why}. Non-GO{when}: {what}.{_absent(r)}"
+            f"- {r['scenario']['name']} ({r.get('design', 'r1')}): {why}. Non-GO{when}: {what}.{_newcomer_note(r)}"
         )
     if not out:
         out.append("- none: every scenario met its target.")
     return out
 
 
-def _absent(row: dict[str, Any]) -> str:
-    """For a new-tenant fault that ran: a note when the newcomer is in none of the truth sample's
-    steps (it ran, but too little to be sampled; its share of the time was negligible)."""
+def _newcomer_note(row: dict[str, Any]) -> str:
+    """For a new-tenant fault that ran: how much of the truth sample's time the newcomer carried,
+    against the gate's new-tenant limit, or that it is in none of the sampled steps (it ran, but
+    too little to be sampled)."""
     inj = (row["scenario"]["injects"] or [""])[0]
     sampled = ((row.get("truth") or {}).get("llmvisor") or {}).get("per_tenant")
     if not inj.startswith("tenant:") or sampled is None:
         return ""
     name = inj.split(":", 1)[1].split("=", 1)[0]
+    ran = row.get("tenants_run")
+    if ran is not None and name not in ran:  # the outcome already says it never ran
+        return ""
     if name in sampled:  # how much of the time it carried, against the new-tenant limit
         total = sum(float(t.get("shapley_ms") or 0.0) for t in sampled.values())
         share = float(sampled[name].get("shapley_ms") or 0.0) / total if total > 0 else 0.0

@@ -106,8 +106,9 @@ class CalibrationSettings:
     min_class_steps: int = 300
     envelope_margin: float = 0.5  # contexts/batches up to 1.5x what calibration saw are in range
     # Smallest relative latency shift worth an alarm; Page-Hinkley's allowance is at least half
-    # of it (design r7: 0.04, so composition-driven 1-3 % moves of a healthy engine's residual
-    # mostly stay quiet while a 5 % slowdown still exceeds the allowance; benchmarks/gate_matrix.py).
+    # of it. Design r7 raised it so a healthy engine's composition-driven moves of the residual
+    # mostly stay quiet while the slowdowns the gate must catch still exceed the allowance (why
+    # and on which runs: DESIGN in benchmarks/gate_matrix.py).
     min_shift: float = 0.04
     wander_block: int = 100  # steps per block when measuring the residual mean's wander
     wander_k: float = 2.5  # allowance = max(min_shift / 2, wander_k x wander upper bound)

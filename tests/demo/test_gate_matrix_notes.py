@@ -6,7 +6,7 @@ the time for the gate's new-tenant check to see it, from the row's own Shapley t
 
 from __future__ import annotations
 
-from benchmarks.gate_matrix import _absent
+from benchmarks.gate_matrix import _newcomer_note
 
 
 def _row(per_tenant: dict[str, float] | None) -> dict:
@@ -19,16 +19,22 @@ def _row(per_tenant: dict[str, float] | None) -> dict:
 
 
 def test_a_sampled_newcomer_gets_its_share_of_the_time_against_the_limit():
-    note = _absent(_row({"a": 60.0, "b": 38.0, "heavy": 2.0}))
+    note = _newcomer_note(_row({"a": 60.0, "b": 38.0, "heavy": 2.0}))
     assert "'heavy' carried 2.0% of the Shapley time" in note and "limit is 5%" in note
 
 
 def test_a_newcomer_outside_the_sample_barely_arrived():
-    assert "barely arrived" in _absent(_row({"a": 60.0, "b": 40.0}))
+    assert "barely arrived" in _newcomer_note(_row({"a": 60.0, "b": 40.0}))
+
+
+def test_a_newcomer_that_never_ran_gets_no_note_beside_its_outcome():
+    row = _row({"a": 60.0, "b": 40.0})
+    row["tenants_run"] = ["a", "b"]
+    assert _newcomer_note(row) == ""
 
 
 def test_other_faults_and_rows_without_truth_get_no_note():
-    assert _absent(_row(None)) == ""
+    assert _newcomer_note(_row(None)) == ""
     row = _row({"a": 1.0})
     row["scenario"]["injects"] = ["step-slowdown:0.08@7000"]
-    assert _absent(row) == ""
+    assert _newcomer_note(row) == ""
