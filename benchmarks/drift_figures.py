@@ -862,6 +862,16 @@ false-alarm budget is split between them. ADWIN stays available (`[drift] detect
 detectors watching it, so the drift check as a whole stays within it. The tables here compare
 both detectors, each calibrated to 1e-5 per step of its class (the design before r6).
 
+**Design r8: a detection pages only if its shift lasts.** Behind the detectors the daemon holds
+each detection pending for `[drift] confirm_steps` (default 200) more judged steps of its class
+and raises it as a drift event only if their mean residual still sits at least the class's
+allowance, in the detection's direction, from the baseline as it stood before the detection
+(`checks/alarm_confirmation.py`); a short burst that comes back is dismissed and counted
+(`shadowd_drift_detections{outcome="dismissed"}`). Everything on this page is the detectors' own
+behaviour, as measured before r8: the delays are detections (an event comes `confirm_steps`
+class steps later) and the false-alarm figures count detections, an upper bound on the events.
+The end-to-end figures under r8 are in docs/validation.md.
+
 **Why a healthy engine used to raise alarms, and what the detectors are fed now.** LLMVisor is a
 piecewise-linear model; its residual carries a bias of a fraction of a percent to a few percent that
 depends on what is in the batch (GEMM wave quantisation, attention tiles, KV reads at long

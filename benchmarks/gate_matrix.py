@@ -239,8 +239,36 @@ PROTOCOL = {
             "false alarms per judged step on a held-out healthy scenario (as H6-steady-long)."
         ),
     },
+    "held_out_8": {
+        "platforms": ["H200 SXM tables (as in held-out 1-7: no other unseen tables exist)"],
+        "models": ["qwen2.5-3b tp2 (public config, benchmarks/models/qwen2.5-3b; never used)"],
+        "tenants": [
+            "Azure 2023 conversation trace as tenant a, the Mooncake synthetic trace as tenant b, "
+            "ServeGen client 13 as tenant c: every trace source has been used before (development "
+            "or earlier held-out sets), this mix, model and its rates have not; the Azure 2023 code "
+            "trace at 8 req/s as the new heavy tenant, sized to offer about as many prompt tokens "
+            "per second as the three tenants together (held-out 7's newcomer offered under a tenth "
+            "and never reached the gate's new-tenant share)"
+        ],
+        "seeds": "901-912 (911 and 912 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r8 (a residual detection pages only if its shift lasts 200 more "
+            "judged steps; a re-fit that would blind a watched class is refused) was committed "
+            "and before any run of this set. r8 was tried on held-out 7's runs only, development "
+            "data from r8 on. Rates sized from the sources' lengths only (mean prompts: Azure "
+            "conversation 1,150 tokens, Mooncake synthetic 13,630, client 13 64, Azure code "
+            "2,006; `load_stream` on the traces, limit 3000): a 6, b 0.5, c 20 req/s, about 15k "
+            "prompt tokens/s at the base rate, the newcomer about 16k. Fault runs are 9000 steps "
+            "with the fault at 7000."
+        ),
+        "long_run": (
+            "H8-steady-long: H8-steady (seed 901) run 605,000 steps, declared with the set, for "
+            "the false alarms per judged step on a held-out healthy scenario (as H7-steady-long)."
+        ),
+    },
 }
-DESIGN_REVISION = "r7"
+DESIGN_REVISION = "r8"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -275,6 +303,23 @@ DESIGN = [
     "follow the batch composition on healthy engines (benchmarks/alarm_study.py), and a 2 % "
     "allowance ignores most of them while a 5 % slowdown still exceeds it by 3 %. Smaller, slower "
     "degradations are the accuracy check's (per-class error limits).",
+    "Design r8: a residual detection is an alarm (a drift event, which pages) only if the shift "
+    "it saw lasts: it is held pending for `confirm_steps` (200) more judged steps of its class and "
+    "confirmed only if their mean residual still sits at least the calibration's allowance, in the "
+    "detection's direction, from the baseline as it stood `detrend_steps` steps before the "
+    "detection (checks/alarm_confirmation.py); otherwise it is dismissed and counted "
+    "(`shadowd_drift_detections{outcome}`). The false alarm studied on a development run "
+    "(H6-steady, benchmarks/alarm_study.py) was a burst of about 25 steps of a 2-3 % move of the "
+    "decode residual with no change of batch size or context, then back; held-out 6 and 7's long "
+    "runs paged on false alarms from the first tens of thousands of judged steps on. The faults "
+    "the gate must catch make every later step slower. The price is delay: an alarm comes 200 "
+    "class steps after its detection, inside the 500-step target for an 8 % slowdown (200 was "
+    "set from that budget, not tuned). Tried on held-out 7's runs (development data from r8 on) "
+    "before held-out 8 was named.",
+    "Design r8: a re-fit that would leave a class without drift detectors that the model in force "
+    "watches is refused (`shadowd/daemon/refit.py`, `newly_unwatched`): the model in force still "
+    "speaks for the traffic it was calibrated on, and a swing back there finds it watching (on "
+    "H7-swing, r7 installed such a re-fit and stayed blind on decode to the end).",
     "The warm-up window widens (up to `max_window_factor` x `warmup_steps`; in the demo, up to 60 % "
     "of the run) until every step class carrying >= 25 % of its steps has enough held-out steps for "
     "drift detectors.",
@@ -321,6 +366,11 @@ HELD7_BASE = _h200(
     2,
     ("a=lengths:sharegpt:6", "b=mooncake-conversation:1", "c=servegen:27:20"),
 )
+HELD8_BASE = _h200(
+    "benchmarks/models/qwen2.5-3b",
+    2,
+    ("a=azure-conv:6", "b=mooncake-synthetic:0.5", "c=servegen:13:20"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -342,7 +392,7 @@ DEV_BASE = dict(
 # they tested nothing; they were re-run 9000 steps long with the fault at 7000, no gate setting
 # changed (design r3 throughout). The first rows are kept as superseded.
 FAULT_AT = {9000: 7000, 6000: 5000}  # engine step of the fault, by run length
-LONG_FAULT_SETS = {"5", "6", "7"}  # sets whose fault runs are 9000 steps
+LONG_FAULT_SETS = {"5", "6", "7", "8"}  # sets whose fault runs are 9000 steps
 
 
 @dataclass(frozen=True)
@@ -414,6 +464,7 @@ def _scenarios() -> list[Scenario]:
         ("5", HELD5_BASE, 600, "servegen:10:30"),
         ("6", HELD6_BASE, 700, "servegen:42:30"),
         ("7", HELD7_BASE, 800, "lengths:arxiv:1"),
+        ("8", HELD8_BASE, 900, "azure-code:8"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -498,12 +549,23 @@ def _scenarios() -> list[Scenario]:
             seed=801,
         )
     )
+    out.append(
+        Scenario(
+            "H8-steady-long",
+            "held_out_8",
+            "healthy",
+            "steady, 605,000 steps: the false-alarm bound",
+            **{**HELD8_BASE, "steps": 605000},
+            seed=901,
+        )
+    )
     for tag, base, seed in (
         ("3", HELD3_BASE, 410),
         ("4", HELD4_BASE, 510),
         ("5", HELD5_BASE, 610),
         ("6", HELD6_BASE, 710),
         ("7", HELD7_BASE, 810),
+        ("8", HELD8_BASE, 910),
     ):
         out.append(
             Scenario(
@@ -628,6 +690,7 @@ def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
         simulated_seconds=r.get("simulated_seconds"),
         wall_seconds=r.get("wall_seconds"),
         drift_events=r.get("drift_events", [])[:40],
+        alarm_confirmation=r.get("alarm_confirmation"),
         tenants_run=r.get("tenants"),
         refits=[
             {k: x.get(k) for k in ("step", "parent", "version", "why", "steps")} for x in r.get("refits", [])

@@ -31,8 +31,12 @@ from typing import Any
 import numpy as np
 
 from checks.adwin import AdwinDetector
+from checks.alarm_confirmation import AlarmConfirmation
 from checks.detrend import detrend
 from checks.page_hinkley import PageHinkleyDetector
+
+# Without a detrend baseline, the reference of a pending alarm is the mean of this many steps back.
+DEFAULT_REFERENCE_LAG = 100
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,9 @@ class DriftCalibration:
     ``batch_size``, ``kv_tokens``) to the inclusive range calibration saw them in: the model's
     bias is only measured there, so steps outside it are not fed to the detectors (the workload
     envelope check speaks for them).  With ``detrend_steps``, the detectors are fed the clipped
-    z-scores relative to a slow baseline of their own past (``checks.detrend``).
+    z-scores relative to a slow baseline of their own past (``checks.detrend``).  With
+    ``confirm_steps``, a detection is an alarm only if the shift lasts that many more judged
+    steps of the class by at least ``allowance`` (``checks.alarm_confirmation``, design r8).
 
     ``unavailable`` names requested detectors that no threshold could hold to ``target_rate``
     (they are not in ``detector_names``: the others watch the class alone).
@@ -72,6 +78,7 @@ class DriftCalibration:
     allowance: float = 0.0  # smallest shift of the relative residual's mean worth raising (0: unset)
     domain: dict[str, tuple[float, float]] = field(default_factory=dict)
     detrend_steps: int = 0  # time constant of the baseline the detectors see changes against (0: none)
+    confirm_steps: int = 0  # judged steps a detection's shift must last to be an alarm (0: at once)
     detector_names: tuple[str, ...] = ("page_hinkley", "adwin")
     unavailable: dict[str, str] = field(default_factory=dict)  # detector -> why it could not calibrate
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
@@ -118,6 +125,11 @@ class DriftCalibration:
         if unknown:
             raise ValueError(f"unknown detector name(s) {unknown}; known: {sorted(make)}")
         return [make[n]() for n in self.detector_names]
+
+    def confirmation(self) -> AlarmConfirmation:
+        """A fresh confirmation stage for this class's detections (``confirm_steps``)."""
+        lag = self.detrend_steps if self.detrend_steps > 0 else DEFAULT_REFERENCE_LAG
+        return AlarmConfirmation(self.confirm_steps, self.allowance / self.std, lag=lag)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from checks.alarm_confirmation import PendingAlarm
 from checks.detrend import Detrend
 from checks.drift_calibration import DriftCalibration
 from checks.drift_event import DriftEvent
@@ -55,6 +56,7 @@ class DriftMonitor:
         self._judged_recent = {cls: 1.0 for cls in self.calibrations}
         self._detectors = {cls: cal.detectors() for cls, cal in self.calibrations.items()}
         self._baselines = {cls: Detrend(cal.detrend_steps) for cls, cal in self.calibrations.items()}
+        self._confirm = {cls: cal.confirmation() for cls, cal in self.calibrations.items()}
         self.n_seen: dict[str, int] = {cls: 0 for cls in self.calibrations}
         self.n_skipped = 0  # uncalibrated class or non-finite residual
         self.n_out_of_domain: dict[str, int] = {cls: 0 for cls in self.calibrations}
@@ -66,27 +68,47 @@ class DriftMonitor:
             self.n_skipped += 1
             return []
         z = min(max((residual - cal.mean) / cal.std, -cal.clip), cal.clip)
-        z = self._baselines[step_class].update(z)
-        return self._feed(step_class, z, int(step_seq), float(ts), residual)
+        return self._feed(
+            step_class, z, self._baselines[step_class].update(z), int(step_seq), float(ts), residual
+        )
 
-    def _feed(self, step_class: str, z: float, step_seq: int, ts: float, residual: float) -> list[DriftEvent]:
+    def _feed(
+        self, step_class: str, z: float, y: float, step_seq: int, ts: float, residual: float
+    ) -> list[DriftEvent]:
+        """One judged step: ``z`` standardised, ``y`` the same against the detrend baseline.
+
+        Detections go pending (``checks.alarm_confirmation``); the events returned are the
+        alarms this step confirmed."""
         self.n_seen[step_class] += 1
-        events = []
+        confirm = self._confirm[step_class]
+        done = confirm.observe(z, z - y)  # z - y: the baseline the detectors compare z with
         for det in self._detectors[step_class]:
-            if det.update(z):
+            if det.update(y):
                 info = dict(det.last_detection or {})
-                events.append(
-                    DriftEvent(
-                        ts=ts,
-                        step_seq=step_seq,
-                        detector=det.name,
-                        statistic=float(info.pop("statistic", math.nan)),
-                        threshold=float(info.pop("threshold", det.threshold)),
-                        step_class=step_class,
-                        details={**info, "residual": residual, "z": z, "n_detections": det.n_detections},
-                    )
-                )
-        return events
+                info.update(step_seq=step_seq, ts=ts, residual=residual, z=y, n_detections=det.n_detections)
+                p = confirm.open(det.name, str(info.get("direction", "up")), info)
+                if p is not None:
+                    done.append(p)
+        return [self._event(step_class, p, step_seq, ts) for p in done if p.confirmed]
+
+    def _event(self, step_class: str, p: PendingAlarm, step_seq: int, ts: float) -> DriftEvent:
+        """A confirmed alarm, raised at the step that confirmed it; where it was detected and the
+        shift that lasted are in its details."""
+        info = dict(p.info)
+        detected_seq, detected_ts = info.pop("step_seq"), info.pop("ts")
+        details = {**info, "detected_step_seq": detected_seq, "detected_ts": detected_ts}
+        if p.n:
+            cal = self.calibrations[step_class]
+            details.update(confirm_steps=p.n, lasting_shift=p.shift_z * cal.std)
+        return DriftEvent(
+            ts=ts,
+            step_seq=step_seq,
+            detector=p.detector,
+            statistic=float(details.pop("statistic", math.nan)),
+            threshold=float(details.pop("threshold", math.nan)),
+            step_class=step_class,
+            details=details,
+        )
 
     def update_many(
         self,
@@ -120,9 +142,10 @@ class DriftMonitor:
                 self._judged_recent[name] = _ewma(self._judged_recent[name], inside[mine], self.recent_steps)
                 mine &= inside
             idx = np.flatnonzero(mine)
-            z = self._baselines[name].update_many(cal.standardise(r[idx]))
-            for i, zi in zip(idx.tolist(), z.tolist()):
-                events.extend(self._feed(name, zi, int(seq[i]), float(t[i]), float(r[i])))
+            z = cal.standardise(r[idx])
+            y = self._baselines[name].update_many(z)
+            for i, zi, yi in zip(idx.tolist(), z.tolist(), y.tolist()):
+                events.extend(self._feed(name, zi, yi, int(seq[i]), float(t[i]), float(r[i])))
         self.n_skipped += int((~handled).sum())
         events.sort(key=lambda e: (e.step_seq, e.detector))
         return events
@@ -152,6 +175,7 @@ class DriftMonitor:
                     "out_of_domain": self.n_out_of_domain[cls],
                     "baseline": self._baselines[cls].baseline,
                     "recent_judged_fraction": self._judged_recent[cls],
+                    "confirmation": self._confirm[cls].state(),
                     "domain": {k: list(v) for k, v in self.calibrations[cls].domain.items()},
                     "detectors": {
                         d.name: {

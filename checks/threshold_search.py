@@ -219,6 +219,7 @@ def calibrate_class(
     domain: Mapping[str, tuple[float, float]] | None = None,
     detrend_steps: int = 0,
     noise: np.ndarray | None = None,
+    confirm_steps: int = 0,
 ) -> DriftCalibration:
     """Standardisation and thresholds for one step class from its stationary relative residuals.
 
@@ -226,6 +227,8 @@ def calibrate_class(
     allowance to at least ``allowance / std`` standard deviations and travels with the result;
     so does ``domain`` (``checks.domain.feature_domain``). ``detrend_steps`` (``checks.detrend``)
     is applied to the resampled streams, so thresholds hold for what the detectors are fed.
+    ``confirm_steps`` (``checks.alarm_confirmation``) travels with the result; thresholds are
+    chosen for the detections themselves, so confirmation can only lower the alarm rate.
     ``noise`` (relative residuals, e.g. the whole calibration window, fit part included) is a
     second noise model: the AR sieve resamples it too, standardised like ``residuals``, and
     each detector gets the more conservative of the two thresholds. A longer series shows
@@ -304,6 +307,7 @@ def calibrate_class(
         allowance=allowance,
         domain=dict(domain or {}),
         detrend_steps=int(detrend_steps),
+        confirm_steps=int(confirm_steps),
         detector_names=usable,
         unavailable=unavailable,
         estimates=estimates,

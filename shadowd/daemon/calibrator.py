@@ -115,6 +115,9 @@ class CalibrationSettings:
     clip: float = 5.0  # standardised residuals are clipped to +-clip before the detectors
     noise_from_window: bool = True  # thresholds from the whole window's residual dynamics
     detrend_steps: int = 100  # detectors judge changes against a baseline of this time constant
+    # A detection is an alarm only if its shift lasts this many more judged steps of the class
+    # (design r8: checks.alarm_confirmation; why this many: DESIGN in benchmarks/gate_matrix.py).
+    confirm_steps: int = 200
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
@@ -162,6 +165,7 @@ def calibrate(
                 domain=domain,
                 clip=settings.clip,
                 detrend_steps=settings.detrend_steps,
+                confirm_steps=settings.confirm_steps,
                 noise=whole[mine] if settings.noise_from_window else None,
                 n_steps=settings.drift_sim_steps,
                 adwin_n_steps=settings.adwin_sim_steps,

@@ -151,6 +151,9 @@ class DriftConfig:
     )
     adwin_sim_steps: int = key(400_000, between(10_000, 100_000_000), "ditto, for ADWIN (>= 3 / target rate)")
     min_class_steps: int = key(300, between(30, 10_000_000), "fewer held-out steps: class not watched")
+    confirm_steps: int = key(
+        200, between(0, 100_000), "judged steps a detection's shift must last to be an alarm (0: at once)"
+    )
     coefficient_tolerance: float = key(0.05, between(0.001, 1.0), "relative change of T-hat on refit")
     envelope_cooldown_steps: int = key(1000, positive, "steps between envelope events")
 

@@ -330,11 +330,29 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
         "Steps outside the calibrated batch composition, not judged",
         labels=["step_class"],
     )
+    # Design r8: a detection is an alarm only once its shift has lasted (checks.alarm_confirmation).
+    detections = CounterMetricFamily(
+        "shadowd_drift_detections",
+        "Residual detections by outcome: confirmed (an alarm), dismissed (the shift did not last), "
+        "absorbed (the same shift again)",
+        labels=["step_class", "outcome"],
+    )
+    pending = GaugeMetricFamily(
+        "shadowd_drift_detections_pending",
+        "Residual detections waiting for confirmation",
+        labels=["step_class"],
+    )
     for cls, c in ((residual or {}).get("classes") or {}).items():
         judged.add_metric([cls], float(c["steps"]))
         outside.add_metric([cls], float(c.get("out_of_domain", 0)))
+        conf = c.get("confirmation") or {}
+        for outcome in ("confirmed", "dismissed", "absorbed"):
+            detections.add_metric([cls, outcome], float(conf.get(outcome, 0)))
+        pending.add_metric([cls], float(conf.get("pending", 0)))
     yield judged
     yield outside
+    yield detections
+    yield pending
 
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:

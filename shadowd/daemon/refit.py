@@ -147,6 +147,11 @@ class RegimeRefit:
             self._record(at_s, cal, None, why, batch.num_steps)
             return
         new = calibrate(batch, cal.model.platform_key, settings)
+        blinded = newly_unwatched(cal, new)
+        if blinded:
+            log.warning("re-fit of %s refused: %s", cal.model.version, blinded)
+            self._record(at_s, cal, None, blinded, batch.num_steps)
+            return
         ok, steady = checks.time_invariant(level_shifts(batch, new, settings.min_shift))
         if not ok:
             log.warning("re-fit of %s refused: %s", cal.model.version, steady)
@@ -168,6 +173,26 @@ class RegimeRefit:
     def summary(self) -> dict[str, Any]:
         last = self.history[-1].to_dict() if self.history else None
         return {"enabled": self.enabled, "state": self.state, **self.counts, "last": last}
+
+
+def newly_unwatched(parent: Calibration, new: Calibration) -> str:
+    """Why the re-fit would leave a class without drift detectors that the model in force
+    watches (empty: it would not).  Design r8: such a re-fit is refused.  The model in force
+    still speaks for the traffic it was calibrated on, and a swing back there finds it watching;
+    an installed blind re-fit would leave the class unwatched until an operator recalibrates.
+
+    >>> class C:  # only the two fields read here
+    ...     def __init__(self, drift, unwatched): self.drift, self.unwatched = drift, unwatched
+    >>> newly_unwatched(C({"decode": 1}, {}), C({}, {"decode": "no threshold reaches 1e-05"}))
+    'the re-fit could not calibrate drift detectors for decode (no threshold reaches 1e-05), which the model in force watches (design r8)'
+    >>> newly_unwatched(C({"decode": 1}, {}), C({"decode": 2}, {}))
+    ''
+    """
+    lost = sorted(set(parent.drift) - set(new.drift))
+    if not lost:
+        return ""
+    why = "; ".join(f"{c} ({new.unwatched.get(c, 'not calibrated')})" for c in lost)
+    return f"the re-fit could not calibrate drift detectors for {why}, which the model in force watches (design r8)"
 
 
 def triggers(evidence: dict[str, Any], policy: checks.GatePolicy) -> tuple[str, ...]:

@@ -162,6 +162,7 @@ class Daemon:
             drift_sim_steps=d.sim_steps,
             adwin_sim_steps=d.adwin_sim_steps,
             min_class_steps=d.min_class_steps,
+            confirm_steps=d.confirm_steps,
             share_policy=c.policy,
         )
         runner = run_job or (

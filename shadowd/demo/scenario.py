@@ -8,6 +8,7 @@ gate on simulated time, as the daemon's scheduled job would in production.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import tempfile
 import time
@@ -333,11 +334,15 @@ class DemoRun:
         step_at = {d["evaluated_at"]: step for d, step in zip(self.decisions, self.decision_steps)}
         out["refits"] = [{**r.to_dict(), "step": step_at.get(r.at_s)} for r in daemon.refit.history]
         out["drift_events"] = [
-            {"step_seq": r[0], "detector": r[1], "step_class": r[2], "statistic": r[3]}
+            {"step_seq": r[0], "detector": r[1], "step_class": r[2], "statistic": r[3], **_confirmed(r[4])}
             for r in con.execute(
-                "SELECT step_seq, detector, step_class, statistic FROM drift_events ORDER BY step_seq"
+                "SELECT step_seq, detector, step_class, statistic, details FROM drift_events ORDER BY step_seq"
             ).fetchall()
         ]
+        residual = daemon.drift.state().get("residual") or {}
+        out["alarm_confirmation"] = {  # design r8: detections confirmed, dismissed, pending
+            cls: c["confirmation"] for cls, c in residual.get("classes", {}).items() if "confirmation" in c
+        }
         return out
 
     def _truth(self, ref: ReferenceRun, daemon: Daemon) -> dict[str, Any] | None:
@@ -370,6 +375,12 @@ class DemoRun:
             write_html(data, self.spec.html_path)
             out["html"] = self.spec.html_path
         return out
+
+
+def _confirmed(details: str | None) -> dict[str, Any]:
+    """Where a confirmed residual alarm was detected and the shift that lasted (design r8)."""
+    d = json.loads(details) if details else {}
+    return {k: d[k] for k in ("detected_step_seq", "lasting_shift") if k in d}
 
 
 def _first_reasons(decisions: list[dict[str, Any]]) -> dict[str, str]:

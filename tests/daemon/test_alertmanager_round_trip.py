@@ -57,6 +57,9 @@ def test_drift_alert_fires_in_alertmanager_and_resolves_after_recalibration(tmp_
         outside = _scrape(daemon, "shadowd_drift_steps_out_of_domain")
         assert set(judged) == set(cal.drift) and sum(judged.values()) > 1000
         assert sum(judged.values()) + sum(outside.values()) <= 2000
+        # Design r8: every event is a confirmed detection, counted as such on /metrics.
+        confirmed = _scrape(daemon, "shadowd_drift_detections", outcome="confirmed")
+        assert sum(confirmed.values()) >= len([e for e in _events(daemon) if e["detector"] == "page_hinkley"])
 
         def firing() -> list[dict]:
             return [a for a in am.alerts(active="true") if a["labels"]["alertname"] == "AttributionDrift"]
@@ -75,8 +78,9 @@ def test_drift_alert_fires_in_alertmanager_and_resolves_after_recalibration(tmp_
         am.stop()
 
 
-def _scrape(daemon, family: str) -> dict[str, float]:
-    """``{step_class: value}`` of one counter family, parsed from the daemon's /metrics text."""
+def _scrape(daemon, family: str, **match: str) -> dict[str, float]:
+    """``{step_class: value}`` of one counter family (its samples whose labels ``match``), parsed
+    from the daemon's /metrics text."""
     from prometheus_client import generate_latest
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -84,7 +88,11 @@ def _scrape(daemon, family: str) -> dict[str, float]:
 
     text = generate_latest(registry_for(daemon.metric_sources())).decode()
     fam = next(f for f in text_string_to_metric_families(text) if f.name == family)
-    return {s.labels["step_class"]: s.value for s in fam.samples if s.name.endswith("_total")}
+    return {
+        s.labels["step_class"]: s.value
+        for s in fam.samples
+        if s.name.endswith("_total") and all(s.labels.get(k) == v for k, v in match.items())
+    }
 
 
 def _events(daemon) -> list[dict]:

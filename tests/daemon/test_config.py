@@ -298,3 +298,14 @@ def test_drift_detectors_are_a_checked_choice(tmp_path):
     for bad in ('["cusum"]', "[]", '["adwin", "adwin"]'):
         got = problems(tmp_path, local(tmp_path, f"[drift]\ndetectors = {bad}\n"))
         assert any(p.startswith("drift.detectors:") and "page_hinkley, adwin" in p for p in got), got
+
+
+def test_alarm_confirmation_is_bounded_and_reaches_calibration(tmp_path):
+    """Design r8: 200 judged steps by default; 0 confirms at once; out of range is refused."""
+    assert Config.default().drift.confirm_steps == 200
+    assert (
+        load_config(write(tmp_path, local(tmp_path, "[drift]\nconfirm_steps = 0\n"))).drift.confirm_steps == 0
+    )
+    for bad in ("-1", "1000000"):
+        got = problems(tmp_path, local(tmp_path, f"[drift]\nconfirm_steps = {bad}\n"))
+        assert any(p.startswith("drift.confirm_steps:") for p in got), got

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,12 +30,13 @@ PLATFORM = Platform(
 )
 
 
-def run(ipc_endpoint: str, db_path: str, latency_scale: float) -> tuple[Daemon, str, dict]:
+def run(ipc_endpoint: str, db_path: str, latency_scale: float, **overrides: Any) -> tuple[Daemon, str, dict]:
     cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
     config = daemon_config(
         ipc_endpoint,
         db_path,
         calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM),
+        **overrides,
     )
     daemon = Daemon(config, run_job=lambda fn: fn())  # the re-fit runs inline: the test sees its end
     daemon.start(http=False, jobs=False)
@@ -84,6 +86,21 @@ def test_traffic_beyond_the_envelope_on_a_healthy_engine_is_refitted(ipc_endpoin
         assert (
             daemon.facts().stability["llmvisor"]["baseline"] == new.stability_baseline["llmvisor"]["effect"]
         )
+    finally:
+        daemon.stop()
+
+
+def test_a_refit_that_would_leave_a_watched_class_blind_is_refused(ipc_endpoint, db_path):
+    """Design r8: the same healthy traffic, but the daemon's drift settings (a false-alarm target
+    its short simulation cannot show) let no detector calibrate on the new window.  The model in
+    force, whose detectors watch those classes, stays."""
+    blind = dataclasses.replace(Config.default().drift, target_false_alarm_rate=1e-9, sim_steps=10_000)
+    daemon, parent, _ = run(ipc_endpoint, db_path, 1.0, drift=blind)
+    try:
+        assert daemon.refit.counts == {"installed": 0, "refused": 1}, daemon.refit.history
+        why = daemon.refit.history[-1].why
+        assert "could not calibrate drift detectors for" in why and "design r8" in why, why
+        assert daemon.calibration.model.version == parent and daemon.calibration.drift
     finally:
         daemon.stop()
 
