@@ -1,7 +1,7 @@
 """The governor's per-step work: read the gate's verdict, charge the step, keep the queue's order.
 
 ``on_schedule`` runs after vLLM's ``schedule`` returns.  Per scheduled row it adds the request's
-new tokens and context to its tenant's sums (one dict lookup and a few additions), then charges
+new tokens and context to its tenant's sums (one dict lookup and a list append), then charges
 every tenant in the step once: VTC token units always, and its LLMVisor share of the step's
 predicted latency whenever coefficients for this engine's platform are known.  Admission follows
 the attributed counter while the gate says GO and fresh, the VTC counter otherwise; a change of
@@ -15,10 +15,11 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from shadowd.govern.config import MAX_TENANTS, GovernConfig
+from shadowd.govern.config import GovernConfig
 from shadowd.govern.handoff import StateReader, Verdict
 from shadowd.govern.ledger import ATTRIBUTED, VTC, Ledger
 from shadowd.govern.price import TenantSums
@@ -51,8 +52,6 @@ class Governor:
             else None
         )
         self.facts: dict[str, RequestFacts] = {}  # live requests: from first sight to finish
-        self._dn = [0] * (MAX_TENANTS + 1)  # per-tenant one-token rows of the step being charged
-        self._dc = [0] * (MAX_TENANTS + 1)  # and their context tokens (zero between steps)
         self._seq = itertools.count()
         self.verdict = VTC_ONLY if self.reader is None else Verdict("missing")
         self.queue = FairRequestQueue(self.ledger, self.facts_of, self.kind(), self.prefill_price())
@@ -167,45 +166,48 @@ class Governor:
         self, rids: list[str], computed: list[int], nst: dict, sums: dict[int, TenantSums]
     ) -> int:
         """Rows of running requests: a row behind its prompt is a chunk, added as it is; every
-        other row is taken as one token (decode, the common case): one lookup and two integer
-        additions into per-tenant tallies, folded into the tenants' sums once per step.  Returns
-        the chunks' tokens beyond one per row, which the caller checks against the step's."""
-        dn, dc = self._dn, self._dc
-        seen: list[int] = []
-        try:
-            return self._tally(rids, computed, nst, sums, seen)
-        finally:  # the tallies are zero again whatever happened
-            for t in seen:
-                s = sums[t]
-                s.n += dn[t]
-                s.dn += dn[t]
-                s.dc += dc[t]
-                dn[t] = dc[t] = 0
+        other row is taken as one token (decode, the common case) and folded into its tenant's
+        sums once per step.  Returns the chunks' tokens beyond one per row, which the caller
+        checks against the step's."""
+        contexts, chunks = self._tally(rids, computed)
+        for t, cs in contexts.items():  # tenants in order of first row, as the pricer sums them
+            s = sums.get(t)
+            if s is None:
+                s = sums[t] = TenantSums()
+            if cs:
+                s.n += len(cs)
+                s.dn += len(cs)
+                s.dc += sum(cs)
+        extra = 0
+        # After the fold, which changes no sum a chunk adds to but ``n``: every field of a
+        # ``TenantSums`` is a sum of integers, exact in any order, so the charge is the same.
+        for f, rid, c in chunks:
+            p = nst[rid]
+            extra += p - 1
+            sums[f.tenant].add(p, c, True)
+        return extra
 
     def _tally(
-        self, rids: list[str], computed: list[int], nst: dict, sums: dict[int, TenantSums], seen: list[int]
-    ) -> int:
-        facts, dn, dc = self.facts, self._dn, self._dc
-        extra = 0
+        self, rids: list[str], computed: list[int]
+    ) -> tuple[dict[int, list[int]], list[tuple[RequestFacts, str, int]]]:
+        """Per tenant, the contexts of its one-token rows (tenants in order of first row); and the
+        rows behind their prompt, as (facts, request id, computed tokens).
+
+        The per-row pass is the governor's largest cost at large batches
+        (``benchmarks/govern_cost.py``, 256 requests): one lookup, one comparison and one list
+        append per row, then ``len`` and ``sum`` per tenant in C, is cheaper than two integer
+        additions into per-tenant tallies per row."""
+        known, lookup = self.facts.get, self._lookup
+        contexts: defaultdict[int, list[int]] = defaultdict(list)
+        chunks: list[tuple[RequestFacts, str, int]] = []
         for rid, c in zip(rids, computed):
-            f = facts.get(rid) or self._lookup(rid)
-            t = f.tenant
+            f = known(rid) or lookup(rid)
             if c < f.prompt:  # a prompt chunk (or a prompt's last token): prefill-like
-                s = sums.get(t)
-                if s is None:
-                    s = sums[t] = TenantSums()
-                p = nst[rid]
-                extra += p - 1
-                s.add(p, c, True)
-            elif dn[t]:
-                dn[t] += 1
-                dc[t] += c
+                contexts.setdefault(f.tenant, [])  # the tenant's place in the order
+                chunks.append((f, rid, c))
             else:
-                if t not in sums:
-                    sums[t] = TenantSums()
-                dn[t], dc[t] = 1, c
-                seen.append(t)
-        return extra
+                contexts[f.tenant].append(c)
+        return contexts, chunks
 
     def _lookup(self, rid: str) -> RequestFacts:
         return self.facts.get(rid) or self.facts_of(self.requests[rid])
@@ -238,13 +240,16 @@ class Governor:
         admission follows, least first.  True when reordered."""
         if free_blocks >= blocks_per_step or len(running) < 2:
             return False
-        service, weight, facts = self.ledger.service[self.kind()], self.ledger.weight, self.facts_of
+        service, weight = self.ledger.service[self.kind()], self.ledger.weight
+        served = [service[t] / weight[t] for t in range(len(weight))]  # per tenant, once a step
+        known, facts_of = self.facts.get, self.facts_of
 
-        def served(request: Any) -> float:
-            t = facts(request).tenant
-            return service[t] / weight[t]
+        # One call per request, no nested one: under deep KV pressure the long running list is
+        # sorted in nearly every step (``benchmarks/govern_cost.py``, workload ``pressure``).
+        def key(request: Any) -> float:
+            return served[(known(request.request_id) or facts_of(request)).tenant]
 
-        running.sort(key=served)
+        running.sort(key=key)
         self.victim_orderings += 1
         return True
 

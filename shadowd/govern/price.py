@@ -98,9 +98,15 @@ class StepPricer:
         sum_v = sum_price = 0.0
         prices = []
         for s in tenants:
-            pre = a_p * s.pp + a_c * s.pc + a_p2 * s.pp2 + a_pc * s.ppc + a_1 * s.pn
-            dec0 = d_c * s.dc + d_1 * s.dn + d_x * s.dx
-            sum_v += pre + (dec0 if k == 0 else e_c * s.dc + e_1 * s.dn + e_x * s.dx)
+            # A phase without rows has all-zero sums, so its terms are exactly 0.0 (coefficients
+            # are finite and >= 0): skipped, the same float (most tenants in a step only decode).
+            pre = a_p * s.pp + a_c * s.pc + a_p2 * s.pp2 + a_pc * s.ppc + a_1 * s.pn if s.pn else 0.0
+            if s.dn:
+                dec0 = d_c * s.dc + d_1 * s.dn + d_x * s.dx
+                sum_v += pre + (dec0 if k == 0 else e_c * s.dc + e_1 * s.dn + e_x * s.dx)
+            else:
+                dec0 = 0.0
+                sum_v += pre + 0.0
             prices.append(pre + dec0)
             sum_price += pre + dec0
             n += s.n
