@@ -1160,7 +1160,8 @@ def main(argv: list[str] | None = None) -> int:
         wall = sum(r.get("wall_seconds") or 0 for r in rows) / max(a.jobs, 1)
         if a.merge:
             rows = _merged(out, rows)
-        res = _document(rows, "--merge (rows of an interrupted run, saved as they finished)", wall)
+        res = _document(rows, " ".join(argv or sys.argv[1:]) + " (rows saved as they finished)", wall)
+        res["superseded_rows"] = _superseded(out, rows)  # what was on record stays on record
         out.with_suffix(".json").write_text(json.dumps(res, indent=1, default=str) + "\n")
     else:
         chosen = [s for s in SCENARIOS if a.set in ("all", s.set)]

@@ -1,15 +1,21 @@
-"""Two scenarios of the gate's held-out set 7, as declared (benchmarks/gate_matrix.py, docs/validation.md).
+"""Two rows of the gate's matrix, as declared (benchmarks/gate_matrix.py, docs/validation.md).
 
-H7-steady and F7-step8 run exactly as their matrix rows do: H200 tables, llama-3.2-3b at tensor
-parallelism 2, a ShareGPT-length tenant, the Mooncake conversation trace and ServeGen client 27,
-their seeds and lengths (6,000 and 9,000 engine steps, under a minute each). Asserted: healthy
-traffic reaches GO, never pages and raises no residual drift event; an 8 % whole-step slowdown is
-a test (the gate was GO before it), ends not GO, raises a residual drift event within 500 steps,
-and no re-fit takes it in. The other rows are in docs/validation.md.
+H8-steady is held-out set 8's healthy steady run: H200 tables, qwen2.5-3b at tensor parallelism
+2, the Azure 2023 conversation trace, the Mooncake synthetic trace and ServeGen client 13, its
+seed and length (6,000 engine steps, about a minute). Asserted: healthy traffic reaches GO, never
+pages and raises no residual drift event.
 
-Held-out 5's CI runs were shortened to 2,400 steps; sets 6 and 7 are run as declared because a
-shortened healthy run is a scenario nobody declared (its shorter calibration window fits a worse
-model: H6-steady shortened ended NO_GO on decode accuracy, while the declared run reached GO).
+F7-step8 is an 8 % whole-step slowdown at step 7,000 of 9,000 (held-out set 7: llama-3.2-3b tp2,
+a ShareGPT-length tenant, the Mooncake conversation trace, ServeGen client 27). Set 8's fault
+runs reached their first GO only after their fault started (docs/validation.md: not tests), so
+the CI fault row is set 7's, development data since design r8 was tried on it. Asserted: the
+slowdown is a test (the gate was GO before it), ends not GO, raises a residual drift event within
+500 steps (design r8: 200 class steps after the detection) and no re-fit takes it in. The other
+rows are in docs/validation.md.
+
+Sets 6-8 are run as declared because a shortened healthy run is a scenario nobody declared (its
+shorter calibration window fits a worse model: H6-steady shortened ended NO_GO on decode
+accuracy, while the declared run reached GO).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from shadowd.paths import data_dir
 
 pytestmark = pytest.mark.usefixtures("vllm")
 SHARED = str(data_dir().parent)
-HEALTHY, FAULT = "H7-steady", "F7-step8"
+HEALTHY, FAULT = "H8-steady", "F7-step8"
 
 
 @functools.cache
@@ -40,7 +46,7 @@ def _residual_events(result: dict) -> list[int]:
 
 def test_held_out_healthy_steady_run_never_pages():
     result, _ = _run(HEALTHY)
-    assert result["model"] == "llama-3.2-3b" and result["tp"] == 2
+    assert result["model"] == "qwen2.5-3b" and result["tp"] == 2
     assert result["gate_history"], "the run never calibrated"
     assert "NO_GO" not in [h["verdict"] for h in result["gate_history"]]
     assert not _residual_events(result)
