@@ -35,7 +35,8 @@ from checks.alarm_confirmation import AlarmConfirmation
 from checks.detrend import detrend
 from checks.page_hinkley import PageHinkleyDetector
 
-# Without a detrend baseline, the reference of a pending alarm is the mean of this many steps back.
+# Without a detrend baseline the detectors compare with the calibration mean, so a pending alarm's
+# reference is that (zero); this only sizes the short history the confirmation keeps.
 DEFAULT_REFERENCE_LAG = 100
 
 

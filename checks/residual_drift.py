@@ -84,7 +84,7 @@ class DriftMonitor:
         done = confirm.observe(z, z - y)  # z - y: the baseline the detectors compare z with
         for det in self._detectors[step_class]:
             if det.update(y):
-                info = dict(det.last_detection or {})
+                info = {"threshold": det.threshold, **(det.last_detection or {})}
                 info.update(step_seq=step_seq, ts=ts, residual=residual, z=y, n_detections=det.n_detections)
                 p = confirm.open(det.name, str(info.get("direction", "up")), info)
                 if p is not None:
