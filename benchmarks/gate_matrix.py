@@ -912,6 +912,17 @@ def _newcomer_note(row: dict[str, Any]) -> str:
     )
 
 
+def _parallelism(command: str) -> str:
+    """How many scenarios the last command ran at once (``--jobs``, default 2).
+
+    >>> _parallelism("python -m benchmarks.gate_matrix --only X --jobs 1"), _parallelism("x")
+    ('scenarios one at a time', 'scenarios two at a time')
+    """
+    words = command.split()
+    jobs = words[words.index("--jobs") + 1] if "--jobs" in words[:-1] else "2"
+    return f"scenarios {dict(zip('1234', ('one', 'two', 'three', 'four'))).get(jobs, jobs)} at a time"
+
+
 def _host(m: dict[str, Any]) -> str:
     return f"{m.get('nproc')} CPUs ({m.get('cpu_model')}), vLLM {m.get('versions', {}).get('vllm')}"
 
@@ -927,7 +938,7 @@ def markdown(res: dict[str, Any]) -> str:
         f"    {res['command']}",
         "",
         f"Last run {res['finished_at']} on {_host(res['machine'])}, {res['total_wall_seconds']:.0f} s "
-        "wall (scenarios two at a time); rows of earlier runs are kept by `--merge` (the full matrix:",
+        f"wall ({_parallelism(res['command'])}); rows of earlier runs are kept by `--merge` (the full matrix:",
         "`.venv/bin/python -m benchmarks.gate_matrix`), and each row's own demo command is listed at",
         "the end.",
         "",
