@@ -5,7 +5,8 @@ engines. The detectors see each class's standardised residual relative to a base
 constant ``detrend_steps`` (``checks.detrend``), so wander slower than that is absorbed and what
 trips them is a shift of the residual mean, larger than the calibration's ``allowance``, that
 lasts tens of steps. This study reads one engine's run from its DuckDB (``shadowd demo --db``)
-and, per step class, at each residual alarm and at a grid of positions for comparison, measures
+and, per step class, at each residual alarm (at the step it was detected: since design r8 the
+event itself comes when the detection is confirmed) and at a grid of positions for comparison, measures
 the *lead* (the mean residual of the last ``recent`` class steps minus that of the ``before``
 steps preceding them) and the *after* shift (the next ``recent`` steps against the same
 ``before`` steps): a real fault's shift lasts. Beside them: how batch size and the longest
@@ -52,10 +53,15 @@ def load(db: str) -> dict[str, Any]:
                WHERE s.predicted_ms IS NOT NULL ORDER BY s.step_seq"""
         ).fetchnumpy()
         bodies = dict(con.execute("SELECT version, body FROM model_versions").fetchall())
-        alarms = con.execute(
-            "SELECT step_seq, detector, step_class FROM drift_events WHERE detector IN (?, ?) ORDER BY step_seq",
-            list(RESIDUAL),
-        ).fetchall()
+        # Since design r8 an event is raised when its detection is confirmed, some steps later;
+        # the study looks at the residual around the detection itself.
+        alarms = sorted(
+            (json.loads(details or "{}").get("detected_step_seq", step), detector, cls)
+            for step, detector, cls, details in con.execute(
+                "SELECT step_seq, detector, step_class, details FROM drift_events WHERE detector IN (?, ?)",
+                list(RESIDUAL),
+            ).fetchall()
+        )
     finally:
         con.close()
     return {
