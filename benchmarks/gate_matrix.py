@@ -267,6 +267,40 @@ PROTOCOL = {
             "the false alarms per judged step on a held-out healthy scenario (as H7-steady-long)."
         ),
     },
+    "held_out_9": {
+        "platforms": ["H200 SXM tables (as in held-out 1-8: no other unseen tables exist)"],
+        "models": [
+            "llama-2-7b tp1 (public config, benchmarks/models/llama-2-7b; never used): full multi-head "
+            "attention (32 KV heads, 4x the KV traffic per token of the grouped-query models so far) "
+            "and 4,096 positions, so prompts are capped at 3,072 tokens"
+        ],
+        "tenants": [
+            "the Azure 2023 code trace at 4 req/s as tenant a, ServeGen client 40 at 8 req/s as "
+            "tenant b, arXiv-summarisation length statistics at 1 req/s as tenant c (every source "
+            "used before, this mix, model and these rates not); ShareGPT length statistics at 6 "
+            "req/s as the new heavy tenant (Poisson arrivals: busy from its first second)"
+        ],
+        "seeds": "1001-1012 (1011 and 1012 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named with design r8 unchanged (r8 was confirmed on held-out 8, development data from "
+            "here on) and one scenario change, declared before any run of this set: fault runs are "
+            "9000 steps with the fault at 7000 and `--horizon 6000`, so their warm-up, settle and "
+            "evidence minimums are sized as the 6000-step healthy runs' and the first GO can come "
+            "before the fault (held-out 8's 9000-step fault runs, sized to their own length, first "
+            "reached GO at 7001-7202, after the fault, so none of them tested the gate). No gate "
+            "setting changes with the horizon. Rates sized from the sources' lengths only (mean "
+            "prompts from `load_stream`, limit 3000: Azure code 2,006, client 40 496, arXiv 2,578, "
+            "ShareGPT 2,427 tokens): about 14.6k prompt tokens/s at the base rate, the newcomer "
+            "about as much again, with ShareGPT's long outputs (mean 445 tokens) on top. One "
+            "800-step machinery check of the new config on the H100 tables (development platform, "
+            "seed 99) was run first; its verdict was not read."
+        ),
+        "long_run": (
+            "H9-steady-long: H9-steady (seed 1001) run 605,000 steps, declared with the set, for "
+            "the false alarms per judged step on a held-out healthy scenario (as H8-steady-long)."
+        ),
+    },
 }
 DESIGN_REVISION = "r8"
 
@@ -373,6 +407,11 @@ HELD8_BASE = _h200(
     2,
     ("a=azure-conv:6", "b=mooncake-synthetic:0.5", "c=servegen:13:20"),
 )
+HELD9_BASE = _h200(
+    "benchmarks/models/llama-2-7b",
+    1,
+    ("a=azure-code:4", "b=servegen:40:8", "c=lengths:arxiv:1"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -394,7 +433,10 @@ DEV_BASE = dict(
 # they tested nothing; they were re-run 9000 steps long with the fault at 7000, no gate setting
 # changed (design r3 throughout). The first rows are kept as superseded.
 FAULT_AT = {9000: 7000, 6000: 5000}  # engine step of the fault, by run length
-LONG_FAULT_SETS = {"5", "6", "7", "8"}  # sets whose fault runs are 9000 steps
+LONG_FAULT_SETS = {"5", "6", "7", "8", "9"}  # sets whose fault runs are 9000 steps
+# Sets whose 9000-step fault runs are scheduled as 6000-step runs (``--horizon``): their first GO
+# can come where the healthy runs' does, before the fault at 7000 (declared with held-out 9).
+HORIZON_SETS = {"9": 6000}
 
 
 @dataclass(frozen=True)
@@ -413,6 +455,7 @@ class Scenario:
     injects: tuple[str, ...] = ()
     fault_step: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    horizon: int | None = None  # ``shadowd demo --horizon``: the run length the schedule is sized for
 
     def demo_kwargs(self, shared: str) -> dict[str, Any]:
         """``DemoSpec.build`` arguments (paths under ``$SHADOWD_SHARED`` resolved to ``shared``)."""
@@ -422,6 +465,7 @@ class Scenario:
             tp=self.tp,
             tenants=self.tenants,
             steps=self.steps,
+            horizon=self.horizon,
             seed=self.seed,
             loads=self.loads,
             injects=tuple(i.replace("$SHADOWD_SHARED", shared) for i in self.injects),
@@ -435,6 +479,7 @@ class Scenario:
             f"--tp {self.tp}",
             *(f"--tenant {t}" for t in self.tenants),
             f"--steps {self.steps}",
+            *([f"--horizon {self.horizon}"] if self.horizon else []),
             f"--seed {self.seed}",
             *(f"--load {x}" for x in self.loads),
             *(f"--inject {x}" for x in self.injects),
@@ -467,9 +512,12 @@ def _scenarios() -> list[Scenario]:
         ("6", HELD6_BASE, 700, "servegen:42:30"),
         ("7", HELD7_BASE, 800, "lengths:arxiv:1"),
         ("8", HELD8_BASE, 900, "azure-code:8"),
+        ("9", HELD9_BASE, 1000, "lengths:sharegpt:6"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
+        if tag in HORIZON_SETS:
+            fb["horizon"] = HORIZON_SETS[tag]
         out += [
             Scenario(f"H{tag}-steady", set_, "healthy", "steady", **base, seed=seed0 + 1),
             Scenario(
@@ -561,6 +609,16 @@ def _scenarios() -> list[Scenario]:
             seed=901,
         )
     )
+    out.append(
+        Scenario(
+            "H9-steady-long",
+            "held_out_9",
+            "healthy",
+            "steady, 605,000 steps: the false-alarm bound",
+            **{**HELD9_BASE, "steps": 605000},
+            seed=1001,
+        )
+    )
     for tag, base, seed in (
         ("3", HELD3_BASE, 410),
         ("4", HELD4_BASE, 510),
@@ -568,6 +626,7 @@ def _scenarios() -> list[Scenario]:
         ("6", HELD6_BASE, 710),
         ("7", HELD7_BASE, 810),
         ("8", HELD8_BASE, 910),
+        ("9", HELD9_BASE, 1010),
     ):
         out.append(
             Scenario(

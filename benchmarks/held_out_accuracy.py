@@ -55,6 +55,7 @@ SETS = {
     "held_out_4": ("HELD4_BASE", {"saturated": 511, "light": 512}, "held_out_4"),
     "held_out_7": ("HELD7_BASE", {"saturated": 811, "light": 812}, "held_out_7"),
     "held_out_8": ("HELD8_BASE", {"saturated": 911, "light": 912}, "held_out_8"),
+    "held_out_9": ("HELD9_BASE", {"saturated": 1011, "light": 1012}, "held_out_9"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)

@@ -244,6 +244,12 @@ def twin_step(
     "servegen:CLIENT, synthetic:chat|code|longdoc, lengths:sharegpt|arxiv (real lengths, Poisson arrivals)",
 )
 @click.option("--steps", default=4000, show_default=True)
+@click.option(
+    "--horizon",
+    type=int,
+    help="Size warm-up, settle and evidence minimums for a run this long (default: --steps); "
+    "the steps beyond it keep that schedule (a fault after a shorter run's first GO)",
+)
 @click.option("--seed", default=0, show_default=True)
 @click.option(
     "--inject",
@@ -273,6 +279,7 @@ def demo(
     tp: int,
     tenants: tuple[str, ...],
     steps: int,
+    horizon: int | None,
     seed: int,
     injects: tuple[str, ...],
     loads: tuple[str, ...],
@@ -294,6 +301,7 @@ def demo(
             tp=tp,
             tenants=tenants,
             steps=steps,
+            horizon=horizon,
             seed=seed,
             injects=injects,
             loads=loads,

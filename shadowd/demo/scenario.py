@@ -242,7 +242,7 @@ class DemoRun:
             t = TenantSpec.parse(inj.value)
             ref.driver.submit(
                 load_stream(
-                    t, seed=self.spec.seed, limit=self.spec.steps, max_context=ref.spec.max_model_len - 1024
+                    t, seed=self.spec.seed, limit=self.spec.steps, max_context=ref.max_model_len - 1024
                 )
             )
         self.injected.append(
@@ -279,6 +279,7 @@ class DemoRun:
             "seed": self.spec.seed,
             "warmup_steps": self.spec.warmup_steps,
             "settle_steps": self.spec.settle_steps,
+            "horizon_steps": self.spec.horizon_steps,
             "simulated_seconds": ref.driver.elapsed_s,
             "frames_stored": int(steps),
             "frames_dropped": int(tap.dropped_total),

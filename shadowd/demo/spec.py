@@ -66,6 +66,10 @@ class DemoSpec:
     tenants: tuple[str, ...] = ()
     steps: int = DEFAULT_STEPS
     seed: int = 0
+    # The run length the warm-up, settle and evidence minimums are sized for (default: ``steps``).
+    # A fault run sized as a shorter healthy run reaches its first GO where that run would, and
+    # the steps beyond the horizon are time for the fault (benchmarks/gate_matrix.py, set 9 on).
+    horizon: int | None = None
     injects: tuple[Injection, ...] = ()
     loads: tuple[tuple[str, LoadProfile], ...] = ()  # (tenant or "*", profile), applied in order
     db_path: str | None = None
@@ -94,21 +98,29 @@ class DemoSpec:
         for inj in parsed:
             if not 0 < inj.step < steps:
                 raise ValueError(f"--inject at step {inj.step} is outside the run (1..{steps - 1})")
+        horizon = kw.get("horizon")
+        if horizon is not None and not 800 <= int(horizon) <= steps:
+            raise ValueError(f"--horizon {horizon}: between 800 and --steps ({steps})")
         return cls(injects=parsed, tenants=tuple(tenants), loads=profiles, **kw)
 
     @property
+    def horizon_steps(self) -> int:
+        """The run length the schedule below is sized for."""
+        return self.steps if self.horizon is None else self.horizon
+
+    @property
     def warmup_steps(self) -> int:
-        return max(400, int(self.steps * self.warmup_fraction))
+        return max(400, int(self.horizon_steps * self.warmup_fraction))
 
     @property
     def settle_steps(self) -> int:
-        return int(self.steps * 0.2)
+        return int(self.horizon_steps * 0.2)
 
     @property
     def max_window_factor(self) -> float:
-        """How far the warm-up window may widen for a short class: it ends by ``0.6`` of the run, so
-        the gate has evidence time left (``CalibrationSettings.max_window_factor``)."""
-        return max(1.0, (0.6 * self.steps - self.settle_steps) / self.warmup_steps)
+        """How far the warm-up window may widen for a short class: it ends by ``0.6`` of the
+        horizon, so the gate has evidence time left (``CalibrationSettings.max_window_factor``)."""
+        return max(1.0, (0.6 * self.horizon_steps - self.settle_steps) / self.warmup_steps)
 
 
 def _parse_load(text: str) -> tuple[str, LoadProfile]:
@@ -123,13 +135,13 @@ def _parse_load(text: str) -> tuple[str, LoadProfile]:
 def demo_policy(spec: DemoSpec, sim_seconds_per_step: float) -> tuple[checks.GatePolicy, str]:
     """The production policy with evidence minimums scaled to this run, and a line saying so."""
     base = checks.GatePolicy()
-    scored = spec.steps - spec.warmup_steps - spec.settle_steps
+    scored = spec.horizon_steps - spec.warmup_steps - spec.settle_steps
     f_steps = 0.25 * scored / base.min_steps["decode"]
     f_time = min(1.0, 0.25 * scored * sim_seconds_per_step / base.min_duration_s)
     policy = dataclasses.replace(base.scaled(f_steps), min_duration_s=base.min_duration_s * f_time)
     steps = ", ".join(f"{k} {v}" for k, v in policy.min_steps.items())
     note = (
-        f"gate evidence minimums scaled to this {spec.steps}-step demo: steps per class x{f_steps:.3g} "
+        f"gate evidence minimums scaled to a {spec.horizon_steps}-step demo: steps per class x{f_steps:.3g} "
         f"({steps}), shadow duration x{f_time:.3g} ({policy.min_duration_s:.0f} s simulated)"
     )
     return policy, note

@@ -74,6 +74,8 @@ class ReferenceRun:
             max_batch=max(1024, spec.max_num_seqs),
         )
         shape: ModelShape = self.engine.model
+        # vLLM refuses a max_model_len beyond the model's positions (a 4k-context model).
+        self.max_model_len = min(spec.max_model_len, shape.max_context)
         self.kv_capacity_tokens = shape.kv_capacity_tokens(self.engine.platform.memory_gib, spec.tp)
         self.num_blocks = max(64, int(self.kv_capacity_tokens * spec.kv_fraction) // 16)
         self.scheduler = build_scheduler(
@@ -82,7 +84,7 @@ class ReferenceRun:
                 async_scheduling=spec.async_scheduling,
                 max_num_seqs=spec.max_num_seqs,
                 max_num_batched_tokens=spec.max_num_batched_tokens,
-                max_model_len=spec.max_model_len,
+                max_model_len=self.max_model_len,
                 num_blocks=self.num_blocks,
             ),
             spec.scheduler_cls,
@@ -115,7 +117,7 @@ class ReferenceRun:
             seed=self.spec.seed,
             limit=limit,
             duration_s=duration_s,
-            max_context=self.spec.max_model_len - 1024,
+            max_context=self.max_model_len - 1024,
         )
 
     def run(
