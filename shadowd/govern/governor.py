@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -52,6 +51,8 @@ class Governor:
             else None
         )
         self.facts: dict[str, RequestFacts] = {}  # live requests: from first sight to finish
+        self._contexts: list[list[int]] = []  # per tenant: this step's decode contexts (see _tally)
+        self._sums: dict[int, TenantSums] = {}  # per tenant: this step's sums (see _sums_of)
         self._seq = itertools.count()
         self.verdict = VTC_ONLY if self.reader is None else Verdict("missing")
         self.queue = FairRequestQueue(self.ledger, self.facts_of, self.kind(), self.prefill_price())
@@ -64,12 +65,17 @@ class Governor:
 
     # -- per request -----------------------------------------------------------------------------
     def facts_of(self, request: Any) -> RequestFacts:
-        f = self.facts.get(request.request_id)
+        rid = request.request_id
+        f = self.facts.get(rid)
         if f is None:
-            t = self.ledger.tenant(self.resolver.resolve(request))
-            f = self.facts[request.request_id] = RequestFacts(
-                t, int(request.num_prompt_tokens), next(self._seq)
-            )
+            name = self.resolver.resolve(request)
+            t = self.ledger.index.get(name)
+            if t is None:
+                t = self.ledger.tenant(name)
+            contexts = self._contexts
+            while len(contexts) <= t:
+                contexts.append([])
+            f = self.facts[rid] = RequestFacts(t, request.num_prompt_tokens, next(self._seq), contexts[t])
         return f
 
     def kind(self) -> int:
@@ -90,6 +96,8 @@ class Governor:
             charged = self._charge(out)
             self._retire(out.finished_req_ids)
         except Exception as exc:
+            for cs in self._contexts:  # a pass cut short leaves contexts behind: not next step's
+                cs.clear()
             self.errors += 1
             if self.errors == 1 or self.errors % 10000 == 0:
                 log.warning("shadowd governor: step not charged (%d so far): %r", self.errors, exc)
@@ -144,7 +152,7 @@ class Governor:
             f = facts.get(rid) or self._lookup(rid)
             s = sums.get(f.tenant)
             if s is None:
-                s = sums[f.tenant] = TenantSums()
+                s = sums[f.tenant] = self._sums_of(f.tenant)
             p, c = nst[rid], new.num_computed_tokens
             new_tokens += p
             s.add(p, c, c < f.prompt or p > 1)
@@ -158,7 +166,7 @@ class Governor:
             f = facts.get(rid) or self._lookup(rid)
             s = sums.get(f.tenant)
             if s is None:
-                s = sums[f.tenant] = TenantSums()
+                s = sums[f.tenant] = self._sums_of(f.tenant)
             p = nst[rid]
             s.add(p, c, c < f.prompt or p > 1)
 
@@ -169,15 +177,19 @@ class Governor:
         other row is taken as one token (decode, the common case) and folded into its tenant's
         sums once per step.  Returns the chunks' tokens beyond one per row, which the caller
         checks against the step's."""
-        contexts, chunks = self._tally(rids, computed)
-        for t, cs in contexts.items():  # tenants in order of first row, as the pricer sums them
+        order, chunks = self._tally(rids, computed)
+        contexts = self._contexts
+        for t in order:  # tenants in order of first row, as the pricer sums them
             s = sums.get(t)
             if s is None:
-                s = sums[t] = TenantSums()
+                s = sums[t] = self._sums_of(t)
+            cs = contexts[t]
             if cs:
-                s.n += len(cs)
-                s.dn += len(cs)
+                k = len(cs)
+                s.n += k
+                s.dn += k
                 s.dc += sum(cs)
+                cs.clear()
         extra = 0
         # After the fold, which changes no sum a chunk adds to but ``n``: every field of a
         # ``TenantSums`` is a sum of integers, exact in any order, so the charge is the same.
@@ -189,25 +201,41 @@ class Governor:
 
     def _tally(
         self, rids: list[str], computed: list[int]
-    ) -> tuple[dict[int, list[int]], list[tuple[RequestFacts, str, int]]]:
-        """Per tenant, the contexts of its one-token rows (tenants in order of first row); and the
-        rows behind their prompt, as (facts, request id, computed tokens).
+    ) -> tuple[list[int], list[tuple[RequestFacts, str, int]]]:
+        """The tenants of the rows, in order of first row; the contexts of each one-token row,
+        appended to its tenant's list (``self._contexts``, emptied by the caller); and the rows
+        behind their prompt, as (facts, request id, computed tokens).
 
         The per-row pass is the governor's largest cost at large batches
-        (``benchmarks/govern_cost.py``, 256 requests): one lookup, one comparison and one list
-        append per row, then ``len`` and ``sum`` per tenant in C, is cheaper than two integer
-        additions into per-tenant tallies per row."""
+        (``benchmarks/govern_cost.py``, 256 requests): one lookup, one comparison, one test and
+        one append to a list the request's facts hold per row, then ``len`` and ``sum`` per tenant
+        in C, is cheaper than integer additions into per-tenant tallies, or a lookup by tenant."""
         known, lookup = self.facts.get, self._lookup
-        contexts: defaultdict[int, list[int]] = defaultdict(list)
+        order: list[int] = []
         chunks: list[tuple[RequestFacts, str, int]] = []
         for rid, c in zip(rids, computed):
             f = known(rid) or lookup(rid)
             if c < f.prompt:  # a prompt chunk (or a prompt's last token): prefill-like
-                contexts.setdefault(f.tenant, [])  # the tenant's place in the order
+                if f.tenant not in order:  # rare: the tenant's place in the order
+                    order.append(f.tenant)
                 chunks.append((f, rid, c))
-            else:
-                contexts[f.tenant].append(c)
-        return contexts, chunks
+                continue
+            cs = f.contexts
+            if not cs and f.tenant not in order:  # the tenant's first one-token row this step
+                order.append(f.tenant)
+            cs.append(c)
+        return order, chunks
+
+    def _sums_of(self, t: int) -> TenantSums:
+        """Tenant ``t``'s sums, zeroed for this step: one object per tenant, reused, so a step
+        allocates none (allocation was a visible part of the per-step cost,
+        ``benchmarks/govern_cost.py``)."""
+        s = self._sums.get(t)
+        if s is None:
+            s = self._sums[t] = TenantSums()
+        else:
+            s.reset()
+        return s
 
     def _lookup(self, rid: str) -> RequestFacts:
         return self.facts.get(rid) or self.facts_of(self.requests[rid])
@@ -216,10 +244,9 @@ class Governor:
         pricer = self.verdict.pricer or (self.reader.pricer if self.reader is not None else None)
         rows = list(sums.values())
         shares = pricer.shares(rows, total_tokens) if pricer is not None else None
-        w_p, w_q, charge = self.config.w_p, self.config.w_q, self.ledger.charge
-        for j, t in enumerate(sums):
-            s = rows[j]  # VTC's charge: TenantSums.vtc_tokens, inlined
-            charge(t, w_p * s.pp + w_q * (s.dn + s.dx), None if shares is None else shares[j])
+        w_p, w_q = self.config.w_p, self.config.w_q
+        vtc = [w_p * s.pp + w_q * (s.dn + s.dx) for s in rows]  # TenantSums.vtc_tokens, inlined
+        self.ledger.charge(sums, vtc, shares)
         self.steps_charged["attributed" if self.verdict.go else "vtc"] += 1
 
     def _retire(self, finished: Any) -> None:

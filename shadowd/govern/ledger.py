@@ -19,7 +19,7 @@ Tenants are bounded (:data:`shadowd.govern.config.MAX_TENANTS`); labels beyond t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 
 from shadowd.govern.config import MAX_TENANTS, TenantPolicy
 
@@ -77,21 +77,35 @@ class Ledger:
         self.active[t] += 1
 
     def deactivate(self, t: int) -> None:
-        if self.active[t] <= 0:
+        n = self.active[t]
+        if n > 1:
+            self.active[t] = n - 1
             return
-        self.active[t] -= 1
-        if self.active[t] == 0:
-            for kind in (VTC, ATTRIBUTED):
-                self._floor[kind] = max(self._floor[kind], self.normalised(kind, t))
+        if n <= 0:
+            return
+        self.active[t] = 0  # idle now: remember where it stood, for the next tenant to become active
+        for kind in (VTC, ATTRIBUTED):
+            self._floor[kind] = max(self._floor[kind], self.normalised(kind, t))
 
     # -- charging ----------------------------------------------------------------------------------
-    def charge(self, t: int, vtc_tokens: float, attributed_ms: float | None) -> None:
-        self.service[VTC][t] += vtc_tokens
-        if attributed_ms is not None:
-            self.service[ATTRIBUTED][t] += attributed_ms
-            if self.cap[t]:
+    def charge(
+        self, tenants: Iterable[int], vtc_tokens: Sequence[float], attributed_ms: Sequence[float] | None
+    ) -> None:
+        """One step's charges: ``tenants[j]`` gets ``vtc_tokens[j]`` and, while coefficients are
+        known, ``attributed_ms[j]`` (one call per step: the governor's per-step cost,
+        ``benchmarks/govern_cost.py``)."""
+        vtc, attributed = self.service
+        for j, t in enumerate(tenants):
+            vtc[t] += vtc_tokens[j]
+        if attributed_ms is None:
+            return
+        cap = self.cap
+        for j, t in enumerate(tenants):
+            ms = attributed_ms[j]
+            attributed[t] += ms
+            if cap[t]:
                 self._drain(t)
-                self.bucket[t] += attributed_ms
+                self.bucket[t] += ms
 
     def _drain(self, t: int) -> None:
         now = self.clock()

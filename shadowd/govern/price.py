@@ -36,6 +36,10 @@ class TenantSums:
     __slots__ = ("n", "pp", "pc", "pp2", "ppc", "pn", "dc", "dn", "dx")
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Zero every sum (the governor reuses one per tenant, step after step)."""
         self.n = 0  # rows
         self.pp = self.pc = self.pp2 = self.ppc = 0.0  # prefill-like rows: Σp, Σc, Σp², Σp·c
         self.pn = 0  # prefill-like rows
@@ -99,16 +103,22 @@ class StepPricer:
         prices = []
         for s in tenants:
             # A phase without rows has all-zero sums, so its terms are exactly 0.0 (coefficients
-            # are finite and >= 0): skipped, the same float (most tenants in a step only decode).
-            pre = a_p * s.pp + a_c * s.pc + a_p2 * s.pp2 + a_pc * s.ppc + a_1 * s.pn if s.pn else 0.0
+            # are finite and >= 0) and adding them changes no float: skipped (most tenants in a
+            # step only decode).
             if s.dn:
-                dec0 = d_c * s.dc + d_1 * s.dn + d_x * s.dx
-                sum_v += pre + (dec0 if k == 0 else e_c * s.dc + e_1 * s.dn + e_x * s.dx)
+                price = d_c * s.dc + d_1 * s.dn + d_x * s.dx  # decode at segment 0's prices
+                v = price if k == 0 else e_c * s.dc + e_1 * s.dn + e_x * s.dx
+                if s.pn:
+                    pre = a_p * s.pp + a_c * s.pc + a_p2 * s.pp2 + a_pc * s.ppc + a_1 * s.pn
+                    v += pre
+                    price += pre
+            elif s.pn:
+                v = price = a_p * s.pp + a_c * s.pc + a_p2 * s.pp2 + a_pc * s.ppc + a_1 * s.pn
             else:
-                dec0 = 0.0
-                sum_v += pre + 0.0
-            prices.append(pre + dec0)
-            sum_price += pre + dec0
+                v = price = 0.0
+            sum_v += v
+            sum_price += price
+            prices.append(price)
             n += s.n
         if n == 0:
             return [0.0] * len(tenants)

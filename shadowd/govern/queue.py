@@ -26,16 +26,19 @@ from shadowd.govern.ledger import VTC, Ledger
 
 
 class RequestFacts:
-    """What the governor keeps per live request: tenant, prompt length, arrival order, state."""
+    """What the governor keeps per live request: tenant, prompt length, arrival order, state, and
+    its tenant's list of this step's decode contexts (shared by the tenant's requests, so the
+    governor's per-row pass appends to it without a lookup by tenant)."""
 
-    __slots__ = ("tenant", "prompt", "seq", "running", "estimate")
+    __slots__ = ("tenant", "prompt", "seq", "running", "estimate", "contexts")
 
-    def __init__(self, tenant: int, prompt: int, seq: int) -> None:
+    def __init__(self, tenant: int, prompt: int, seq: int, contexts: list[int]) -> None:
         self.tenant = tenant
         self.prompt = prompt
         self.seq = seq
         self.running = False
         self.estimate = 0.0
+        self.contexts = contexts
 
 
 class FairRequestQueue(RequestQueue):

@@ -32,7 +32,10 @@ class TenantResolver:
 
     def resolve(self, request: object) -> str:
         if self.key is not None:
-            extra = getattr(getattr(request, "sampling_params", None), "extra_args", None)
+            try:  # a vLLM request: plain attribute reads (once per request, in the engine thread)
+                extra = request.sampling_params.extra_args  # type: ignore[attr-defined]
+            except AttributeError:  # sampling_params None (pooling) or another object
+                extra = getattr(getattr(request, "sampling_params", None), "extra_args", None)
             if isinstance(extra, dict):
                 value = extra.get(self.key)
                 if isinstance(value, str) and value:
