@@ -850,8 +850,13 @@ def outcome(row: dict[str, Any]) -> tuple[bool, str]:
         if row["pages_after_first_go"]:
             return False, f"{row['pages_after_first_go']} NO_GO evaluations after the first GO"
         return True, ""
-    if row.get("first_go_step") is None or row["first_go_step"] >= s["fault_step"]:
+    at = s["fault_step"]
+    if row.get("first_go_step") is None or row["first_go_step"] >= at:
         return False, "not a test: the gate was never GO before the fault"
+    spanning = [e for e in row.get("episodes") or [] if e["first_step"] < at <= e["last_step"]]
+    if spanning:  # GO once, but not when the fault began: what follows is not the fault's doing
+        e = spanning[0]
+        return False, f"not a test: the gate was {e['verdict']} from step {e['first_step']}, before the fault"
     inj = (s["injects"] or [""])[0]
     if inj.startswith("tenant:"):
         name = inj.split(":", 1)[1].split("=", 1)[0]
@@ -1062,8 +1067,9 @@ def markdown(res: dict[str, Any]) -> str:
     lines += [
         "",
         "Targets: a healthy scenario ends GO and raises no NO_GO (page) after its first GO; a fault",
-        "scenario is a test only if the gate was GO before the fault, and then must end not GO; an 8 %",
-        "whole-step slowdown must also raise a residual drift event within 500 engine steps.",
+        "scenario is a test only if the gate was GO when the fault began (since held-out 9: GO at the",
+        "last evaluation before it, not only once), and then must end not GO; an 8 % whole-step",
+        "slowdown must also raise a residual drift event within 500 engine steps.",
         "",
         "## Per scenario",
         "",

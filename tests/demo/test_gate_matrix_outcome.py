@@ -1,0 +1,46 @@
+"""Which fault rows of the gate's matrix count as tests (benchmarks/gate_matrix.py ``outcome``).
+
+A fault row tests the gate only if the gate was GO when the fault began: a run that paged on
+healthy traffic before its fault (F9-step15 in docs/validation.md) ends NO_GO whatever the
+fault does, so its end says nothing about the fault.
+"""
+
+from __future__ import annotations
+
+from benchmarks.gate_matrix import outcome
+
+
+def _fault_row(episodes: list[dict], final: str = "NO_GO", first_go: int | None = 5427) -> dict:
+    scenario = {"expect": "fault", "fault_step": 7000, "injects": ["step-slowdown:0.15@7000"]}
+    return {
+        "scenario": scenario,
+        "final": final,
+        "first_go_step": first_go,
+        "episodes": episodes,
+        "drift_delay_steps": 255,
+    }
+
+
+CALIBRATING = {"verdict": "INCONCLUSIVE", "first_step": 3216, "last_step": 5226}
+
+
+def test_a_fault_met_by_a_gate_that_was_go_is_a_test_and_met():
+    after = {"verdict": "NO_GO", "first_step": 7403, "last_step": 9001}
+    assert outcome(_fault_row([CALIBRATING, after])) == (True, "")
+
+
+def test_a_page_before_the_fault_makes_the_row_not_a_test():
+    paged = {"verdict": "NO_GO", "first_step": 6231, "last_step": 9001}
+    met, why = outcome(_fault_row([CALIBRATING, paged]))
+    assert not met and why == "not a test: the gate was NO_GO from step 6231, before the fault"
+
+
+def test_an_episode_that_ended_before_the_fault_does_not_count_against_it():
+    blip = {"verdict": "INCONCLUSIVE", "first_step": 6000, "last_step": 6400}
+    after = {"verdict": "NO_GO", "first_step": 7201, "last_step": 9001}
+    assert outcome(_fault_row([CALIBRATING, blip, after])) == (True, "")
+
+
+def test_a_gate_never_go_before_the_fault_is_not_a_test():
+    met, why = outcome(_fault_row([], first_go=7202))
+    assert not met and why.startswith("not a test: the gate was never GO")
