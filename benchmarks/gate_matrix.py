@@ -302,7 +302,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r8"
+DESIGN_REVISION = "r9"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -352,6 +352,12 @@ DESIGN = [
     "before held-out 8 was run: on H7-steady-long (its r8 row below) nearly every detection was "
     "confirmed, so that run's alarms were lasting shifts of the decode residual, not bursts, and "
     "r8 does not bound a long run's alarms; confirmation only filters bursts like the one above.",
+    "Design r9: a re-fit is refused while tenants calibration never saw carry more of the recent "
+    "attributed time than the gate's new-tenant limit (`checks/refit_guard.py`): on held-out 9's "
+    "F9-tenant (r8), a re-fit triggered by the newcomer's load took it in, and the gate was two "
+    "passes from GO again with a tenant nobody had validated. The operator recalibrates with it. "
+    "Tried on held-out 9's short runs (development data from r9 on, rows marked r9) before "
+    "held-out 10 was named.",
     "Design r8: a re-fit that would leave a class without drift detectors that the model in force "
     "watches is refused (`shadowd/daemon/refit.py`, `newly_unwatched`): the model in force still "
     "speaks for the traffic it was calibrated on, and a swing back there finds it watching (on "

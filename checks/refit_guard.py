@@ -7,7 +7,9 @@ into the coefficients is a slowdown the gate no longer sees. So a re-fit is allo
 the traffic left the calibration (a reason to re-fit) and nothing says the engine changed:
 
 1. no gate check failed (a failure is evidence that attribution is wrong now);
-2. no residual drift event is unresolved;
+2. no residual drift event is unresolved, and tenants calibration never saw carry no more of the
+   recent attributed time than the gate's new-tenant limit (design r9: a re-fit would take a
+   newcomer in without anyone having validated it; the operator recalibrates with it);
 3. the model in force meets the gate's accuracy limits on the window's steps of every class
    it was calibrated on (a class calibration barely held is exempt: its coefficients were never
    identified, which is a reason to re-fit, not evidence of a fault);
@@ -73,6 +75,7 @@ class RefitEvidence:
     accuracy: dict[str, ClassError] = field(default_factory=dict)
     shifts: dict[str, ResidualShift] = field(default_factory=dict)
     barely_held: frozenset[str] = frozenset()
+    new_tenant_share: float | None = None  # of recent attributed time, by tenants calibration never saw
 
 
 def refit_decision(
@@ -89,6 +92,13 @@ def refit_decision(
         )
     if ev.unresolved_drift > 0:
         return False, f"{ev.unresolved_drift} unresolved drift events: a re-fit would absorb them"
+    share, limit = ev.new_tenant_share, policy.max_new_tenant_share
+    if share is not None and share > limit:
+        return False, (
+            f"tenants calibration never saw carry {share:.1%} of the recent attributed time (> "
+            f"{limit:.0%}): a re-fit would take them in unvalidated; recalibrate with them once they "
+            "are known to be healthy (shadowd calibrate) (design r9)"
+        )
     judged = []
     for cls, e in sorted(ev.accuracy.items()):
         if cls in ev.barely_held or e.steps < min_steps:

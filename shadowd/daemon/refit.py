@@ -104,7 +104,8 @@ class RegimeRefit:
             self.state = "refitting"
         failing = tuple(c["name"] for c in decision.get("checks", []) if c.get("status") == "fail")
         at_s = float(decision.get("evaluated_at") or time.time())
-        self.run_job(lambda: self._refit(cal, reasons, failing, at_s))
+        share = (decision.get("evidence") or {}).get("new_tenant_share")
+        self.run_job(lambda: self._refit(cal, reasons, failing, at_s, share))
 
     def _scored_steps(self, version: str) -> int:
         return int(
@@ -114,10 +115,15 @@ class RegimeRefit:
         )
 
     def _refit(
-        self, cal: Calibration, reasons: tuple[str, ...], failing: tuple[str, ...], at_s: float
+        self,
+        cal: Calibration,
+        reasons: tuple[str, ...],
+        failing: tuple[str, ...],
+        at_s: float,
+        new_tenant_share: float | None = None,
     ) -> None:
         try:
-            self._refit_window(cal, reasons, failing, at_s)
+            self._refit_window(cal, reasons, failing, at_s, new_tenant_share)
         except Exception as exc:
             log.exception("re-fit failed")
             self._record(at_s, cal, None, f"re-fit failed: {type(exc).__name__}: {exc}", 0)
@@ -125,7 +131,12 @@ class RegimeRefit:
             self.state = "idle"
 
     def _refit_window(
-        self, cal: Calibration, reasons: tuple[str, ...], failing: tuple[str, ...], at_s: float
+        self,
+        cal: Calibration,
+        reasons: tuple[str, ...],
+        failing: tuple[str, ...],
+        at_s: float,
+        new_tenant_share: float | None,
     ) -> None:
         con = self.cursor()
         batch = load_batch(con, Window(last_steps=cal.window_steps))
@@ -137,6 +148,7 @@ class RegimeRefit:
             accuracy=class_errors(batch, cal),
             shifts=residual_shifts(batch, cal, settings.min_shift),
             barely_held=frozenset(cal.barely_held(settings.min_class_steps)),
+            new_tenant_share=new_tenant_share,
         )
         ok, why = checks.refit_decision(evidence, self.policy(), min_steps=settings.min_class_steps)
         key = self.platform_key()

@@ -50,6 +50,7 @@ def test_traffic_that_left_the_calibration_with_a_sound_model_is_refitted():
         (dict(accuracy={"decode": ClassError(900, 0.04, 0.3)}), "p99 0.3"),
         (dict(accuracy={"decode": ClassError(100, 0.04, 0.07)}), "no class has 300 window steps"),
         (dict(shifts={"decode": ResidualShift(400, 0.05, 0.01)}), "moved 0.05 > allowance 0.01"),
+        (dict(new_tenant_share=0.3), "never saw carry 30.0% of the recent attributed time (> 5%)"),
     ],
 )
 def test_each_sign_of_a_changed_engine_refuses_the_refit(change, says):
@@ -82,3 +83,9 @@ def test_time_invariance_names_the_class_that_moved():
         {"decode": ResidualShift(3000, 0.004, 0.01), "mixed": ResidualShift(900, 0.03, 0.01)}
     )
     assert not ok and why.startswith("mixed: the re-fitted model's residual level moves 0.03"), why
+
+
+def test_a_newcomer_below_the_new_tenant_limit_does_not_block_a_refit():
+    """Design r9 refuses only where the gate's own new-tenant check would not pass."""
+    assert decide(dataclasses.replace(GOOD, new_tenant_share=0.04))[0]
+    assert decide(dataclasses.replace(GOOD, new_tenant_share=None))[0]

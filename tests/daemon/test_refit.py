@@ -30,7 +30,13 @@ PLATFORM = Platform(
 )
 
 
-def run(ipc_endpoint: str, db_path: str, latency_scale: float, **overrides: Any) -> tuple[Daemon, str, dict]:
+def run(
+    ipc_endpoint: str,
+    db_path: str,
+    latency_scale: float,
+    rename: dict[str, str] | None = None,
+    **overrides: Any,
+) -> tuple[Daemon, str, dict]:
     cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
     config = daemon_config(
         ipc_endpoint,
@@ -42,9 +48,10 @@ def run(ipc_endpoint: str, db_path: str, latency_scale: float, **overrides: Any)
     daemon.start(http=False, jobs=False)
     daemon.install_calibration(cal)
     push = Pusher(ipc_endpoint)
-    for frame in frames_from_batch(
-        synthetic_batch(steps=3000, seed=22, max_seqs=256), latency_scale=latency_scale
-    ):
+    traffic = synthetic_batch(steps=3000, seed=22, max_seqs=256)
+    for old, new in (rename or {}).items():  # tenants the calibration never saw
+        traffic.tenant = np.where(traffic.tenant == old, new, traffic.tenant)
+    for frame in frames_from_batch(traffic, latency_scale=latency_scale):
         push.send(frame)
     push.close()
     assert wait_until(lambda: daemon.pipeline.steps_ingested == 3000, timeout=60)
@@ -101,6 +108,22 @@ def test_a_refit_that_would_leave_a_watched_class_blind_is_refused(ipc_endpoint,
         why = daemon.refit.history[-1].why
         assert "could not calibrate drift detectors for" in why and "design r8" in why, why
         assert daemon.calibration.model.version == parent and daemon.calibration.drift
+    finally:
+        daemon.stop()
+
+
+def test_a_refit_that_would_take_in_an_unseen_tenant_is_refused(ipc_endpoint, db_path):
+    """Design r9: the same healthy traffic, but one tenant's requests now come under a name the
+    calibration never saw (held-out 9's F9-tenant installed such a re-fit).  The newcomer's share
+    keeps the gate INCONCLUSIVE, and the model in force stays until an operator recalibrates."""
+    daemon, parent, decision = run(ipc_endpoint, db_path, 1.0, rename={"code": "newcomer"})
+    try:
+        assert decision["evidence"]["new_tenant_share"] > 0.05, decision["evidence"]
+        assert daemon.refit.counts == {"installed": 0, "refused": 1}, daemon.refit.history
+        why = daemon.refit.history[-1].why
+        assert "never saw carry" in why and "design r9" in why, why
+        assert daemon.calibration.model.version == parent
+        assert daemon.evaluate_gate()["verdict"] == "INCONCLUSIVE"
     finally:
         daemon.stop()
 
