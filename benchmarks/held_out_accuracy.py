@@ -56,6 +56,7 @@ SETS = {
     "held_out_7": ("HELD7_BASE", {"saturated": 811, "light": 812}, "held_out_7"),
     "held_out_8": ("HELD8_BASE", {"saturated": 911, "light": 912}, "held_out_8"),
     "held_out_9": ("HELD9_BASE", {"saturated": 1011, "light": 1012}, "held_out_9"),
+    "held_out_10": ("HELD10_BASE", {"saturated": 1111, "light": 1112}, "held_out_10"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)
