@@ -29,8 +29,15 @@ JSON_PATH = ROOT / "docs" / "admission.json"
 MD_PATH = ROOT / "docs" / "admission.md"
 
 
-def store_section(name: str, data: Any, argv: list[str]) -> None:
+MAX_HISTORY = 10
+
+
+def store_section(name: str, data: Any, argv: list[str], *, keep_history: bool = False) -> None:
+    """Replace section ``name``; with ``keep_history`` the replaced run is kept (its meta and data,
+    the last ``MAX_HISTORY``) so the document can set runs on machines of different speed side by
+    side (the governor's cost: ``benchmarks/govern_cost.py``)."""
     doc = json.loads(JSON_PATH.read_text()) if JSON_PATH.exists() else {"sections": {}}
+    old = doc["sections"].get(name)
     doc["sections"][name] = {
         "meta": {
             "command": ".venv/bin/python -m " + " ".join([_module(argv[0])] + argv[1:]),
@@ -40,6 +47,9 @@ def store_section(name: str, data: Any, argv: list[str]) -> None:
         },
         "data": data,
     }
+    if keep_history and old is not None:
+        earlier = [*old.get("history", []), {"meta": old["meta"], "data": old["data"]}]
+        doc["sections"][name]["history"] = earlier[-MAX_HISTORY:]
     JSON_PATH.write_text(json.dumps(doc, indent=1, default=str) + "\n")
     render_docs(doc)
     print(f"wrote {JSON_PATH.relative_to(ROOT)} and {MD_PATH.relative_to(ROOT)}", file=sys.stderr)

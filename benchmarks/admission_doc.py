@@ -158,8 +158,35 @@ def _cost(section: dict[str, Any]) -> str:
             *rows,
             "",
             _meta(section),
+            *_cost_history(section),
         ]
     )
+
+
+def _cost_history(section: dict[str, Any]) -> list[str]:
+    """Earlier stored runs beside this one, as the governor's net cost in % of the untouched
+    scheduler's own step on the same machine: the machine's speed varies from day to day (the
+    scheduler column), the ratio much less."""
+    runs = [*section.get("history", []), {"meta": section["meta"], "data": section["data"]}]
+    if len(runs) < 2:
+        return []
+    keys = [(r["requests_per_step"], r["workload"]) for r in section["data"]]
+    head = "| stored run | scheduler µs/step, 256 steady | " + " | ".join(f"{n} {w}" for n, w in keys) + " |"
+    lines = [
+        "",
+        "Governor net cost in % of the untouched scheduler's own step, run by run (the machine's speed",
+        "moves the microseconds above from day to day; the untouched scheduler's own cost per step, in",
+        "the second column, shows by how much):",
+        "",
+        head,
+        "|" + "---|" * (len(keys) + 2),
+    ]
+    for run in runs:
+        by = {(r["requests_per_step"], r["workload"]): r for r in run["data"]}
+        steady = by.get((256, "steady"), {}).get("scheduler_cpu_us_per_step", "–")
+        cells = " | ".join(str(by[k]["governor_pct_of_step"]) if k in by else "–" for k in keys)
+        lines.append(f"| {run['meta']['at'][:16]} | {steady} | {cells} |")
+    return lines
 
 
 def page_name(section: str) -> str:

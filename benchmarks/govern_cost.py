@@ -303,4 +303,4 @@ def run(quick: bool = False) -> dict[str, Any]:
 if __name__ == "__main__":
     from benchmarks.admission import store_section
 
-    store_section("govern_cost", run(quick="--quick" in sys.argv)["govern_cost"], sys.argv)
+    store_section("govern_cost", run(quick="--quick" in sys.argv)["govern_cost"], sys.argv, keep_history=True)
