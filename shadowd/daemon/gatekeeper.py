@@ -108,6 +108,7 @@ class GateKeeper:
                     facts,
                     window_s=self.window_s,
                     required_classes=tuple(self.gate.policy.required_step_classes),
+                    new_tenant_limit=self.gate.policy.max_new_tenant_share,
                 )
             except Exception as exc:
                 log.exception("gate: evidence could not be gathered")
