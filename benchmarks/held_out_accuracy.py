@@ -57,6 +57,7 @@ SETS = {
     "held_out_8": ("HELD8_BASE", {"saturated": 911, "light": 912}, "held_out_8"),
     "held_out_9": ("HELD9_BASE", {"saturated": 1011, "light": 1012}, "held_out_9"),
     "held_out_10": ("HELD10_BASE", {"saturated": 1111, "light": 1112}, "held_out_10"),
+    "held_out_11": ("HELD11_BASE", {"saturated": 1211, "light": 1212}, "held_out_11"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)
