@@ -194,6 +194,7 @@ def render(doc: dict[str, Any]) -> str:
     parts.append(_faults_section(r.get("kill9")))
     parts.append(_gate_section(r.get("gate_eval")))
     parts.append(_retention_section(r.get("retention")))
+    parts.append(_stability_section(r.get("stability_cost")))
     return "\n".join(p for p in parts if p) + "\n"
 
 
@@ -840,4 +841,44 @@ noise of this order), the unchunked transaction from {small["unchunked"]["longes
 {large["unchunked"]["longest_s"]:.1f} s.  A busy host ({d["busy_steps_per_s"]} steps/s, {d["busy_requests_per_step"]} requests per
 step) stores {busy * 86400 / 1e6:,.0f} M request rows a day, {busy / here:,.0f}x this rate: its
 unchunked transaction would grow by that factor, its chunks would not (same `chunk_rows`).
+"""
+
+
+def _stability_section(entry: dict | None) -> str:
+    if not entry or "speedup" not in entry["data"]:
+        return ""
+    d = entry["data"]
+    e = d["point_error_vs_long_double"]
+    table = _table(
+        ["form", "wall s", "peak traced MiB"],
+        [
+            [
+                "row level (each replicate from the rows)",
+                f"{d['row_level_s']:.2f}",
+                f"{d['row_level_peak_mib']:.0f}",
+            ],
+            [
+                "group moments (each replicate from per-step sums)",
+                f"{d['group_moments_s']:.2f}",
+                f"{d['group_moments_peak_mib']:.0f}",
+            ],
+        ],
+    )
+    return f"""## Share-stability check on a gate window
+
+`benchmarks/stability_cost.py`: `checks.stability_report` (the gate's stability check) on one
+window of {_fmt(d["steps"])} steps whose batch size swings between 2 and 256 requests
+({_fmt(d["rows"])} request rows, {d["buckets"]} shape buckets, {d["splits"]} splits,
+{d["n_boot"]} bootstrap replicates), in its former row-level form and its current form, in one
+run.  {_load(entry)}.
+
+{table}
+
+The current form is {d["speedup"]:.1f}x faster here, and its peak is that of the window's columns:
+the row-level form also held, per bucket, a replicates × rows weight matrix and a rows × d²
+array of moment products.  The two
+agree to {d["max_relative_difference"]:.1e} (relative, effect and interval bounds); against moment
+sums in long double, a bucket's point effect is off by at most {e["row_level"]:.1e} in the row-level
+form and {e["group_moments"]:.1e} in the current one (the effect subtracts nearly equal moments, so
+the rounding of a float64 sum over ~10^5 rows shows; sums per step keep it small).
 """

@@ -43,6 +43,7 @@ BENCHMARKS: dict[str, str] = {
     "kill9": "benchmarks.kill9",
     "gate_eval": "benchmarks.gate_eval",
     "retention": "benchmarks.retention_cost",
+    "stability": "benchmarks.stability_cost",
 }
 
 PENDING: dict[str, dict[str, Any]] = {}  # figures not measured yet: name -> note

@@ -59,9 +59,18 @@ def shape_buckets(
 ) -> np.ndarray:
     """Bucket key per row, e.g. ``'decode|n1|c11'``."""
     p = np.asarray(phase).astype(str)
-    nb = log2_bucket(new_tokens).astype(str)
-    cb = log2_bucket(context).astype(str)
-    return np.char.add(np.char.add(np.char.add(np.char.add(p, "|n"), nb), "|c"), cb)
+    if len(p) == 0:
+        return np.zeros(0, dtype="<U1")
+    names, p_idx = np.unique(p, return_inverse=True)
+    nb, cb = log2_bucket(new_tokens), log2_bucket(context)
+    # The labels are built once per distinct bucket, not per row (a window holds ~10^6 rows and
+    # a few dozen buckets): ``benchmarks/stability_cost.py``.
+    code = (p_idx.astype(np.int64) * (nb.max() + 1) + nb) * (cb.max() + 1) + cb
+    uniq, inv = np.unique(code, return_inverse=True)
+    first = np.zeros(len(uniq), dtype=np.int64)
+    first[inv[::-1]] = np.arange(len(code))[::-1]
+    labels = np.array([f"{names[p_idx[i]]}|n{nb[i]}|c{cb[i]}" for i in first])
+    return labels[inv]
 
 
 def _design(share: np.ndarray, composition: Mapping[str, Any], own: Mapping[str, Any] | None):
@@ -112,6 +121,23 @@ def _moment_stats(G: np.ndarray, q: int, k: int) -> dict[str, np.ndarray]:
     return {"effect": effect, "partial_r2": partial_r2, "slopes": slopes, "n": n}
 
 
+def _group_moments(A: np.ndarray, b_idx: np.ndarray, g_idx: np.ndarray):
+    """``A'A`` per (bucket, group), sorted by bucket then group; and each one's bucket and group.
+
+    A bootstrap replicate weighs whole groups, so it needs only these sums, not the rows (a
+    step holds many rows); built one pair of columns at a time, never a rows × d² array
+    (``benchmarks/stability_cost.py``)."""
+    order = np.lexsort((g_idx, b_idx))
+    b_s, g_s, A_s = b_idx[order], g_idx[order], A[order]
+    starts = np.flatnonzero(np.r_[True, (b_s[1:] != b_s[:-1]) | (g_s[1:] != g_s[:-1])])
+    d = A.shape[1]
+    M = np.empty((len(starts), d, d))
+    for i in range(d):
+        for j in range(i, d):
+            M[:, i, j] = M[:, j, i] = np.add.reduceat(A_s[:, i] * A_s[:, j], starts)
+    return M, b_s[starts], g_s[starts]
+
+
 def _effect_with_boot(bucket, share, composition, own, groups, min_rows, n_boot, seed):
     A, ok, q, k = _design(share, composition, own)
     keys = np.asarray(bucket)[ok]
@@ -131,17 +157,18 @@ def _effect_with_boot(bucket, share, composition, own, groups, min_rows, n_boot,
     boot_eff = np.zeros((n_boot, len(used)))
     boot_n = np.zeros((n_boot, len(used)))
     per_bucket = []
+    d = A.shape[1]
+    if len(used):
+        M, seg_b, seg_g = _group_moments(A, b_idx, g_idx)
+        bounds = np.searchsorted(seg_b, np.arange(len(uniq) + 1))
     for j, b in enumerate(used):
-        rows = np.flatnonzero(b_idx == b)
-        Ab = A[rows]
-        outer = (Ab[:, :, None] * Ab[:, None, :]).reshape(len(rows), -1)
-        d = Ab.shape[1]
-        st = _moment_stats(outer.sum(axis=0).reshape(d, d), q, k)
+        Mb, gb = M[bounds[b] : bounds[b + 1]], seg_g[bounds[b] : bounds[b + 1]]
+        st = _moment_stats(Mb.sum(axis=0), q, k)
         for key in point:
             point[key].append(st[key])
-        per_bucket.append({"bucket": str(uniq[b]), "rows": int(len(rows)), "effect": float(st["effect"])})
+        per_bucket.append({"bucket": str(uniq[b]), "rows": int(counts[b]), "effect": float(st["effect"])})
         if n_boot:
-            Gb = (gw[:, g_idx[rows]] @ outer).reshape(n_boot, d, d)
+            Gb = (gw[:, gb] @ Mb.reshape(len(gb), d * d)).reshape(n_boot, d, d)
             sb = _moment_stats(Gb, q, k)
             boot_eff[:, j] = np.where(sb["n"] > d, sb["effect"], np.nan)
             boot_n[:, j] = np.where(sb["n"] > d, sb["n"], 0.0)

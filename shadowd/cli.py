@@ -289,10 +289,7 @@ def demo(
     as_json: bool,
 ) -> None:
     """The whole pipeline on the reference engine: real vLLM scheduler, tap, daemon, gate."""
-    if not click.get_current_context().find_root().obj.get("verbose"):
-        _quiet_engine_imports()
-    from shadowd.demo.scenario import run_demo
-    from shadowd.demo.spec import DemoSpec
+    from shadowd.demo.spec import DemoSpec  # no engine imports: bad arguments fail in a second
 
     try:
         spec = DemoSpec.build(
@@ -309,8 +306,12 @@ def demo(
             html_path=html_path,
             govern=govern,
         )
-    except (ValueError, FileNotFoundError) as exc:
+    except ValueError as exc:  # a missing trace file is the group's one-line error
         raise click.BadParameter(str(exc)) from None
+    if not click.get_current_context().find_root().obj.get("verbose"):
+        _quiet_engine_imports()
+    from shadowd.demo.scenario import run_demo
+
     result = run_demo(spec, progress=not as_json)
     if as_json:
         _echo_json(result)

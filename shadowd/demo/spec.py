@@ -19,6 +19,7 @@ from typing import Any
 
 import checks
 from shadowd.twin.load_profile import LoadProfile
+from shadowd.twin.workload import TenantSpec
 
 DEFAULT_STEPS = 4000
 
@@ -101,6 +102,8 @@ class DemoSpec:
         horizon = kw.get("horizon")
         if horizon is not None and not 800 <= int(horizon) <= steps:
             raise ValueError(f"--horizon {horizon}: between 800 and --steps ({steps})")
+        for text in (*tenants, *(i.value for i in parsed if i.kind == "tenant")):
+            TenantSpec.parse(text).check_source()
         return cls(injects=parsed, tenants=tuple(tenants), loads=profiles, **kw)
 
     @property

@@ -78,6 +78,14 @@ class TenantSpec:
             raise ValueError(f"tenant spec {text!r}: rate must be positive")
         return cls(name, trace, rate)
 
+    def check_source(self) -> None:
+        """Raise now, before an engine is built, if a trace file is missing or of unknown format
+        (a demo with a typo should fail in a second, not after vLLM has loaded); the schemes
+        (``servegen:``, ``synthetic:``, ``lengths:``) are checked when loaded."""
+        scheme = self.trace.split(":", 1)[0]
+        if scheme not in _SCHEMES and not Path(self.trace).name.startswith("chunk-"):
+            _trace_file(self.trace)
+
 
 def _stream_seed(seed: int, tenant: str) -> int:
     return (seed * 1_000_003 + zlib.crc32(tenant.encode())) & 0x7FFFFFFF

@@ -157,3 +157,32 @@ def test_strata_edges_and_labels_are_validated():
         ["a"] * 3, [1.0, 2.0, 3.0], [1, 1, 1], [1, 5, 9], edges=[2, 6], labels=["s", "m", "l"]
     )
     assert out["tenants"]["a"]["ratio"] == 3.0 and out["tenants"]["a"]["m"]["rows"] == 1
+
+
+def test_group_moments_are_the_row_moments_summed_per_bucket_and_step():
+    """The bootstrap weighs steps, so ``_group_moments`` may sum rows per (bucket, step) first: a
+    replicate's moments from those sums are those of the rows weighted by their step's weight."""
+    from checks.share_stability import _group_moments
+
+    rng = np.random.default_rng(3)
+    n, d = 500, 4
+    A = rng.normal(size=(n, d))
+    b_idx, g_idx = rng.integers(0, 3, n), rng.integers(0, 40, n)
+    M, seg_b, seg_g = _group_moments(A, b_idx, g_idx)
+    assert np.all(np.diff(seg_b) >= 0) and len(set(zip(seg_b, seg_g))) == len(seg_b)
+    w = rng.integers(0, 3, 40).astype(float)  # one replicate's weights per step
+    for b in range(3):
+        rows = b_idx == b
+        want = (A[rows] * w[g_idx[rows], None]).T @ A[rows]
+        got = np.einsum("s,sij->ij", w[seg_g[seg_b == b]], M[seg_b == b])
+        assert np.allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_shape_bucket_labels_are_built_per_bucket_as_per_row():
+    """Labels are built once per distinct bucket and mapped back: the same strings as per row."""
+    rng = np.random.default_rng(4)
+    phase = rng.choice(["decode", "prefill"], 2000)
+    new, ctx = rng.integers(1, 5000, 2000), rng.integers(0, 40000, 2000)
+    per_row = [f"{p}|n{n}|c{c}" for p, n, c in zip(phase, log2_bucket(new), log2_bucket(ctx))]
+    assert shape_buckets(phase, new, ctx).tolist() == per_row
+    assert shape_buckets([], [], []).tolist() == []

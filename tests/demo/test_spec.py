@@ -31,3 +31,15 @@ def test_a_horizon_outside_the_run_is_refused(horizon):
         DemoSpec.build(steps=9000, horizon=horizon)
     res = CliRunner().invoke(main, ["demo", "--steps", "9000", "--horizon", str(horizon)])
     assert res.exit_code == 2 and "--horizon" in res.output
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"tenants": ("x=nofile.csv",)}, {"injects": ("tenant:x=missing/trace.jsonl@900",), "steps": 1000}],
+)
+def test_a_missing_trace_is_refused_before_an_engine_is_built(kw):
+    """Checked when the spec is built (``TenantSpec.check_source``), so a typo costs a second,
+    not vLLM's import and an engine; the schemes (``synthetic:``...) are left to their loaders."""
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        DemoSpec.build(**kw)
+    assert DemoSpec.build(tenants=("a=synthetic:chat:4", "b=azure-code"), steps=1000).tenants

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -70,56 +71,80 @@ print(json.dumps(out))
 """
 
 
-def _run(case: str, llama_dir: str, tap: str | None) -> tuple[dict, str]:
+CASES = {  # case -> the endpoint its SHADOWD_TAP names (None: unset)
+    "tap": "daemon",
+    "untouched": None,
+    "no-method": "daemon",
+    "tapping-fails": "daemon",
+}
+
+
+def _start(case: str, llama_dir: str, tap: str | None) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SHADOWD_TAP") and k != "VLLM_PLUGINS"}
     env.update(PYTHONPATH=str(ROOT), SHADOWD_ENGINE_ID="plugin-engine", HF_HUB_OFFLINE="1")
     if tap is not None:
         env["SHADOWD_TAP"] = tap
-    proc = subprocess.run(
+    return subprocess.Popen(
         [sys.executable, "-c", SCRIPT, case, llama_dir],
         cwd=ROOT,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=300,
     )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
-def test_plugin_taps_the_class_vllm_builds(ipc_endpoint, db_path, llama_dir):
-    daemon = make_daemon(ipc_endpoint, db_path)
+@pytest.fixture(scope="module")
+def runs(llama_dir, tmp_path_factory):
+    """Every case's (JSON out, stderr), the four interpreters started at once (each spends most of
+    its time importing vLLM), with a real daemon on the endpoint the tapped ones name; and the
+    daemon's ``steps`` rows (engine ids, count) once it has ingested the tapped run's steps."""
+    endpoint = f"ipc://{tempfile.mkdtemp(prefix='shd-')}/tap.sock"
+    db = str(tmp_path_factory.mktemp("plugin") / "shadowd.duckdb")
+    daemon = make_daemon(endpoint, db)
     daemon.start()
     try:
-        out, _ = _run("tap", llama_dir, ipc_endpoint)
-        total = out["async"]["steps"] + out["sync"]["steps"]
+        procs = {c: _start(c, llama_dir, endpoint if t else None) for c, t in CASES.items()}
+        out = {}
+        for case, proc in procs.items():
+            stdout, stderr = proc.communicate(timeout=300)
+            assert proc.returncode == 0, (case, stderr[-4000:])
+            out[case] = (json.loads(stdout.strip().splitlines()[-1]), stderr)
+        tapped = out["tap"][0]
+        total = tapped["async"]["steps"] + tapped["sync"]["steps"]
         assert wait_until(lambda: daemon.pipeline.steps_ingested >= total, timeout=30)
     finally:
         daemon.stop()
+    con = duckdb.connect(db, read_only=True)
+    out["rows"] = con.execute("SELECT list(DISTINCT engine_id), count(*) FROM steps").fetchone()
+    con.close()
+    return out
+
+
+def test_plugin_taps_the_class_vllm_builds(runs):
+    out, _ = runs["tap"]
     assert out["plugin_loaded"]
     for mode, name in (("async", "TapAsyncScheduler"), ("sync", "TapScheduler")):
         got = out[mode]
         assert got["cls"] == name and got["subclass_of_default"] and not got["is_default"], got
         assert got["tapped"] and got["steps"] > 10
-    con = duckdb.connect(db_path, read_only=True)
-    (engines, steps) = con.execute("SELECT list(DISTINCT engine_id), count(*) FROM steps").fetchone()
-    con.close()
-    assert engines == ["plugin-engine"] and steps == total
+    engines, steps = runs["rows"]  # the other cases send no steps: only the tapped run's are here
+    assert engines == ["plugin-engine"] and steps == out["async"]["steps"] + out["sync"]["steps"]
 
 
-def test_without_shadowd_tap_vllm_class_untouched(llama_dir):
-    out, _ = _run("untouched", llama_dir, None)
+def test_without_shadowd_tap_vllm_class_untouched(runs):
+    out, _ = runs["untouched"]
     for mode in ("async", "sync"):
         assert out[mode]["is_default"] and not out[mode]["tapped"], out
 
 
-def test_vllm_without_get_scheduler_cls_starts_untapped(ipc_endpoint, llama_dir):
-    out, stderr = _run("no-method", llama_dir, ipc_endpoint)
+def test_vllm_without_get_scheduler_cls_starts_untapped(runs):
+    out, stderr = runs["no-method"]
     assert out == {"plugin_loaded": True, "has_method": False}
     assert "shadowd tap plugin not installed (engine runs untapped)" in stderr
 
 
-def test_a_tap_that_cannot_wrap_the_class_leaves_vllm_its_own(ipc_endpoint, llama_dir):
-    out, stderr = _run("tapping-fails", llama_dir, ipc_endpoint)
+def test_a_tap_that_cannot_wrap_the_class_leaves_vllm_its_own(runs):
+    out, stderr = runs["tapping-fails"]
     assert out == {"plugin_loaded": True, "cls_is_default": True}
     assert "shadowd tap not applied" in stderr and "cannot subclass this scheduler" in stderr
