@@ -125,6 +125,11 @@ class CalibrationSettings:
     # gate requires must not be left without drift detectors because one window was short of it.
     cover_class_share: float = 0.25
     max_window_factor: float = 3.0
+    # Design r11: the window also widens (within the same maximum) until every tenant named here
+    # ([calibration] tenants) has appeared in it, so a tenant the operator expects but that was
+    # silent at first is not a newcomer to the gate (why and on which runs: DESIGN in
+    # benchmarks/gate_matrix.py).
+    expected_tenants: tuple[str, ...] = ()
 
 
 def calibrate(
@@ -271,9 +276,18 @@ class WarmupCalibrator:
         if self.buffered < self.warmup_steps:
             return
         whole = StepBatch.concat(self._parts)
-        n = window_length(whole.kind, self.warmup_steps, self.settings)
+        seen = tenants_seen_by(whole, self.settings.expected_tenants)
+        n = None if seen is None else window_length(whole.kind, max(self.warmup_steps, seen), self.settings)
         if n is None and self.buffered < self.max_window_steps:
-            return  # a common class is still short of held-out steps: widen the window
+            return  # a common class is short of held-out steps, or a tenant not seen: widen the window
+        if seen is None:
+            missing = sorted(set(self.settings.expected_tenants) - set(_tenants(whole)))
+            log.warning(
+                "calibrating without expected tenant(s) %s: not seen in the widest warm-up window (%d "
+                "steps); the gate counts them as new until a recalibration sees them",
+                ", ".join(missing[:10]),
+                whole.num_steps,
+            )
         self.state = "calibrating"
         self._parts = []
         chosen = whole if n is None else whole.select_steps(np.arange(whole.num_steps) < n)
@@ -288,6 +302,25 @@ class WarmupCalibrator:
             return
         self.on_calibrated(result)
         self.state = "done"
+
+
+def _tenants(batch: StepBatch) -> np.ndarray:
+    return np.asarray(batch.tenant if batch.tenant is not None else [], dtype=object)
+
+
+def tenants_seen_by(batch: StepBatch, expected: tuple[str, ...]) -> int | None:
+    """The fewest steps from the window's start that hold a row of every ``expected`` tenant
+    (0 with none expected); ``None`` while one of them has no row yet."""
+    if not expected:
+        return 0
+    tenant = _tenants(batch)
+    first = []
+    for name in set(expected):
+        rows = np.flatnonzero(tenant == name)
+        if rows.size == 0:
+            return None
+        first.append(int(batch.req_step[rows].min()))
+    return max(first) + 1
 
 
 def window_length(kind: np.ndarray, minimum: int, settings: CalibrationSettings) -> int | None:

@@ -97,6 +97,16 @@ def subset_of(*choices: str) -> Check:
     return check
 
 
+def bounded_labels(most: int, longest: int) -> Check:
+    def check(v: tuple[str, ...]) -> str | None:
+        if len(v) > most:
+            return f"at most {most} names, got {len(v)}"
+        long = [x for x in v if len(x) > longest]
+        return f"names longer than {longest} characters: {long[0][:80]!r}" if long else None
+
+    return check
+
+
 def key(default: Any, check: Check | None = None, help: str = "") -> Any:
     """A config key: its default, an optional value check, and a one-line help."""
     return field(default=default, metadata={"check": check, "help": help})
@@ -127,6 +137,11 @@ class CalibrationConfig:
     max_age_s: float = key(7 * 86400.0, positive, "older calibrations are stale (gate fails closed)")
     policy: str = key("equal", one_of(*FIXED_TERM_POLICIES), "who pays the fixed term")
     refit: bool = key(True, None, "re-fit on recent traffic when it leaves the calibration (guarded)")
+    tenants: tuple[str, ...] = key(
+        (),
+        bounded_labels(256, 64),
+        "tenants the warm-up window waits for (widening up to its maximum) before the first fit",
+    )
     platform: Platform | None = None
 
 

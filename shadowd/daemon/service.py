@@ -164,6 +164,7 @@ class Daemon:
             min_class_steps=d.min_class_steps,
             confirm_steps=d.confirm_steps,
             share_policy=c.policy,
+            expected_tenants=c.tenants,
         )
         runner = run_job or (
             lambda fn: threading.Thread(target=fn, name="shadowd-calibrate", daemon=True).start()

@@ -142,11 +142,15 @@ class DemoRun:
         # A short probe of the engine's step time sizes the demo's duration minimum.
         probe = ref.engine.expected_ms(np.ones(64, dtype=np.int64), np.full(64, 1500), np.zeros(64, bool))
         daemon = Daemon(self._config(ref.engine, probe / 1e3), run_job=lambda fn: fn())
-        # The engine starts empty; calibrate on traffic at its working point, not on the ramp-up.
+        workload = self._workload(ref)
+        # The engine starts empty; calibrate on traffic at its working point, not on the ramp-up,
+        # and (design r11) on a window that holds every tenant the run starts with, as an operator
+        # would list them in [calibration] tenants; tenants injected later stay newcomers.
         daemon.calibrator.settings = dataclasses.replace(
             daemon.calibrator.settings,
             settle_steps=self.spec.settle_steps,
             max_window_factor=self.spec.max_window_factor,
+            expected_tenants=tuple(sorted({r.tenant for r in workload})),
         )
         daemon.start(http=False, jobs=False)
         self._hand_over(ref, daemon)
@@ -155,7 +159,7 @@ class DemoRun:
         daemon.receiver.wall_clock = lambda: self._sim_now(ref)
         try:
             time.sleep(0.2)  # PUSH connects to the bound PULL
-            ref.driver.submit(self._workload(ref))
+            ref.driver.submit(workload)
             self._drive(ref, daemon)
             result = self._result(ref, daemon)
         finally:

@@ -1,0 +1,73 @@
+"""The warm-up window waits for the tenants ``[calibration] tenants`` names (design r11).
+
+A tenant the operator expects but that was quiet at first (a bursty batch job) would otherwise be
+a newcomer to the gate when it arrives.  The window widens, within its usual maximum, until every
+listed tenant has a row in it; one still missing at the maximum is calibrated without, and named
+in the log.  Driven through ``WarmupCalibrator.observe`` as the daemon feeds it, with a
+``run_job`` that records the window instead of fitting it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import numpy as np
+
+from shadowd.daemon.calibrator import CalibrationSettings, WarmupCalibrator, tenants_seen_by
+from shadowd.steps.batch import StepBatch
+
+
+@dataclasses.dataclass
+class Cols:
+    batch: StepBatch
+
+    @property
+    def num_steps(self) -> int:
+        return self.batch.num_steps
+
+
+def _steps(n: int, first: int, late: dict[str, int]) -> Cols:
+    """``n`` decode steps from step ``first``: tenants a and b in every step, each tenant of
+    ``late`` only from its step on."""
+    steps, reqs = [], []
+    for i in range(first, first + n):
+        names = ["a", "b"] + [t for t, at in late.items() if i >= at]
+        steps.append({"latency_ms": 10.0, "step_seq": i})
+        reqs.append([{"tenant": t, "new_tokens": 1, "context_tokens": 100 + i} for t in names])
+    return Cols(StepBatch.from_rows(steps, reqs))
+
+
+def _windows(expected: tuple[str, ...], late: dict[str, int], total: int) -> list[StepBatch]:
+    chosen: list[StepBatch] = []
+    settings = CalibrationSettings(min_class_steps=30, max_window_factor=3.0, expected_tenants=expected)
+    cal = WarmupCalibrator({"gpu": "x"}, 400, lambda c: None, settings=settings, run_job=lambda fn: fn())
+    cal._calibrate = chosen.append  # the window it would fit
+    for first in range(0, total, 100):  # frames arrive in batches of 100 steps
+        cal.observe(_steps(100, first, late))
+    return chosen
+
+
+def test_the_window_waits_for_an_expected_tenant_that_starts_late():
+    (window,) = _windows(("a", "b", "c"), {"c": 650}, 2000)
+    assert window.num_steps == 651 and "c" in set(window.tenant)  # its first row: step 650
+
+
+def test_without_expected_tenants_the_window_does_not_wait():
+    (window,) = _windows((), {"c": 650}, 2000)
+    assert window.num_steps == 400 and "c" not in set(window.tenant)
+
+
+def test_a_tenant_missing_at_the_widest_window_is_named_and_left_out(caplog):
+    with caplog.at_level(logging.WARNING, "shadowd.calibration"):
+        (window,) = _windows(("a", "b", "z"), {}, 2000)
+    assert window.num_steps == 1200  # 3 x warmup_steps, then it calibrates anyway
+    assert "calibrating without expected tenant(s) z" in caplog.text
+
+
+def test_tenants_seen_by_counts_from_the_window_start():
+    batch = _steps(10, 0, {"c": 4}).batch
+    assert tenants_seen_by(batch, ()) == 0
+    assert tenants_seen_by(batch, ("a", "c")) == 5
+    assert tenants_seen_by(batch, ("a", "nobody")) is None
+    assert np.isin(["a", "b"], batch.tenant).all()
