@@ -411,7 +411,13 @@ DESIGN = [
     "bursty trace, a slow long-context one) were newcomers to the gate when they arrived, however "
     "healthy: H9-saturated and H11-saturated ended INCONCLUSIVE on coverage.new_tenants, and "
     "H10-steady and H10-swing paged (r9) or ended INCONCLUSIVE (r10) after one. A tenant nobody "
-    "listed, like the fault runs' new heavy tenant, is still a newcomer.",
+    "listed, like the fault runs' new heavy tenant, is still a newcomer. Tried on development "
+    "rows of held-out 9-11 (rows marked r11) before held-out 12 was named: H11-saturated reached GO "
+    "(first GO 4824; r10 never GO, on coverage.new_tenants); H11-ramp ended as under r10 "
+    "(INCONCLUSIVE, one pass short of GO); in H9-saturated, H10-steady and H10-swing the quiet "
+    "tenant had not appeared by the widest window (60 % of the run), so calibration came later "
+    "(3617-3618 where r9/r10 calibrated by 3014-3216) and ended INCONCLUSIVE as before, H10's on "
+    "that tenant; F9-tenant and F11-tenant still ended INCONCLUSIVE on the newcomer.",
     "Design r10: while tenants calibration never saw carry more of the recent attributed time than "
     "the new-tenant limit (coverage.new_tenants is then INCONCLUSIVE: recalibrate with them), the "
     "steps carrying their requests are left out of the accuracy evidence "
