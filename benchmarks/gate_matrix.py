@@ -353,6 +353,32 @@ PROTOCOL = {
             "verdict was not read. No long run is declared for this set."
         ),
     },
+    "held_out_12": {
+        "platforms": ["H200 SXM tables (as in held-out 1-11: no other unseen tables exist)"],
+        "models": [
+            "Yi-1.5-9B tp1 (public config, benchmarks/models/yi-1.5-9b; never used): 48 layers of "
+            "hidden 4096, 4 KV heads (8 query heads per KV head), 4k positions"
+        ],
+        "tenants": [
+            "ServeGen client 30 at 10 req/s as tenant a, ShareGPT length statistics at 3 req/s as "
+            "tenant b (Poisson), the Mooncake conversation trace at 0.3 req/s as tenant c (long "
+            "contexts cut to the model's 4k positions, prefix sharing); every source used before, "
+            "this mix, model and these rates not; the Azure 2023 code trace at 6 req/s as the new "
+            "heavy tenant"
+        ],
+        "seeds": "1301-1312 (1311 and 1312 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r11 (the warm-up window waits for the tenants a run starts with) was "
+            "committed and tried on development rows of held-out 9-11, and before any run of this "
+            "set. Fault runs as held-out 9's: 9000 steps, the fault at 7000, `--horizon 6000`. Rates "
+            "sized from the sources' lengths only (mean prompts from `load_stream`, limit 3000: "
+            "ShareGPT 2,427, Mooncake conversation 13,517 before the 4k cut, Azure code 2,006 "
+            "tokens). One 800-step machinery check of the new config on the H100 tables "
+            "(development platform, seed 99) was run first; its verdict was not read. No long run "
+            "is declared for this set."
+        ),
+    },
 }
 DESIGN_REVISION = "r11"
 
@@ -514,6 +540,11 @@ HELD11_BASE = _h200(
     1,
     ("a=lengths:sharegpt:4", "b=servegen:15:20", "c=azure-code:3"),
 )
+HELD12_BASE = _h200(
+    "benchmarks/models/yi-1.5-9b",
+    1,
+    ("a=servegen:30:10", "b=lengths:sharegpt:3", "c=mooncake-conversation:0.3"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -535,10 +566,10 @@ DEV_BASE = dict(
 # they tested nothing; they were re-run 9000 steps long with the fault at 7000, no gate setting
 # changed (design r3 throughout). The first rows are kept as superseded.
 FAULT_AT = {9000: 7000, 6000: 5000}  # engine step of the fault, by run length
-LONG_FAULT_SETS = {"5", "6", "7", "8", "9", "10", "11"}  # sets whose fault runs are 9000 steps
+LONG_FAULT_SETS = {"5", "6", "7", "8", "9", "10", "11", "12"}  # sets whose fault runs are 9000 steps
 # Sets whose 9000-step fault runs are scheduled as 6000-step runs (``--horizon``): their first GO
 # can come where the healthy runs' does, before the fault at 7000 (declared with held-out 9).
-HORIZON_SETS = {"9": 6000, "10": 6000, "11": 6000}
+HORIZON_SETS = {"9": 6000, "10": 6000, "11": 6000, "12": 6000}
 
 
 @dataclass(frozen=True)
@@ -617,6 +648,7 @@ def _scenarios() -> list[Scenario]:
         ("9", HELD9_BASE, 1000, "lengths:sharegpt:6"),
         ("10", HELD10_BASE, 1100, "lengths:arxiv:4"),
         ("11", HELD11_BASE, 1200, "mooncake-synthetic:1"),
+        ("12", HELD12_BASE, 1300, "azure-code:6"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -701,6 +733,7 @@ def _scenarios() -> list[Scenario]:
         ("9", HELD9_BASE, 1010),
         ("10", HELD10_BASE, 1110),
         ("11", HELD11_BASE, 1210),
+        ("12", HELD12_BASE, 1310),
     ):
         out.append(
             Scenario(
