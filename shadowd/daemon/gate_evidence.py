@@ -65,6 +65,12 @@ GROUP BY ROLLUP (kind)
 _WITHOUT_TENANTS = """AND NOT EXISTS (SELECT 1 FROM step_requests r
                     WHERE r.engine_id = s.engine_id AND r.run_id = s.run_id AND r.step_seq = s.step_seq
                       AND list_contains(?, r.tenant))"""
+# A step beyond the envelope as ``checks.EnvelopeMonitor`` counts it (``drift_watch``): more
+# requests, more new tokens, or a longer reach (context + new tokens) than calibration allowed.
+_WITHIN_ENVELOPE = """AND NOT EXISTS (SELECT 1 FROM step_requests r
+                    WHERE r.engine_id = s.engine_id AND r.run_id = s.run_id AND r.step_seq = s.step_seq
+                    GROUP BY r.engine_id
+                    HAVING count(*) > ? OR sum(r.new_tokens) > ? OR max(r.context_tokens + r.new_tokens) > ?)"""
 
 
 def _list(versions: str | Sequence[str]) -> list[str]:
@@ -76,18 +82,20 @@ def class_accuracy(
     versions: str | Sequence[str],
     window_s: float,
     without_tenants: Sequence[str] = (),
+    within: dict[str, float] | None = None,
 ) -> dict[str, dict]:
     """Per class (and ``all``), the out-of-sample errors of the steps ``versions`` scored, less
-    the steps carrying a request of ``without_tenants``."""
+    the steps carrying a request of ``without_tenants`` and, with ``within`` (an envelope's
+    ``limits()``), less the steps beyond it."""
     v = _list(versions)
-    if without_tenants:
-        sql, args = (
-            _ACCURACY_SQL.format(without=_WITHOUT_TENANTS),
-            [v, v, float(window_s), list(without_tenants)],
-        )
-    else:  # the common case: no anti-join over the requests table
-        sql, args = _ACCURACY_SQL.format(without=""), [v, v, float(window_s)]
-    rows = con.execute(sql, args).fetchall()
+    without, args = "", [v, v, float(window_s)]
+    if without_tenants:  # the common case has neither anti-join over the requests table
+        without += _WITHOUT_TENANTS
+        args.append(list(without_tenants))
+    if within:
+        without += "\n    " + _WITHIN_ENVELOPE
+        args += [float(within["batch_size"]), float(within["tokens"]), float(within["context"])]
+    rows = con.execute(_ACCURACY_SQL.format(without=without), args).fetchall()
     out = {}
     for k, n, q, r2, bq in rows:
         (p50, p90, p99), (b50, b90, b99) = q or (None,) * 3, bq or (None,) * 3
@@ -111,6 +119,7 @@ def gather(
     window_s: float = 86400.0,
     required_classes: tuple[str, ...] = (),
     new_tenant_limit: float | None = None,
+    extrapolation_limit: float | None = None,
 ) -> checks.Evidence:
     """Evidence over the last ``window_s`` seconds of steps attributed by ``facts.model_version``
     and the versions it was re-fitted from (each step scored by the model in force then).
@@ -121,6 +130,11 @@ def gather(
     is on traffic it does not vouch for (held-out 10: a long-context tenant silent through the
     calibration window paged on decode accuracy); accuracy beyond its limits on the rest still
     pages. Below the limit every step is judged.
+
+    Design r12, the same for the envelope: while more than ``extrapolation_limit`` of the steps
+    lie beyond the calibrated envelope (coverage.extrapolation is then INCONCLUSIVE), those steps
+    are left out of the accuracy evidence (held-out 12: a swing to batches six times the
+    calibration's largest paged on mixed-step accuracy).
 
     Drift evidence is missing (so the drift check is inconclusive, never a pass) while a
     required step class has no calibrated drift detector: silence there proves nothing."""
@@ -145,7 +159,10 @@ def gather(
     v = facts.versions
     share = ev.get("new_tenant_share")
     over = new_tenant_limit is not None and share is not None and share > new_tenant_limit
-    acc = class_accuracy(con, v, window_s, fresh if over else ())
+    frac = ev.get("extrapolated_fraction")
+    beyond = extrapolation_limit is not None and frac is not None and frac > extrapolation_limit
+    limits = (facts.envelope or {}).get("limits") if beyond else None
+    acc = class_accuracy(con, v, window_s, fresh if over else (), limits)
     ev["accuracy"] = {k: a for k, a in acc.items() if k != "all"}
     span, tenants, reach = con.execute(
         """

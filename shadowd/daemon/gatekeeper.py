@@ -109,6 +109,7 @@ class GateKeeper:
                     window_s=self.window_s,
                     required_classes=tuple(self.gate.policy.required_step_classes),
                     new_tenant_limit=self.gate.policy.max_new_tenant_share,
+                    extrapolation_limit=self.gate.policy.max_extrapolated_fraction,
                 )
             except Exception as exc:
                 log.exception("gate: evidence could not be gathered")

@@ -66,3 +66,44 @@ def test_new_tenant_share_is_their_part_of_recent_attributed_time(day_db):
     assert got == pytest.approx(want, rel=1e-6) and 0.15 < got < 0.35
     assert tenant_time_share(con, "v-bench", [], 600.0) == 0.0
     assert tenant_time_share(con, "v-none", ["tenant-3"], 600.0) is None
+
+
+def test_accuracy_within_the_envelope_leaves_out_exactly_the_steps_beyond_it(day_db):
+    """Design r12: with ``within`` (an envelope's limits) a step counts only if no dimension the
+    envelope monitor checks is beyond it: requests, new tokens, longest reach (context + new)."""
+    con = duckdb.connect(day_db, read_only=True)
+    per_step = con.execute(
+        """SELECT s.kind, count(*) AS n, sum(r.new_tokens) AS t, max(r.context_tokens + r.new_tokens) AS c
+           FROM steps s JOIN step_requests r USING (engine_id, run_id, step_seq) GROUP BY s.step_seq, s.kind"""
+    ).fetchnumpy()
+    limits = {"batch_size": 64.0, "tokens": 100.0, "context": 3000.0}
+    inside = (per_step["n"] <= 64) & (per_step["t"] <= 100) & (per_step["c"] <= 3000)
+    assert 0 < inside.sum() < len(inside)  # both kinds of step are there
+    got = class_accuracy(con, "v-bench", 86400.0, within=limits)
+    assert got["all"]["steps"] == int(inside.sum())
+    for kind in ("decode", "mixed"):
+        assert got.get(kind, {"steps": 0})["steps"] == int((inside & (per_step["kind"] == kind)).sum())
+    both = class_accuracy(con, "v-bench", 86400.0, ["tenant-3"], within=limits)
+    assert both["all"]["steps"] == 0  # every step holds a tenant-3 request
+
+
+@pytest.mark.parametrize("fraction", [0.2, 0.01])
+def test_gather_leaves_steps_beyond_the_envelope_out_only_above_the_extrapolation_limit(day_db, fraction):
+    """Above the limit (coverage.extrapolation is then INCONCLUSIVE) accuracy is judged on the
+    steps inside the envelope; at or below it, on every step."""
+    from shadowd.daemon.gate_evidence import DaemonFacts, gather
+
+    con = duckdb.connect(day_db, read_only=True)
+    limits = {"batch_size": 64.0, "tokens": 100.0, "context": 3000.0}
+    facts = DaemonFacts(
+        model_version="v-bench",
+        calibrated_platform_key="k",
+        running_platform_key="k",
+        envelope={"extrapolated_fraction": fraction, "limits": limits, "new_tenants": []},
+    )
+    ev = gather(con, facts, extrapolation_limit=0.05)
+    everything = class_accuracy(con, "v-bench", 86400.0)
+    inside = class_accuracy(con, "v-bench", 86400.0, within=limits)
+    want = inside if fraction > 0.05 else everything
+    assert ev.accuracy["decode"].steps == want["decode"]["steps"]
+    assert inside["decode"]["steps"] < everything["decode"]["steps"]
