@@ -436,7 +436,13 @@ DESIGN = [
     "(`shadowd/daemon/gate_evidence.py`): the model's error there is extrapolation, which the "
     "coverage check already reports. On held-out 12 (r11) H12-swing paged on mixed-step accuracy "
     "(p90 0.28) after its load swung to batches about six times the calibration window's largest "
-    "(10.8 % of steps beyond the envelope). Accuracy on the steps inside still pages.",
+    "(10.8 % of steps beyond the envelope). Accuracy on the steps inside still pages. Tried on "
+    "held-out 12's short runs (development data from r12 on, rows marked r12) before held-out 13 "
+    "was named: H12-swing ended INCONCLUSIVE without a page (r11: NO_GO); H12-ramp reached GO (r11: "
+    "INCONCLUSIVE on an undecided stability interval; its model was installed one evaluation "
+    "earlier in this run, 3618 against 3819: when a calibration is installed depends on thread "
+    "timing in the demo, so part of that change may be timing); the other rows ended as under r11, "
+    "the faults with the same drift-event delays.",
     "Design r11: the warm-up window also widens (within the same maximum) until every tenant the "
     "operator lists in `[calibration] tenants` has appeared in it; the demo lists the tenants a run "
     "starts with, never an injected one (`shadowd/daemon/calibrator.py`, `tenants_seen_by`). On "
