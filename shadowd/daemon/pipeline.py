@@ -45,6 +45,7 @@ class IngestPipeline:
         self.prepare: list[Observer] = []  # rewrite columns before anything uses them (tenants, ids)
         self.attributor: Attributor | None = None
         self.steps_ingested = 0
+        self.steps_observed = 0  # ingested and seen by every observer (calibration, drift, stats)
         self.rows_ingested = 0
         self.observer_errors = 0
         self._lock = threading.Lock()
@@ -73,6 +74,7 @@ class IngestPipeline:
             except Exception:
                 self.observer_errors += 1
                 log.exception("observer %r failed (ingest continues)", observe)
+        self.steps_observed += cols.num_steps
 
     def _attribute(self, cols: StepColumns) -> None:
         with self._lock:

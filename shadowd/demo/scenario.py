@@ -218,7 +218,10 @@ class DemoRun:
     def _catch_up(self, ref: ReferenceRun, daemon: Daemon) -> None:
         tap = ref.scheduler.shadowd_tap
         deadline = time.monotonic() + CATCH_UP_TIMEOUT_S
-        while daemon.pipeline.steps_ingested + tap.dropped_total < tap.step_seq:
+        # Observed, not only stored: the calibrator and the drift watch see a batch after it is
+        # stored, and a gate evaluated in between would depend on thread timing (the same run
+        # calibrated by one evaluation or the next).
+        while daemon.pipeline.steps_observed + tap.dropped_total < tap.step_seq:
             if time.monotonic() > deadline:
                 raise RuntimeError("the daemon did not keep up with the demo engine")
             time.sleep(0.01)

@@ -35,7 +35,7 @@ def test_steps_outside_the_calibrated_domain_make_the_drift_check_inconclusive(i
         for frame in frames_from_batch(synthetic_batch(steps=3000, seed=22, requests_per_step=200)):
             push.send(frame)
         push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_ingested == 3000, timeout=60)
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
         counts = daemon.drift.monitor.counts()
         assert counts["decode"]["out_of_domain"] > 1000 and counts["decode"]["steps"] == 0
         blind = daemon.drift.blind_classes()

@@ -109,7 +109,7 @@ def test_random_tenant_labels_through_the_real_tap_are_folded(monkeypatch, ipc_e
         reqs = [Req(i * 1e-4, labels[i] if i % 10 else "chat", 16, 2) for i in range(10_000)]
         time.sleep(0.2)  # let the PUSH socket connect
         n = driver.run(reqs, max_steps=100_000)
-        assert wait_until(lambda: daemon.pipeline.steps_ingested == n, timeout=60)
+        assert wait_until(lambda: daemon.pipeline.steps_observed == n, timeout=60)
         assert sched.shadowd_tap.dropped_total == 0
         daemon.writer.flush()
 
@@ -153,7 +153,7 @@ def test_tenant_cap_bounds_what_is_stored_and_exported_to_metrics(ipc_endpoint, 
             f = make_frame(i + 1, n=100)
             push.send(msgspec.structs.replace(f, tenants=labels[i * 100 : (i + 1) * 100]))
         push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_ingested == 100)
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 100)
         daemon.writer.flush()
         stored = (
             daemon.writer.cursor().execute("SELECT count(DISTINCT tenant) FROM step_requests").fetchone()[0]
@@ -297,7 +297,7 @@ def test_future_dated_frame_moves_neither_freshness_nor_windows(ipc_endpoint, db
         year = 365 * 86400 * 10**9
         push.send(msgspec.structs.replace(make_frame(101), wall_ns=now_ns + year))  # forged or bad clock
         push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_ingested == 101)
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 101)
         daemon.writer.flush()
         con = daemon.writer.cursor()
         newest = con.execute("SELECT epoch(max(ts)) FROM steps").fetchone()[0]
@@ -479,7 +479,7 @@ def test_request_ids_hashed_with_a_host_key(ipc_endpoint, db_path):
         for i in range(1, 4):
             push.send(make_frame(i, n=3))  # q0, q1, q2 in every step
         push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_ingested == 3)
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 3)
         daemon.writer.flush()
         ids = [r[0] for r in daemon.writer.cursor().execute("SELECT req_id FROM step_requests").fetchall()]
     finally:
@@ -537,7 +537,7 @@ def test_tenants_admitted_before_a_restart_are_admitted_first(ipc_endpoint, db_p
         push = Pusher(ipc_endpoint)
         push.send(msgspec.structs.replace(make_frame(1, n=3), tenants=["forged", "mid", "big"]))
         push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_ingested == 1)
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 1)
         daemon.writer.flush()
         rows = daemon.writer.cursor().execute("SELECT tenant FROM step_requests ORDER BY req_id").fetchall()
         assert [r[0] for r in rows] == ["other", "mid", "big"]

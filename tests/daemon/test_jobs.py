@@ -53,7 +53,7 @@ def test_retention_over_14_busy_days_never_trips_the_watchdog(ipc_endpoint, db_p
         took = time.monotonic() - t0
         done.set()
         watcher.join()
-        assert wait_until(lambda: daemon.pipeline.steps_ingested == sent, timeout=20)
+        assert wait_until(lambda: daemon.pipeline.steps_observed == sent, timeout=20)
         daemon.writer.flush()
         stored = (
             daemon.writer.cursor()

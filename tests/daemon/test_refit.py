@@ -59,7 +59,7 @@ def run(
     for frame in frames_from_batch(traffic, latency_scale=latency_scale):
         push.send(frame)
     push.close()
-    assert wait_until(lambda: daemon.pipeline.steps_ingested == 3000, timeout=60)
+    assert wait_until(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
     daemon.writer.flush()
     return daemon, cal.model.version, daemon.evaluate_gate()
 
@@ -221,7 +221,7 @@ def test_a_slowdown_inside_the_window_is_not_refitted_where_no_detector_can_see(
         ):
             push.send(frame)
         push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_ingested == 3000, timeout=60)
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
         daemon.writer.flush()
         decision = daemon.evaluate_gate()
         assert decision["evidence"]["drift_blind"], decision["evidence"]

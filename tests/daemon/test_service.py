@@ -36,7 +36,7 @@ def test_metrics_scrape_parses_and_carries_the_verdict(ipc_endpoint, db_path):
         for i in range(1, 151):
             push.send(make_frame(i, n=8))
         push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_ingested == 150)
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 150)
         daemon.writer.flush()
         decision = daemon.evaluate_gate()
         assert decision["verdict"] == "INCONCLUSIVE"  # no platform configured: fail closed
@@ -238,3 +238,29 @@ def test_database_files_are_0640_and_extensions_never_autoload(ipc_endpoint, tmp
             assert settings == (False, False)
     finally:
         os.umask(old)
+
+
+def test_a_batch_counts_as_observed_only_after_every_observer_saw_it(ipc_endpoint, db_path):
+    """``steps_observed`` (what the demo waits for before each gate evaluation) moves after the
+    observers (calibration, drift, stats) ran on a batch; ``steps_ingested`` before them.  Waiting
+    on the latter let a gate evaluation run before the calibrator had seen the window's last
+    steps, so the same demo calibrated by one evaluation or the next."""
+    daemon = make_daemon(ipc_endpoint, db_path)
+    seen: list[tuple[int, int, int]] = []
+    daemon.pipeline.observers.append(
+        lambda cols: seen.append(
+            (cols.num_steps, daemon.pipeline.steps_ingested, daemon.pipeline.steps_observed)
+        )
+    )
+    daemon.start(jobs=False)
+    try:
+        push = Pusher(ipc_endpoint)
+        for i in range(1, 41):
+            push.send(make_frame(i, n=4))
+        push.close()
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 40)
+    finally:
+        daemon.stop()
+    assert sum(n for n, _, _ in seen) == 40
+    for n, ingested, observed in seen:  # while observing a batch: stored, not yet observed
+        assert observed == ingested - n

@@ -40,7 +40,7 @@ def test_counters_grow_per_tenant_and_name_the_unit_in_force(ipc_endpoint, db_pa
         for i in range(1, 201):
             push.send(make_frame(i, n=8))
         push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_ingested == 200)
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 200)
         daemon.evaluate_gate()
         body = _counters(daemon.http.url)
         tenants = {t["tenant"]: t for t in body["tenants"]}
