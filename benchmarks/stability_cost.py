@@ -56,36 +56,15 @@ def window(steps: int, seed: int = 0) -> dict[str, Any]:
     }
 
 
-def _row_level(bucket, share, composition, own, groups, min_rows, n_boot, seed):
-    """The former ``_effect_with_boot``: each replicate from the rows (the reference)."""
-    A, ok, q, k = stability._design(share, composition, own)
-    keys = np.asarray(bucket)[ok]
-    A = A[ok]
-    grp = np.asarray(groups)[ok] if groups is not None else np.arange(len(A))
-    _, g_idx = np.unique(grp, return_inverse=True)
-    uniq, b_idx, counts = np.unique(keys, return_inverse=True, return_counts=True)
-    used = np.flatnonzero(counts >= min_rows)
-    rng = np.random.default_rng(seed)
-    n_groups = int(g_idx.max()) + 1 if len(g_idx) else 0
-    gw = rng.multinomial(n_groups, np.full(n_groups, 1.0 / n_groups), size=n_boot).astype(float)
-    point: dict[str, list] = {"effect": [], "partial_r2": [], "slopes": [], "n": []}
-    boot_eff = np.zeros((n_boot, len(used)))
-    boot_n = np.zeros((n_boot, len(used)))
-    per_bucket = []
-    for j, b in enumerate(used):
+def _row_level(A: np.ndarray, b_idx: np.ndarray, g_idx: np.ndarray, gw: np.ndarray, used: np.ndarray):
+    """The former form of ``_bucket_moments`` (the reference): each replicate from the rows."""
+    d = A.shape[1]
+    for b in used:
         rows = np.flatnonzero(b_idx == b)
         Ab = A[rows]
         outer = (Ab[:, :, None] * Ab[:, None, :]).reshape(len(rows), -1)
-        d = Ab.shape[1]
-        st = stability._moment_stats(outer.sum(axis=0).reshape(d, d), q, k)
-        for key in point:
-            point[key].append(st[key])
-        per_bucket.append({"bucket": str(uniq[b]), "rows": int(len(rows)), "effect": float(st["effect"])})
-        Gb = (gw[:, g_idx[rows]] @ outer).reshape(n_boot, d, d)
-        sb = stability._moment_stats(Gb, q, k)
-        boot_eff[:, j] = np.where(sb["n"] > d, sb["effect"], np.nan)
-        boot_n[:, j] = np.where(sb["n"] > d, sb["n"], 0.0)
-    return point, per_bucket, boot_eff, boot_n, int(ok.sum()), int((~ok).sum()), int(counts[used].sum())
+        boot = (gw[:, g_idx[rows]] @ outer).reshape(len(gw), d, d) if len(gw) else None
+        yield outer.sum(axis=0).reshape(d, d), boot
 
 
 def point_errors(w: dict[str, Any], split: str = "llmvisor", min_rows: int = 30) -> dict[str, float]:
@@ -128,12 +107,12 @@ def _timed(w: dict[str, Any], n_boot: int) -> tuple[dict[str, Any], float, float
 
 def measure(steps: int = STEPS, n_boot: int = N_BOOT) -> dict[str, Any]:
     w = window(steps)
-    current = stability._effect_with_boot
-    stability._effect_with_boot = _row_level
+    current = stability._bucket_moments
+    stability._bucket_moments = _row_level
     try:
         ref, ref_s, ref_mib = _timed(w, n_boot)
     finally:
-        stability._effect_with_boot = current
+        stability._bucket_moments = current
     rep, s, mib = _timed(w, n_boot)
     diff = {
         name: max(

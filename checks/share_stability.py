@@ -138,6 +138,18 @@ def _group_moments(A: np.ndarray, b_idx: np.ndarray, g_idx: np.ndarray):
     return M, b_s[starts], g_s[starts]
 
 
+def _bucket_moments(A: np.ndarray, b_idx: np.ndarray, g_idx: np.ndarray, gw: np.ndarray, used: np.ndarray):
+    """Per bucket in ``used``: its moment matrix ``A'A`` and, with replicates (``gw``: weights per
+    group), each replicate's, from the per-(bucket, group) sums of ``_group_moments``."""
+    M, seg_b, seg_g = _group_moments(A, b_idx, g_idx)
+    bounds = np.searchsorted(seg_b, np.arange(int(b_idx.max()) + 2))
+    d = A.shape[1]
+    for b in used:
+        Mb, gb = M[bounds[b] : bounds[b + 1]], seg_g[bounds[b] : bounds[b + 1]]
+        boot = (gw[:, gb] @ Mb.reshape(len(gb), d * d)).reshape(len(gw), d, d) if len(gw) else None
+        yield Mb.sum(axis=0), boot
+
+
 def _effect_with_boot(bucket, share, composition, own, groups, min_rows, n_boot, seed):
     A, ok, q, k = _design(share, composition, own)
     keys = np.asarray(bucket)[ok]
@@ -158,17 +170,13 @@ def _effect_with_boot(bucket, share, composition, own, groups, min_rows, n_boot,
     boot_n = np.zeros((n_boot, len(used)))
     per_bucket = []
     d = A.shape[1]
-    if len(used):
-        M, seg_b, seg_g = _group_moments(A, b_idx, g_idx)
-        bounds = np.searchsorted(seg_b, np.arange(len(uniq) + 1))
-    for j, b in enumerate(used):
-        Mb, gb = M[bounds[b] : bounds[b + 1]], seg_g[bounds[b] : bounds[b + 1]]
-        st = _moment_stats(Mb.sum(axis=0), q, k)
+    moments = _bucket_moments(A, b_idx, g_idx, gw, used) if len(used) else ()
+    for j, (b, (G, Gb)) in enumerate(zip(used, moments)):
+        st = _moment_stats(G, q, k)
         for key in point:
             point[key].append(st[key])
         per_bucket.append({"bucket": str(uniq[b]), "rows": int(counts[b]), "effect": float(st["effect"])})
-        if n_boot:
-            Gb = (gw[:, gb] @ Mb.reshape(len(gb), d * d)).reshape(n_boot, d, d)
+        if Gb is not None:
             sb = _moment_stats(Gb, q, k)
             boot_eff[:, j] = np.where(sb["n"] > d, sb["effect"], np.nan)
             boot_n[:, j] = np.where(sb["n"] > d, sb["n"], 0.0)

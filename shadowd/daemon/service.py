@@ -15,6 +15,7 @@ the config) and returns the exit code.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -524,6 +525,11 @@ class Daemon:
             )
         self.gatekeeper.set_policy(new.gate.policy)
         self.platform_key = running_platform(new)
+        cal = self.calibrator
+        if cal is not None and new.calibration.tenants != cal.settings.expected_tenants:
+            # The tenants the warm-up window waits for: used until the first fit, so a reload while
+            # warming up takes effect at once (afterwards it matters for the next daemon start).
+            cal.settings = dataclasses.replace(cal.settings, expected_tenants=new.calibration.tenants)
         if new.alerts != self.config.alerts:
             self._replace_notifier(new.alerts)
         self.config = new

@@ -71,3 +71,22 @@ def test_tenants_seen_by_counts_from_the_window_start():
     assert tenants_seen_by(batch, ("a", "c")) == 5
     assert tenants_seen_by(batch, ("a", "nobody")) is None
     assert np.isin(["a", "b"], batch.tenant).all()
+
+
+def test_a_reload_while_warming_up_changes_the_tenants_waited_for(tmp_path):
+    """``[calibration] tenants`` from a reloaded config reaches a calibrator still warming up."""
+    from shadowd.daemon.config import Config, Platform
+    from shadowd.daemon.service import Daemon
+    from tests.helpers import daemon_config
+
+    platform = Platform(gpu="H100-SXM", model="m", dtype="bf16", tp=1, vllm="0.33.0", attention_backend="x")
+    config = daemon_config(
+        f"ipc://{tmp_path}/t.sock",
+        str(tmp_path / "s.duckdb"),
+        calibration=dataclasses.replace(Config.default().calibration, platform=platform),
+    )
+    daemon = Daemon(config)
+    assert daemon.calibrator is not None and daemon.calibrator.settings.expected_tenants == ()
+    tenants = dataclasses.replace(config.calibration, tenants=("acme",))
+    daemon.apply_config(dataclasses.replace(config, calibration=tenants))
+    assert daemon.calibrator.settings.expected_tenants == ("acme",)
