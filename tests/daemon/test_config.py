@@ -309,3 +309,19 @@ def test_alarm_confirmation_is_bounded_and_reaches_calibration(tmp_path):
     for bad in ("-1", "1000000"):
         got = problems(tmp_path, local(tmp_path, f"[drift]\nconfirm_steps = {bad}\n"))
         assert any(p.startswith("drift.confirm_steps:") for p in got), got
+
+
+@pytest.mark.parametrize(
+    "names, says",
+    [
+        ('["' + "x" * 65 + '"]', "names longer than 64 characters"),
+        ("[" + ",".join(f'"t{i}"' for i in range(257)) + "]", "at most 256 names, got 257"),
+        ('["acme", ""]', "expected an array of non-empty strings"),
+    ],
+)
+def test_calibration_tenants_are_bounded(tmp_path, names, says):
+    """``[calibration] tenants`` names come from an operator's file: bounded, with the reason."""
+    (got,) = problems(tmp_path, local(tmp_path, f"[calibration]\ntenants = {names}\n"))
+    assert got.startswith("calibration.tenants: ") and says in got
+    ok = load_config(write(tmp_path, local(tmp_path, '[calibration]\ntenants = ["acme", "globex"]\n')))
+    assert ok.calibration.tenants == ("acme", "globex")
