@@ -86,6 +86,21 @@ class WorkloadEnvelope:
         seen = {"context": max_context, "batch_size": batch_size, "tokens": tokens}
         return {k: float(v) for k, v in seen.items() if v is not None and v > self.limits()[k]}
 
+    def inside(self, *, max_context: np.ndarray, batch_size: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+        """Per step, whether it lies inside the envelope (no dimension beyond its limit), as
+        ``violations`` judges one step; bool[S].
+
+        >>> env = WorkloadEnvelope(max_context=4096, max_batch_size=32.0, max_tokens_per_step=2048)
+        >>> env.inside(max_context=np.array([100, 5000, 100]), batch_size=np.array([8, 8, 40]),
+        ...            tokens=np.array([8, 8, 40])).tolist()
+        [True, False, False]
+        """
+        return (
+            (np.asarray(max_context, float) <= self.max_context)
+            & (np.asarray(batch_size, float) <= self.max_batch_size)
+            & (np.asarray(tokens, float) <= self.max_tokens_per_step)
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "max_context": self.max_context,

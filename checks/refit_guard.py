@@ -12,7 +12,12 @@ the traffic left the calibration (a reason to re-fit) and nothing says the engin
    newcomer in without anyone having validated it; the operator recalibrates with it);
 3. the model in force meets the gate's accuracy limits on the window's steps of every class
    it was calibrated on (a class calibration barely held is exempt: its coefficients were never
-   identified, which is a reason to re-fit, not evidence of a fault);
+   identified, which is a reason to re-fit, not evidence of a fault).  Design r13: a class with
+   enough window steps inside the calibrated envelope is judged on those only.  Its error beyond
+   the envelope is extrapolation, the very reason to re-fit, as the gate's own evidence leaves
+   those steps out (design r12); a slower engine misses on the steps inside too, and checks 4 and
+   5 watch for smaller changes.  A class with too few steps inside is judged on all of them, as
+   before r13 (then its extrapolation must hold);
 4. on steps that lie inside the batch compositions calibration saw, the residual mean sits
    within the calibration's allowance of where it was (``checks.wander``): a new regime moves
    the model's error only where it extrapolates, a slower engine moves it everywhere;
@@ -55,6 +60,7 @@ class ClassError:
     steps: int
     p90: float
     p99: float
+    with_beyond: bool = False  # judged with the steps beyond the envelope (too few inside, r13)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class RefitEvidence:
     shifts: dict[str, ResidualShift] = field(default_factory=dict)
     barely_held: frozenset[str] = frozenset()
     new_tenant_share: float | None = None  # of recent attributed time, by tenants calibration never saw
+    beyond_envelope: int = 0  # window steps beyond the calibrated envelope: not in ``accuracy`` (r13)
 
 
 def refit_decision(
@@ -108,11 +115,12 @@ def refit_decision(
             continue
         if e.p90 > p90 or e.p99 > p99:
             return False, (
-                f"{cls}: the model in force misses its accuracy limits on the new traffic (p90 "
-                f"{e.p90:.3g}, p99 {e.p99:.3g} vs {p90:g}, {p99:g}; {e.steps} steps): a fault or a "
-                "regime it cannot speak for; check the engine, then recalibrate by hand"
+                f"{cls}: the model in force misses its accuracy limits on the window's steps "
+                f"{'(too few inside its envelope: all of them)' if e.with_beyond else 'inside its envelope'} "
+                f"(p90 {e.p90:.3g}, p99 {e.p99:.3g} vs {p90:g}, {p99:g}; {e.steps} steps): a fault "
+                "or a regime it cannot speak for; check the engine, then recalibrate by hand"
             )
-        judged.append(f"{cls} {e.steps}")
+        judged.append(f"{cls} {e.steps}" + (" (with those beyond the envelope)" if e.with_beyond else ""))
     if not judged:
         return False, f"no class has {min_steps} window steps to judge the model in force on"
     for cls, s in sorted(ev.shifts.items()):
@@ -122,8 +130,10 @@ def refit_decision(
                 f"{s.shift:.3g} > allowance {s.allowance:.3g} ({s.steps} steps): drift, not a new regime"
             )
     anchored = [c for c, s in sorted(ev.shifts.items()) if s.steps >= min_in_domain]
+    left = ev.beyond_envelope and not all(e.with_beyond for e in ev.accuracy.values())
+    beyond = f"; {ev.beyond_envelope} window steps beyond the envelope" if left else ""
     return True, (
-        f"re-fit: {'; '.join(ev.reasons)} (accuracy within limits on {', '.join(judged)} steps; "
+        f"re-fit: {'; '.join(ev.reasons)} (accuracy within limits on {', '.join(judged)} steps{beyond}; "
         + (
             f"in-domain residual within allowance on {', '.join(anchored)}"
             if anchored

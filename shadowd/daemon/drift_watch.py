@@ -19,7 +19,6 @@ import numpy as np
 import checks
 from shadowd.daemon.calibrator import Calibration
 from shadowd.daemon.tenants import OTHER
-from shadowd.steps.batch import StepBatch
 from shadowd.steps.columns import StepColumns
 
 RESIDUAL_DETECTORS = ("page_hinkley", "adwin")
@@ -115,7 +114,7 @@ class DriftWatch:
         return envelope.update_many(
             cols.steps["step_seq"][idx],
             ts[idx],
-            max_context=_max_reach(b, sizes)[idx],
+            max_context=b.max_reach(sizes)[idx],
             batch_size=sizes[idx].astype(np.float64),
             tokens=b.per_step_sum(b.new_tokens.astype(np.float64))[idx],
             step_class=cols.steps["kind"][idx],
@@ -151,19 +150,6 @@ class DriftWatch:
             "envelope": envelope.summary() if envelope else None,
             "events_total": dict(self.events_total),
         }
-
-
-def _max_reach(b: StepBatch, sizes: np.ndarray) -> np.ndarray:
-    """Per step, the longest context any of its requests reaches (context + new tokens)."""
-    reach = (b.context_tokens + b.new_tokens).astype(np.float64)
-    if not len(reach):
-        return np.zeros(b.num_steps)
-    if sizes.all():  # rows are contiguous per step: one reduceat
-        starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        return np.maximum.reduceat(reach, starts)
-    out = np.zeros(b.num_steps)
-    np.maximum.at(out, b.req_step, reach)
-    return out
 
 
 def _first_unseen_tenants(

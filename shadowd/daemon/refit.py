@@ -141,14 +141,16 @@ class RegimeRefit:
         con = self.cursor()
         batch = load_batch(con, Window(last_steps=cal.window_steps))
         settings = self.settings()
+        inside = inside_envelope(batch, cal.envelope)
         evidence = checks.RefitEvidence(
             reasons=reasons,
             failing_checks=failing,
             unresolved_drift=unresolved_drift_events(con),
-            accuracy=class_errors(batch, cal),
+            accuracy=class_errors(batch, cal, inside, settings.min_class_steps),
             shifts=residual_shifts(batch, cal, settings.min_shift),
             barely_held=frozenset(cal.barely_held(settings.min_class_steps)),
             new_tenant_share=new_tenant_share,
+            beyond_envelope=int(batch.num_steps - inside.sum()),
         )
         ok, why = checks.refit_decision(evidence, self.policy(), min_steps=settings.min_class_steps)
         key = self.platform_key()
@@ -246,16 +248,36 @@ def _residuals(batch: StepBatch, cal: Calibration) -> np.ndarray:
     return checks.relative_residual(batch.latency_ms, cal.model.attribute(batch).predicted_ms)
 
 
-def class_errors(batch: StepBatch, cal: Calibration) -> dict[str, checks.ClassError]:
-    """The model in force on the window, per class: steps and p90/p99 relative error."""
+def inside_envelope(batch: StepBatch, envelope: checks.WorkloadEnvelope) -> np.ndarray:
+    """Per step of ``batch``, whether it lies inside ``envelope`` (bool[S]), as the drift watch's
+    envelope monitor judges each step."""
+    sizes = batch.batch_size()
+    return envelope.inside(
+        max_context=batch.max_reach(sizes),
+        batch_size=sizes,
+        tokens=batch.per_step_sum(batch.new_tokens.astype(np.float64)),
+    )
+
+
+def class_errors(
+    batch: StepBatch, cal: Calibration, inside: np.ndarray | None = None, min_steps: int = 1
+) -> dict[str, checks.ClassError]:
+    """The model in force on the window, per class: steps and p90/p99 relative error.
+
+    With ``inside`` (bool[S], the steps inside the envelope), design r13: a class with at least
+    ``min_steps`` steps inside is judged on those only; one with fewer on all its steps."""
     predicted = cal.model.attribute(batch).predicted_ms
     err = np.abs(batch.latency_ms - predicted) / batch.latency_ms
+    finite = np.isfinite(err)
     out = {}
     for code, name in enumerate(KIND_NAMES):
-        e = err[(batch.kind == code) & np.isfinite(err)]
+        mine = (batch.kind == code) & finite
+        with_beyond = inside is None or int((mine & inside).sum()) < min_steps
+        e = err[mine if with_beyond else mine & inside]
         if len(e):
             p90, p99 = np.quantile(e, [0.9, 0.99])
-            out[name] = checks.ClassError(len(e), float(p90), float(p99))
+            beyond = inside is not None and with_beyond and bool((mine & ~inside).any())
+            out[name] = checks.ClassError(len(e), float(p90), float(p99), beyond)
     return out
 
 

@@ -86,6 +86,21 @@ class StepBatch:
         """Sum a per-request column over each step, float64[S]."""
         return np.bincount(self.req_step, weights=values, minlength=self.num_steps)
 
+    def max_reach(self, sizes: np.ndarray | None = None) -> np.ndarray:
+        """Per step, the longest context any of its requests reaches (context + new tokens),
+        float64[S]: the workload envelope's ``context`` dimension.  ``sizes``: ``batch_size()``,
+        if the caller has it."""
+        reach = (self.context_tokens + self.new_tokens).astype(np.float64)
+        if not len(reach):
+            return np.zeros(self.num_steps)
+        sizes = self.batch_size() if sizes is None else sizes
+        if sizes.all():  # rows are contiguous per step: one reduceat
+            starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+            return np.maximum.reduceat(reach, starts)
+        out = np.zeros(self.num_steps)
+        np.maximum.at(out, self.req_step, reach)
+        return out
+
     def composition(self) -> dict[str, np.ndarray]:
         """Per-step features the residual detectors' domain is drawn over (``checks.domain``)."""
         return {

@@ -89,3 +89,18 @@ def test_a_newcomer_below_the_new_tenant_limit_does_not_block_a_refit():
     """Design r9 refuses only where the gate's own new-tenant check would not pass."""
     assert decide(dataclasses.replace(GOOD, new_tenant_share=0.04))[0]
     assert decide(dataclasses.replace(GOOD, new_tenant_share=None))[0]
+
+
+def test_the_reason_says_which_steps_were_judged():
+    """Design r13: the reason names the window's steps beyond the envelope when accuracy was judged
+    without them, and a class judged with them (too few inside) says so, in a refusal too."""
+    inside = dataclasses.replace(GOOD, beyond_envelope=240)
+    ok, why = decide(inside)
+    assert ok and "240 window steps beyond the envelope" in why, why
+    every = dataclasses.replace(
+        GOOD, beyond_envelope=240, accuracy={"decode": ClassError(900, 0.04, 0.07, with_beyond=True)}
+    )
+    ok, why = decide(every)
+    assert ok and "decode 900 (with those beyond the envelope)" in why and "240 window" not in why, why
+    ok, why = decide(dataclasses.replace(every, accuracy={"decode": ClassError(900, 0.2, 0.3, True)}))
+    assert not ok and "too few inside its envelope: all of them" in why, why

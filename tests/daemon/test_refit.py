@@ -24,6 +24,7 @@ from shadowd.daemon.calibrator import calibrate
 from shadowd.daemon.config import Config, Platform
 from shadowd.daemon.gate_evidence import class_accuracy
 from shadowd.daemon.metrics import registry_for
+from shadowd.daemon.refit import class_errors, inside_envelope
 from shadowd.daemon.service import Daemon
 from tests.helpers import Pusher, daemon_config, frames_from_batch, wait_until
 
@@ -38,6 +39,7 @@ def run(
     latency_scale: float,
     rename: dict[str, str] | None = None,
     renamed_slowdown: float = 1.0,
+    beyond_scale: float = 1.0,
     **overrides: Any,
 ) -> tuple[Daemon, str, dict]:
     cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
@@ -56,6 +58,8 @@ def run(
         hit = traffic.tenant == old
         traffic.tenant = np.where(hit, new, traffic.tenant)
         traffic.latency_ms[np.unique(traffic.req_step[hit])] *= renamed_slowdown  # their steps only
+    # A regime the model extrapolates into badly: the steps beyond its envelope only.
+    traffic.latency_ms[~inside_envelope(traffic, cal.envelope)] *= beyond_scale
     for frame in frames_from_batch(traffic, latency_scale=latency_scale):
         push.send(frame)
     push.close()
@@ -100,6 +104,44 @@ def test_traffic_beyond_the_envelope_on_a_healthy_engine_is_refitted(ipc_endpoin
         )
     finally:
         daemon.stop()
+
+
+def test_a_new_regime_the_model_extrapolates_into_badly_is_refitted(ipc_endpoint, db_path):
+    """Design r13: the steps beyond the calibrated envelope run 30 % slower than the model in
+    force extrapolates (a regime it cannot speak for), the steps inside are as calibrated.  The
+    guard judges the model's accuracy on the steps inside only, so the re-fit is installed; judged
+    on every step, as before r13, the model misses its decode limits and the re-fit was refused."""
+    daemon, parent, decision = run(ipc_endpoint, db_path, 1.0, beyond_scale=1.3)
+    try:
+        assert decision["evidence"]["extrapolated_fraction"] > 0.05
+        assert not [c["name"] for c in decision["checks"] if c["status"] == "fail"], decision["checks"]
+        assert daemon.refit.counts == {"installed": 1, "refused": 0}, daemon.refit.history
+        why = daemon.calibration.reason
+        assert "window steps beyond the envelope" in why and "with those beyond" not in why, why
+        assert daemon.calibration.lineage == (parent,)
+    finally:
+        daemon.stop()
+
+
+def test_a_new_regime_is_judged_on_the_steps_inside_the_envelope_only():
+    """The evidence behind the test above, without a daemon: on every step the model in force
+    misses the decode limit (p90 > 0.1), on the steps inside its envelope it does not."""
+    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
+    traffic = synthetic_batch(steps=3000, seed=22, max_seqs=256)
+    inside = inside_envelope(traffic, cal.envelope)
+    traffic.latency_ms[~inside] *= 1.3
+    assert 0.05 < 1 - inside.mean() < 0.95
+    limit = GatePolicy().max_p90_error["decode"]
+    assert class_errors(traffic, cal)["decode"].p90 > limit
+    judged = class_errors(traffic, cal, inside, min_steps=300)["decode"]
+    assert (
+        judged.p90 < limit
+        and not judged.with_beyond
+        and judged.steps == int((inside & (traffic.kind == 1)).sum())
+    )
+    # A class with too few steps inside is judged on all of them (its extrapolation must hold).
+    every = class_errors(traffic, cal, inside, min_steps=10**6)["decode"]
+    assert every.with_beyond and every.p90 > limit
 
 
 def test_a_refit_that_would_leave_a_watched_class_blind_is_refused(ipc_endpoint, db_path):
