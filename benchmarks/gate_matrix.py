@@ -405,6 +405,35 @@ PROTOCOL = {
             "seed 99) was run first; its verdict was not read. No long run is declared for this set."
         ),
     },
+    "held_out_14": {
+        "platforms": ["H200 SXM tables (as in held-out 1-13: no other unseen tables exist)"],
+        "models": [
+            "DeepSeek-Coder-33B tp2 (public config, benchmarks/models/deepseek-coder-33b; never "
+            "used): 62 layers of hidden 7168, 8 KV heads (7 query heads per KV head), 16k positions "
+            "(linear RoPE scaling x4): the deepest model of any set"
+        ],
+        "tenants": [
+            "ShareGPT length statistics at 1 req/s as tenant a (Poisson; long outputs), ServeGen "
+            "client 22 at 2 req/s as tenant b, the Mooncake conversation trace at 0.1 req/s as "
+            "tenant c (contexts up to the model's 16k positions, prefix sharing); every source used "
+            "before, this mix, model and these rates not; the Azure 2023 code trace at 3 req/s as the "
+            "new heavy tenant"
+        ],
+        "seeds": "1501-1512 (1511 and 1512 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r13 (the re-fit guard judges the model in force on the window's "
+            "steps inside its calibrated envelope) was committed and tried on held-out 12 and 13's "
+            "short runs, and before any run of this set. Fault runs as held-out 9's: 9000 steps, "
+            "the fault at 7000, `--horizon 6000`. Rates sized from the sources' lengths only (mean "
+            "prompts from `load_stream`, limit 3000: ShareGPT 2,369, client 22 1,035, Mooncake "
+            "conversation 13,516, Azure code 2,005 tokens): about 5.9k prompt tokens/s at the base "
+            "rate, as held-out 13's for a model of about half the size per GPU, the newcomer about "
+            "6k more. One 800-step machinery check of the new config on the H100 tables "
+            "(development platform, seed 99) was run first; its verdict was not read. No long run "
+            "is declared for this set."
+        ),
+    },
 }
 DESIGN_REVISION = "r13"
 
@@ -606,6 +635,11 @@ HELD13_BASE = _h200(
     1,
     ("a=azure-conv:3", "b=servegen:14:10", "c=lengths:arxiv:0.5"),
 )
+HELD14_BASE = _h200(
+    "benchmarks/models/deepseek-coder-33b",
+    2,
+    ("a=lengths:sharegpt:1", "b=servegen:22:2", "c=mooncake-conversation:0.1"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -641,7 +675,7 @@ LONG_FAULT_SETS = {
 }  # sets whose fault runs are 9000 steps
 # Sets whose 9000-step fault runs are scheduled as 6000-step runs (``--horizon``): their first GO
 # can come where the healthy runs' does, before the fault at 7000 (declared with held-out 9).
-HORIZON_SETS = {"9": 6000, "10": 6000, "11": 6000, "12": 6000, "13": 6000}
+HORIZON_SETS = {"9": 6000, "10": 6000, "11": 6000, "12": 6000, "13": 6000, "14": 6000}
 
 
 @dataclass(frozen=True)
@@ -722,6 +756,7 @@ def _scenarios() -> list[Scenario]:
         ("11", HELD11_BASE, 1200, "mooncake-synthetic:1"),
         ("12", HELD12_BASE, 1300, "azure-code:6"),
         ("13", HELD13_BASE, 1400, "mooncake-synthetic:0.5"),
+        ("14", HELD14_BASE, 1500, "azure-code:3"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -808,6 +843,7 @@ def _scenarios() -> list[Scenario]:
         ("11", HELD11_BASE, 1210),
         ("12", HELD12_BASE, 1310),
         ("13", HELD13_BASE, 1410),
+        ("14", HELD14_BASE, 1510),
     ):
         out.append(
             Scenario(

@@ -60,6 +60,7 @@ SETS = {
     "held_out_11": ("HELD11_BASE", {"saturated": 1211, "light": 1212}, "held_out_11"),
     "held_out_12": ("HELD12_BASE", {"saturated": 1311, "light": 1312}, "held_out_12"),
     "held_out_13": ("HELD13_BASE", {"saturated": 1411, "light": 1412}, "held_out_13"),
+    "held_out_14": ("HELD14_BASE", {"saturated": 1511, "light": 1512}, "held_out_14"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)
