@@ -21,6 +21,7 @@ from checks.drift_calibration import DriftCalibration
 from checks.drift_event import DriftEvent
 from checks.envelope import EnvelopeMonitor, WorkloadEnvelope
 from checks.evidence import ClassAccuracy, Evidence
+from checks.fault_sensitivity import FAULT_BUDGET_STEPS, FAULT_SHIFT, detection_delay, dulled
 from checks.gate import Gate, GateState
 from checks.page_hinkley import PageHinkleyDetector
 from checks.policy import STEP_CLASSES, GatePolicy
@@ -66,6 +67,8 @@ __all__ = [
     "DriftMonitor",
     "EXIT_ERROR",
     "EnvelopeMonitor",
+    "FAULT_BUDGET_STEPS",
+    "FAULT_SHIFT",
     "Evidence",
     "RefitEvidence",
     "ResidualShift",
@@ -83,7 +86,9 @@ __all__ = [
     "calibrate_class",
     "composition_effect",
     "cost_per_work_by_strata",
+    "detection_delay",
     "detrend",
+    "dulled",
     "effective_verdict",
     "exit_code",
     "feature_domain",

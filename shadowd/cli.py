@@ -115,6 +115,14 @@ def run(
     metavar="KEY=VALUE",
     help="Platform key fields (gpu, model, dtype, tp, pp, vllm, attention_backend).",
 )
+@click.option(
+    "--tenant",
+    "tenants",
+    multiple=True,
+    metavar="NAME",
+    help="A tenant the model vouches for even if the window holds none of its steps "
+    "(as [calibration] tenants); repeatable.",
+)
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(
     db_path: str,
@@ -122,12 +130,17 @@ def calibrate(
     until: str | None,
     steps: int | None,
     platform: tuple[str, ...],
+    tenants: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Fit LLMVisor and the token model on stored steps; store the model version."""
     from shadowd.daemon.calibrator import calibrate_db
+    from shadowd.daemon.config import TENANT_NAMES
 
-    result = calibrate_db(db_path, since=since, until=until, steps=steps, platform=platform)
+    problem = TENANT_NAMES(tenants) or ("empty name" if "" in tenants else None)
+    if problem:
+        raise click.BadParameter(problem, param_hint="--tenant")
+    result = calibrate_db(db_path, since=since, until=until, steps=steps, platform=platform, tenants=tenants)
     if as_json:
         _echo_json(result)
     else:

@@ -187,7 +187,7 @@ def calibrate(
         context=batch.context_tokens + batch.new_tokens,
         batch_size=sizes,
         tokens_per_step=batch.per_step_sum(batch.new_tokens.astype(float)),
-        tenants=set(batch.tenant.tolist()) if batch.tenant is not None else (),
+        tenants=known_tenants(batch, settings.expected_tenants),
         margin=settings.envelope_margin,
     )
     log.info(
@@ -284,7 +284,7 @@ class WarmupCalibrator:
             missing = sorted(set(self.settings.expected_tenants) - set(_tenants(whole)))
             log.warning(
                 "calibrating without expected tenant(s) %s: not seen in the widest warm-up window (%d "
-                "steps); the gate counts them as new until a recalibration sees them",
+                "steps); listed, so their steps are judged like everyone's when they arrive",
                 ", ".join(missing[:10]),
                 whole.num_steps,
             )
@@ -306,6 +306,24 @@ class WarmupCalibrator:
 
 def _tenants(batch: StepBatch) -> np.ndarray:
     return np.asarray(batch.tenant if batch.tenant is not None else [], dtype=object)
+
+
+def known_tenants(batch: StepBatch, expected: tuple[str, ...]) -> set[str]:
+    """The tenants a calibration vouches for: those with a row in its window and, design r14,
+    those the operator lists in ``[calibration] tenants`` even if the window missed them.
+
+    A listed tenant that was silent through the widest window is declared traffic, not a
+    stranger: when it arrives its steps are judged like everyone's (accuracy, drift, the
+    envelope, the composition domain), where before r14 the gate held INCONCLUSIVE on it as a
+    newcomer until an operator recalibrated, and refused re-fits meanwhile (why and on which
+    runs: DESIGN in ``benchmarks/gate_matrix.py``).  A tenant nobody listed is still new.
+
+    >>> from shadowd.attribution.synthetic_steps import synthetic_batch
+    >>> sorted(known_tenants(synthetic_batch(steps=50), ("late",)))
+    ['chat', 'code', 'late', 'longdoc']
+    """
+    seen = set(_tenants(batch).tolist()) if batch.tenant is not None else set()
+    return seen | set(expected)
 
 
 def tenants_seen_by(batch: StepBatch, expected: tuple[str, ...]) -> int | None:
@@ -404,8 +422,10 @@ def calibrate_db(
     until: str | None = None,
     steps: int | None = None,
     platform: tuple[str, ...] = (),
+    tenants: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Fit from the raw columns of ``path`` and store the model version there."""
+    """Fit from the raw columns of ``path`` and store the model version there; ``tenants`` are
+    vouched for even if the window holds none of their steps (as ``[calibration] tenants``)."""
     from storage.records import save_model_version
     from storage.schema import migrate
 
@@ -413,7 +433,7 @@ def calibrate_db(
     try:
         migrate(con)
         batch = load_batch(con, Window(since=since, until=until, last_steps=steps))
-        cal = calibrate(batch, _platform(platform))
+        cal = calibrate(batch, _platform(platform), CalibrationSettings(expected_tenants=tuple(tenants)))
         w = cal.model.fit_window
         save_model_version(
             con,

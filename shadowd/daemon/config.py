@@ -107,6 +107,10 @@ def bounded_labels(most: int, longest: int) -> Check:
     return check
 
 
+# ``[calibration] tenants`` and ``shadowd calibrate --tenant``: operator-typed, but bounded all the same.
+TENANT_NAMES = bounded_labels(256, 64)
+
+
 def key(default: Any, check: Check | None = None, help: str = "") -> Any:
     """A config key: its default, an optional value check, and a one-line help."""
     return field(default=default, metadata={"check": check, "help": help})
@@ -139,8 +143,9 @@ class CalibrationConfig:
     refit: bool = key(True, None, "re-fit on recent traffic when it leaves the calibration (guarded)")
     tenants: tuple[str, ...] = key(
         (),
-        bounded_labels(256, 64),
-        "tenants the warm-up window waits for (widening up to its maximum) before the first fit",
+        TENANT_NAMES,
+        "tenants the warm-up window waits for (widening up to its maximum) before the first fit; "
+        "never newcomers to the gate, even if the window missed them",
     )
     platform: Platform | None = None
 

@@ -17,6 +17,7 @@ the model in force when it ran.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -161,17 +162,20 @@ class RegimeRefit:
             self._record(at_s, cal, None, why, batch.num_steps)
             return
         new = calibrate(batch, cal.model.platform_key, settings)
-        blinded = newly_unwatched(cal, new)
-        if blinded:
-            log.warning("re-fit of %s refused: %s", cal.model.version, blinded)
-            self._record(at_s, cal, None, blinded, batch.num_steps)
-            return
         ok, steady = checks.time_invariant(level_shifts(batch, new, settings.min_shift))
-        if not ok:
-            log.warning("re-fit of %s refused: %s", cal.model.version, steady)
-            self._record(at_s, cal, None, steady, batch.num_steps)
+        # In this order, so a refusal names the most specific cause: a class left unwatched (r8),
+        # a change at one moment in the window, then detectors too dull for the gate's faults
+        # (r15; a change inside the window dulls them too).
+        refusal = newly_unwatched(cal, new) or (steady if not ok else "") or newly_dulled(cal, new)
+        if refusal:
+            log.warning("re-fit of %s refused: %s", cal.model.version, refusal)
+            self._record(at_s, cal, None, refusal, batch.num_steps)
             return
         why = f"{why}; {steady}"
+        # Design r16: a re-fit keeps its parent's tenants.  A newcomer below the new-tenant limit
+        # does not stop a re-fit (r9), but is not taken in by it: it stays new to the gate, which
+        # judges its share from then on, until an operator calibrates with it.
+        new.envelope = dataclasses.replace(new.envelope, tenants=cal.envelope.tenants)
         new.lineage = (*cal.lineage, cal.model.version)[-MAX_LINEAGE:]
         new.reason = why
         self._record(at_s, cal, new.model.version, why, batch.num_steps)
@@ -207,6 +211,25 @@ def newly_unwatched(parent: Calibration, new: Calibration) -> str:
         return ""
     why = "; ".join(f"{c} ({new.unwatched.get(c, 'not calibrated')})" for c in lost)
     return f"the re-fit could not calibrate drift detectors for {why}, which the model in force watches (design r8)"
+
+
+def newly_dulled(parent: Calibration, new: Calibration) -> str:
+    """Why the re-fit's drift detectors would not raise the smallest slowdown the gate must catch
+    where the model in force's do (empty: they would).  Design r15: such a re-fit is refused, as a
+    blind one is (r8); ``checks.fault_sensitivity`` says how it is measured and on which run it
+    was seen."""
+    lost = checks.dulled(parent.drift, new.drift)
+    if not lost:
+        return ""
+    why = "; ".join(
+        f"{c}: {'not within ' + str(4 * checks.FAULT_BUDGET_STEPS) if after is None else after}, "
+        f"the model in force's {before}"
+        for c, (before, after) in lost.items()
+    )
+    return (
+        f"the re-fit's drift detectors would not raise a {checks.FAULT_SHIFT:.0%} slowdown within "
+        f"{checks.FAULT_BUDGET_STEPS} judged steps ({why}) (design r15)"
+    )
 
 
 def triggers(evidence: dict[str, Any], policy: checks.GatePolicy) -> tuple[str, ...]:

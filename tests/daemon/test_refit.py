@@ -20,7 +20,8 @@ from prometheus_client import generate_latest
 
 from checks import GatePolicy
 from shadowd.attribution.synthetic_steps import synthetic_batch
-from shadowd.daemon.calibrator import calibrate
+from shadowd.daemon import refit as refit_module
+from shadowd.daemon.calibrator import CalibrationSettings, calibrate
 from shadowd.daemon.config import Config, Platform
 from shadowd.daemon.gate_evidence import class_accuracy
 from shadowd.daemon.metrics import registry_for
@@ -39,14 +40,17 @@ def run(
     latency_scale: float,
     rename: dict[str, str] | None = None,
     renamed_slowdown: float = 1.0,
-    beyond_scale: float = 1.0,
+    beyond_ms_per_request: float = 0.0,
+    listed: tuple[str, ...] = (),
+    newcomer_steps: int = 0,
     **overrides: Any,
 ) -> tuple[Daemon, str, dict]:
-    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
+    settings = CalibrationSettings(expected_tenants=listed)  # [calibration] tenants, as below
+    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key(), settings)
     config = daemon_config(
         ipc_endpoint,
         db_path,
-        calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM),
+        calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM, tenants=listed),
         **overrides,
     )
     daemon = Daemon(config, run_job=lambda fn: fn())  # the re-fit runs inline: the test sees its end
@@ -58,8 +62,12 @@ def run(
         hit = traffic.tenant == old
         traffic.tenant = np.where(hit, new, traffic.tenant)
         traffic.latency_ms[np.unique(traffic.req_step[hit])] *= renamed_slowdown  # their steps only
-    # A regime the model extrapolates into badly: the steps beyond its envelope only.
-    traffic.latency_ms[~inside_envelope(traffic, cal.envelope)] *= beyond_scale
+    if newcomer_steps:  # the code tenant's requests of the first steps only, under a new name
+        hit = (traffic.tenant == "code") & (traffic.req_step < newcomer_steps)
+        traffic.tenant = np.where(hit, "newcomer", traffic.tenant)
+    # A regime the model extrapolates into badly: beyond its envelope each request costs more.
+    beyond = ~inside_envelope(traffic, cal.envelope)
+    traffic.latency_ms += beyond_ms_per_request * traffic.batch_size() * beyond
     for frame in frames_from_batch(traffic, latency_scale=latency_scale):
         push.send(frame)
     push.close()
@@ -107,11 +115,12 @@ def test_traffic_beyond_the_envelope_on_a_healthy_engine_is_refitted(ipc_endpoin
 
 
 def test_a_new_regime_the_model_extrapolates_into_badly_is_refitted(ipc_endpoint, db_path):
-    """Design r13: the steps beyond the calibrated envelope run 30 % slower than the model in
-    force extrapolates (a regime it cannot speak for), the steps inside are as calibrated.  The
-    guard judges the model's accuracy on the steps inside only, so the re-fit is installed; judged
-    on every step, as before r13, the model misses its decode limits and the re-fit was refused."""
-    daemon, parent, decision = run(ipc_endpoint, db_path, 1.0, beyond_scale=1.3)
+    """Design r13: beyond the calibrated envelope each request of a step costs 0.05 ms more than
+    the model in force extrapolates (a regime it cannot speak for, one a re-fit can), the steps
+    inside are as calibrated.  The guard judges the model's accuracy on the steps inside only, so
+    the re-fit is installed; judged on every step, as before r13, the model misses its decode
+    limits and the re-fit was refused."""
+    daemon, parent, decision = run(ipc_endpoint, db_path, 1.0, beyond_ms_per_request=0.05)
     try:
         assert decision["evidence"]["extrapolated_fraction"] > 0.05
         assert not [c["name"] for c in decision["checks"] if c["status"] == "fail"], decision["checks"]
@@ -129,7 +138,7 @@ def test_a_new_regime_is_judged_on_the_steps_inside_the_envelope_only():
     cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
     traffic = synthetic_batch(steps=3000, seed=22, max_seqs=256)
     inside = inside_envelope(traffic, cal.envelope)
-    traffic.latency_ms[~inside] *= 1.3
+    traffic.latency_ms += 0.05 * traffic.batch_size() * ~inside
     assert 0.05 < 1 - inside.mean() < 0.95
     limit = GatePolicy().max_p90_error["decode"]
     assert class_errors(traffic, cal)["decode"].p90 > limit
@@ -159,6 +168,31 @@ def test_a_refit_that_would_leave_a_watched_class_blind_is_refused(ipc_endpoint,
         daemon.stop()
 
 
+def test_a_refit_whose_detectors_would_not_raise_a_slowdown_is_refused(ipc_endpoint, db_path, monkeypatch):
+    """Design r15: the same healthy traffic, but the re-fit's window gives its Page-Hinkley
+    thresholds ten times the size (as a window whose residual wanders does: held-out 14's
+    F14-step5 under r14).  Its detectors would not raise a 5 % slowdown the model in force's
+    raise at once, so the re-fit is refused and the model in force keeps watching."""
+    real = refit_module.calibrate
+
+    def wandering_window(*args: Any, **kwargs: Any) -> Any:
+        cal = real(*args, **kwargs)
+        cal.drift = {
+            c: dataclasses.replace(d, ph_threshold=10 * d.ph_threshold) for c, d in cal.drift.items()
+        }
+        return cal
+
+    monkeypatch.setattr(refit_module, "calibrate", wandering_window)
+    daemon, parent, _ = run(ipc_endpoint, db_path, 1.0)
+    try:
+        assert daemon.refit.counts == {"installed": 0, "refused": 1}, daemon.refit.history
+        why = daemon.refit.history[-1].why
+        assert "would not raise a 5% slowdown within 300 judged steps" in why and "design r15" in why, why
+        assert daemon.calibration.model.version == parent
+    finally:
+        daemon.stop()
+
+
 def test_a_refit_that_would_take_in_an_unseen_tenant_is_refused(ipc_endpoint, db_path):
     """Design r9: the same healthy traffic, but one tenant's requests now come under a name the
     calibration never saw (held-out 9's F9-tenant installed such a re-fit).  The newcomer's share
@@ -171,6 +205,38 @@ def test_a_refit_that_would_take_in_an_unseen_tenant_is_refused(ipc_endpoint, db
         assert "never saw carry" in why and "design r9" in why, why
         assert daemon.calibration.model.version == parent
         assert daemon.evaluate_gate()["verdict"] == "INCONCLUSIVE"
+    finally:
+        daemon.stop()
+
+
+def test_a_listed_tenant_the_calibration_missed_is_no_newcomer(ipc_endpoint, db_path):
+    """Design r14: the same renamed tenant as above, but the operator listed it in
+    ``[calibration] tenants`` (the warm-up window missed it).  It is declared traffic: not a
+    newcomer to the coverage check, and the re-fit on the traffic beyond the envelope is installed
+    with it (an unlisted name is refused: the test above)."""
+    daemon, parent, decision = run(ipc_endpoint, db_path, 1.0, rename={"code": "batch"}, listed=("batch",))
+    try:
+        assert not decision["evidence"].get("new_tenant_share"), decision["evidence"]
+        status = {c["name"]: c["status"] for c in decision["checks"]}
+        assert status["coverage.new_tenants"] == "pass", decision["checks"]
+        assert daemon.refit.counts == {"installed": 1, "refused": 0}, daemon.refit.history
+        assert "batch" in daemon.calibration.envelope.tenants
+    finally:
+        daemon.stop()
+
+
+def test_a_refit_does_not_take_in_a_newcomer_below_the_limit(ipc_endpoint, db_path):
+    """Design r16: a newcomer with a small share (the code tenant's requests of the first 60
+    steps, renamed) does not stop the re-fit (r9), but the re-fit keeps its parent's tenants, so
+    the newcomer is still new to the gate afterwards (held-out 14's F14-tenant under r15: a
+    re-fit took the new heavy tenant in while it carried under 5 %, and the fault run ended GO)."""
+    daemon, parent, decision = run(ipc_endpoint, db_path, 1.0, newcomer_steps=60)
+    try:
+        assert 0 < decision["evidence"]["new_tenant_share"] <= 0.05, decision["evidence"]
+        assert daemon.refit.counts == {"installed": 1, "refused": 0}, daemon.refit.history
+        new = daemon.calibration
+        assert new.model.version != parent and "newcomer" not in new.envelope.tenants
+        assert new.envelope.tenants == {"chat", "code", "longdoc"}  # what the drift watch checks against
     finally:
         daemon.stop()
 

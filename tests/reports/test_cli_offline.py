@@ -89,6 +89,19 @@ def test_calibrate_and_report_on_raw_rows(raw_db):
     assert r["accuracy_source"] == "refit"
 
 
+def test_calibrate_vouches_for_listed_tenants_and_bounds_their_names(raw_db):
+    """Design r14 by hand: a tenant named with ``--tenant`` is in the stored envelope's tenants
+    even though the window holds none of its steps; names are bounded as in the config file."""
+    out = _cli("calibrate", "--db", raw_db, "--platform", "gpu=h100", "--tenant", "batch-jobs", "--json")
+    assert out.returncode == 0, out.stderr
+    con = duckdb.connect(raw_db, read_only=True)
+    (body,) = con.execute("SELECT body FROM model_versions").fetchone()
+    con.close()
+    assert {"batch-jobs", "chat"} <= set(json.loads(body)["envelope"]["tenants"])
+    bad = _cli("calibrate", "--db", raw_db, "--tenant", "x" * 65)
+    assert bad.returncode == 2 and "longer than 64 characters" in bad.stderr, bad.stderr
+
+
 def test_gate_without_decisions_is_inconclusive(raw_db):
     assert _cli("gate", "--db", raw_db).returncode == 2
 
