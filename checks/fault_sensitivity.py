@@ -3,10 +3,10 @@
 A re-fit calibrates new detectors on its own window, and a window whose residual wanders gives
 them a far higher threshold (the false-alarm target holds it to the window's own dynamics): the
 re-fitted model can then be blind to the slowdowns the gate must catch, while the model in force
-saw them at once.  Design r15 refuses such a re-fit (``shadowd.daemon.refit``).  On held-out 14's
-F14-step5 under design r14, a re-fit installed 600 steps before a 5 % slowdown carried a
-Page-Hinkley threshold about ten times its parent's, raised nothing in 2,000 steps of the
-slowdown, and the gate ended GO.
+saw them at once.  Design r15 refuses such a re-fit (``shadowd.daemon.refit``).  It was seen on
+held-out 14's F14-step5 under design r14 (``benchmarks/gate_matrix.py``, docs/validation.md): a
+re-fit installed shortly before the slowdown carried a Page-Hinkley threshold many times its
+parent's, raised nothing through the slowdown, and the gate ended GO.
 
 The measure is intrinsic to the detectors, not to any run: a noise-free residual sits at the
 calibration's mean long enough to pass every detector's warm-up, then every step is slower by
