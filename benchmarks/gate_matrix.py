@@ -1042,6 +1042,7 @@ def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
         policy_note=r.get("policy_note"),
         simulated_seconds=r.get("simulated_seconds"),
         wall_seconds=r.get("wall_seconds"),
+        frames_dropped=r.get("frames_dropped"),  # the tap's drops: a row's evidence is only what arrived
         drift_events=r.get("drift_events", [])[:40],
         alarm_confirmation=r.get("alarm_confirmation"),
         tenants_run=r.get("tenants"),
@@ -1143,12 +1144,17 @@ def outcome(row: dict[str, Any]) -> tuple[bool, str]:
             return False, f"{row['pages_after_first_go']} NO_GO evaluations after the first GO"
         return True, ""
     at = s["fault_step"]
+    # A fault row that ends GO says so first, test or not: the gate vouched for a faulty engine.
+    lead = "ended GO with the fault in force; " if row["final"] == "GO" else ""
     if row.get("first_go_step") is None or row["first_go_step"] >= at:
-        return False, "not a test: the gate was never GO before the fault"
+        return False, f"{lead}not a test: the gate was never GO before the fault"
     spanning = [e for e in row.get("episodes") or [] if e["first_step"] < at <= e["last_step"]]
     if spanning:  # GO once, but not when the fault began: what follows is not the fault's doing
         e = spanning[0]
-        return False, f"not a test: the gate was {e['verdict']} from step {e['first_step']}, before the fault"
+        return (
+            False,
+            f"{lead}not a test: the gate was {e['verdict']} from step {e['first_step']}, before the fault",
+        )
     inj = (s["injects"] or [""])[0]
     if inj.startswith("tenant:"):
         name = inj.split(":", 1)[1].split("=", 1)[0]

@@ -44,3 +44,13 @@ def test_an_episode_that_ended_before_the_fault_does_not_count_against_it():
 def test_a_gate_never_go_before_the_fault_is_not_a_test():
     met, why = outcome(_fault_row([], first_go=7202))
     assert not met and why.startswith("not a test: the gate was never GO")
+
+
+def test_a_fault_row_that_ends_go_says_so_even_when_it_is_not_a_test():
+    """Held-out 14's F14-step5 under design r14 ended GO after its fault without ever being GO
+    before it: not a test, and the gate vouching for a slowed engine all the same."""
+    met, why = outcome(_fault_row([], final="GO", first_go=7001))
+    assert (
+        not met
+        and why == "ended GO with the fault in force; not a test: the gate was never GO before the fault"
+    )
