@@ -463,7 +463,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r16"
+DESIGN_REVISION = "r17"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -537,6 +537,30 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r17, three parts, each a case of the gate judging a model on traffic it never "
+    "identified. (a) The workload envelope has a floor: the calibration window's 1st-percentile "
+    "batch size over 1 + `envelope_margin` (`checks/envelope.py`); a batch below it is "
+    "extrapolation, as one beyond the ceiling is (a fit on saturated batches only does not "
+    "separate a step's fixed cost from its per-request costs). (b) A class is barely held when "
+    "the window's fit part (not the whole window, which includes the held-out part) held fewer "
+    "than `min_class_steps` of it (`Calibration.fit_class_steps`): its accuracy misses are "
+    "INCONCLUSIVE and the re-fit guard leaves it out. (c) After a re-fit, a step an earlier "
+    "version of the lineage scored counts in the accuracy evidence only inside that version's own "
+    "envelope (`shadowd/daemon/gate_evidence.py`): its steps beyond were the extrapolation the "
+    "re-fit answered, left out while it was in force (r12). Seen on held-out 15 under r16: "
+    "H15-saturated's window held batches of about 250 and 75 decode-only steps in its fit part "
+    "(the rest came in the held-out part), its later traffic ran at batches of 40-100, and the "
+    "decode error there (p50 16 %) paged from 4020 to the end; H15-swing's re-fit at 5829 was "
+    "installed, then its parent's steps beyond the parent's envelope (decode p90 0.108 on all "
+    "2,369, 0.035 on those inside) paged on the last evaluation. Tried on held-out 12-15's short "
+    "runs (rows marked r17) before held-out 16 was named: H15-saturated and H15-swing end "
+    "INCONCLUSIVE (recalibrate; the saturated run's re-fit is refused: its mixed steps, too few "
+    "inside the envelope, are judged on all of them, as r13 says); F15-step8's drift event came "
+    "291 steps after its fault (r16: 932): the floor put 5 % of its steps beyond the envelope, a "
+    "re-fit was installed at 4824, before the fault, and its detectors raised the fault; every "
+    "other row of held-out 14 and 15 ended as under r16; of held-out 12 and 13's steady, swing, "
+    "mix and saturated rows re-run, each ended as before (H13-saturated's first GO 4824, r13: "
+    "4623).",
     "Design r14: tenants the operator lists in `[calibration] tenants` are known to the gate even "
     "if the warm-up window missed them (`known_tenants` in `shadowd/daemon/calibrator.py`; "
     "`shadowd calibrate --tenant` for a calibration by hand): when one arrives its steps are "

@@ -3,7 +3,8 @@
 A piecewise-linear latency model is only validated where calibration had data: a context,
 batch size or per-step token count beyond that range is extrapolation, and a tenant the
 calibration never saw has unvalidated shares. ``WorkloadEnvelope`` records the range
-(longest context, p99 batch size, most tokens per step, the tenant set);
+(longest context, p99 batch size and, from design r17, a p1 floor under it, most tokens per
+step, the tenant set);
 ``EnvelopeMonitor`` flags steps beyond it as drift events (at most one per dimension per
 ``cooldown_steps``, one per new tenant) and keeps the fractions the gate's coverage check reads.
 
@@ -25,6 +26,7 @@ calibration never saw has unvalidated shares. ``WorkloadEnvelope`` records the r
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +44,10 @@ class WorkloadEnvelope:
     max_batch_size: float
     max_tokens_per_step: int
     tenants: frozenset[str] = field(default_factory=frozenset)
+    # Design r17: the fewest requests per step the model was calibrated on.  A fit on saturated
+    # batches only does not separate the step's fixed cost from its per-request costs, so a
+    # batch well below the calibration's is extrapolation too (``from_calibration``).
+    min_batch_size: float = 0.0
 
     @classmethod
     def from_calibration(
@@ -54,7 +60,14 @@ class WorkloadEnvelope:
         batch_quantile: float = 0.99,
         margin: float = 0.0,
     ) -> WorkloadEnvelope:
-        """Longest context and most tokens seen, ``batch_quantile`` of batch size, +``margin``."""
+        """Longest context and most tokens seen, ``batch_quantile`` of batch size, +``margin``;
+        the floor is the ``1 - batch_quantile`` quantile of batch size, over ``1 + margin``.
+
+        >>> env = WorkloadEnvelope.from_calibration([100], [240, 250, 260], [255], margin=0.5)
+        >>> round(env.min_batch_size, 1), env.inside(max_context=np.array([100, 100]),
+        ...     batch_size=np.array([200, 100]), tokens=np.array([200, 100])).tolist()
+        (160.1, [True, False])
+        """
         ctx = np.asarray(list(context), dtype=float)
         bs = np.asarray(list(batch_size), dtype=float)
         tok = np.asarray(list(tokens_per_step), dtype=float)
@@ -66,13 +79,16 @@ class WorkloadEnvelope:
             max_batch_size=float(np.nanquantile(bs, batch_quantile) * m),
             max_tokens_per_step=int(np.nanmax(tok) * m),
             tenants=frozenset(str(t) for t in tenants),
+            min_batch_size=float(np.nanquantile(bs, 1.0 - batch_quantile) / m),
         )
 
     def limits(self) -> dict[str, float]:
+        """Per dimension, its limit: a step beyond it lies outside (``batch_floor``: below it)."""
         return {
             "context": self.max_context,
             "batch_size": self.max_batch_size,
             "tokens": self.max_tokens_per_step,
+            "batch_floor": self.min_batch_size,
         }
 
     def violations(
@@ -83,8 +99,9 @@ class WorkloadEnvelope:
         tokens: float | None = None,
     ) -> dict[str, float]:
         """Dimensions of one step beyond the envelope, with the observed value."""
-        seen = {"context": max_context, "batch_size": batch_size, "tokens": tokens}
-        return {k: float(v) for k, v in seen.items() if v is not None and v > self.limits()[k]}
+        seen = _by_dimension(max_context, batch_size, tokens)
+        limits = self.limits()
+        return {k: float(v) for k, v in seen.items() if v is not None and bool(_beyond(k, v, limits[k]))}
 
     def inside(self, *, max_context: np.ndarray, batch_size: np.ndarray, tokens: np.ndarray) -> np.ndarray:
         """Per step, whether it lies inside the envelope (no dimension beyond its limit), as
@@ -98,6 +115,7 @@ class WorkloadEnvelope:
         return (
             (np.asarray(max_context, float) <= self.max_context)
             & (np.asarray(batch_size, float) <= self.max_batch_size)
+            & (np.asarray(batch_size, float) >= self.min_batch_size)
             & (np.asarray(tokens, float) <= self.max_tokens_per_step)
         )
 
@@ -107,11 +125,12 @@ class WorkloadEnvelope:
             "max_batch_size": self.max_batch_size,
             "max_tokens_per_step": self.max_tokens_per_step,
             "tenants": sorted(self.tenants),
+            "min_batch_size": self.min_batch_size,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WorkloadEnvelope:
-        known = {"max_context", "max_batch_size", "max_tokens_per_step", "tenants"}
+        known = {"max_context", "max_batch_size", "max_tokens_per_step", "tenants", "min_batch_size"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown WorkloadEnvelope key(s) {unknown}; known: {sorted(known)}")
@@ -120,7 +139,18 @@ class WorkloadEnvelope:
             max_batch_size=float(data["max_batch_size"]),
             max_tokens_per_step=int(data["max_tokens_per_step"]),
             tenants=frozenset(data.get("tenants", ())),
+            min_batch_size=float(data.get("min_batch_size", 0.0)),  # bodies stored before r17
         )
+
+
+def _by_dimension(max_context: Any, batch_size: Any, tokens: Any) -> dict[str, Any]:
+    """What each dimension of ``WorkloadEnvelope.limits`` is judged on."""
+    return {"context": max_context, "batch_size": batch_size, "tokens": tokens, "batch_floor": batch_size}
+
+
+def _beyond(dim: str, value: Any, limit: float) -> Any:
+    """``value`` outside ``limit`` on ``dim`` (elementwise for arrays): below a floor, above a maximum."""
+    return value < limit if dim == "batch_floor" else value > limit
 
 
 class EnvelopeMonitor:
@@ -132,7 +162,8 @@ class EnvelopeMonitor:
         self.steps = 0
         self.extrapolated_steps = 0
         self.by_dimension = {k: 0 for k in envelope.limits()}
-        self.max_seen = {k: 0.0 for k in envelope.limits()}
+        self.max_seen = {k: 0.0 for k in ("context", "batch_size", "tokens")}
+        self.min_batch_seen = math.inf
         self.new_tenants: dict[str, int] = {}  # tenant -> step_seq first seen
         self._last_event: dict[str, int] = {}
 
@@ -153,6 +184,8 @@ class EnvelopeMonitor:
         for k, v in seen.items():
             if v is not None:
                 self.max_seen[k] = max(self.max_seen[k], float(v))
+        if batch_size is not None:
+            self.min_batch_seen = min(self.min_batch_seen, float(batch_size))
         beyond = self.envelope.violations(max_context=max_context, batch_size=batch_size, tokens=tokens)
         return self._judge(int(step_seq), float(ts), beyond, tenants, step_class)
 
@@ -173,24 +206,22 @@ class EnvelopeMonitor:
         ``tenants`` maps a step's index to tenants to check; only steps that may bring a tenant
         not seen before need an entry.
         """
-        seen = {
-            "context": np.asarray(max_context, float),
-            "batch_size": np.asarray(batch_size, float),
-            "tokens": np.asarray(tokens, float),
-        }
+        bs = np.asarray(batch_size, float)
+        seen = _by_dimension(np.asarray(max_context, float), bs, np.asarray(tokens, float))
         n = len(step_seq)
         self.steps += n
         if n == 0:
             return []
+        for k in self.max_seen:
+            self.max_seen[k] = max(self.max_seen[k], float(seen[k].max()))
+        self.min_batch_seen = min(self.min_batch_seen, float(bs.min()))
         limits = self.envelope.limits()
-        beyond = np.zeros(n, dtype=bool)
-        for k, v in seen.items():
-            self.max_seen[k] = max(self.max_seen[k], float(v.max()))
-            beyond |= v > limits[k]
+        outside = {k: _beyond(k, v, limits[k]) for k, v in seen.items()}
+        beyond = np.logical_or.reduce(list(outside.values()))
         tenants = tenants or {}
         events: list[DriftEvent] = []
         for i in sorted(set(np.flatnonzero(beyond).tolist()) | set(tenants)):
-            over = {k: float(v[i]) for k, v in seen.items() if v[i] > limits[k]}
+            over = {k: float(seen[k][i]) for k, o in outside.items() if o[i]}
             events += self._judge(int(step_seq[i]), float(ts[i]), over, tenants.get(i, ()), step_class[i])
         return events
 
@@ -246,6 +277,7 @@ class EnvelopeMonitor:
             "extrapolated_fraction": self.extrapolated_steps / self.steps if self.steps else None,
             "by_dimension": dict(self.by_dimension),
             "max_seen": dict(self.max_seen),
+            "min_batch_seen": self.min_batch_seen if self.steps else None,
             "limits": self.envelope.limits(),
             "new_tenants": sorted(self.new_tenants),
         }

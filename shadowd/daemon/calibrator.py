@@ -49,17 +49,29 @@ class Calibration:
     # gate's stability check judges growth against.
     stability_baseline: dict[str, dict[str, float]] = field(default_factory=dict)
     class_steps: dict[str, int] = field(default_factory=dict)  # steps of each class in the window
+    # Design r17: steps of each class in the window's fit part, the ones its coefficients were
+    # identified on (the held-out part only scores them).  Empty in bodies stored before r17.
+    fit_class_steps: dict[str, int] = field(default_factory=dict)
     window_steps: int = 0  # steps in the whole calibration window (fit + held-out parts)
     # A re-fit (``shadowd.daemon.refit``): the versions it descends from, oldest first, and why.
     lineage: tuple[str, ...] = ()
     reason: str = ""
 
     def barely_held(self, min_steps: int) -> dict[str, str]:
-        """Classes the window held fewer than ``min_steps`` of: their coefficients were not
-        identified there, so the gate does not vouch for them (INCONCLUSIVE, not NO_GO)."""
+        """Classes the window's fit part held fewer than ``min_steps`` of: their coefficients were
+        not identified there, so the gate does not vouch for them (INCONCLUSIVE, not NO_GO).
+
+        Design r17 counts the fit part (before, the whole window): on held-out 15 a saturated
+        window's decode-only steps came late, in its held-out part, so the decode class looked
+        held while its coefficients had been fitted on a few dozen (``DESIGN`` in
+        ``benchmarks/gate_matrix.py``)."""
+        if self.fit_class_steps:
+            where, counts = "the calibration window's fit part", self.fit_class_steps
+        else:
+            where, counts = "the calibration window", self.class_steps
         return {
-            cls: f"the calibration window held {n} {cls} steps (< {min_steps})"
-            for cls, n in sorted(self.class_steps.items())
+            cls: f"{where} held {n} {cls} steps (< {min_steps})"
+            for cls, n in sorted(counts.items())
             if n < min_steps
         }
 
@@ -89,6 +101,7 @@ class Calibration:
             "envelope": self.envelope.limits(),
             "stability_baseline": self.stability_baseline,
             "class_steps": self.class_steps,
+            "fit_class_steps": self.fit_class_steps,
             "lineage": list(self.lineage),
             "reason": self.reason,
         }
@@ -201,6 +214,7 @@ def calibrate(
         unwatched=unwatched,
         stability_baseline=stability_baseline(batch, model, settings),
         class_steps={name: int((batch.kind == code).sum()) for code, name in enumerate(KIND_NAMES)},
+        fit_class_steps={name: int((fit_part.kind == code).sum()) for code, name in enumerate(KIND_NAMES)},
         window_steps=int(batch.num_steps),
     )
 
@@ -377,6 +391,7 @@ def model_body(cal: Calibration) -> str:
     body["stability_baseline"] = cal.stability_baseline
     body["calibration"] = {
         "class_steps": cal.class_steps,
+        "fit_class_steps": cal.fit_class_steps,
         "window_steps": cal.window_steps,
         "lineage": list(cal.lineage),
         "reason": cal.reason,
@@ -398,6 +413,7 @@ def calibration_from_body(text: str) -> Calibration:
         unwatched=unwatched,
         stability_baseline=baseline,
         class_steps={str(k): int(v) for k, v in window.get("class_steps", {}).items()},
+        fit_class_steps={str(k): int(v) for k, v in window.get("fit_class_steps", {}).items()},
         window_steps=int(window.get("window_steps", 0)),
         lineage=tuple(str(v) for v in window.get("lineage", ())),
         reason=str(window.get("reason", "")),

@@ -49,7 +49,7 @@ class DaemonFacts:
 # 24 h of steps ran DuckDB out of its [storage] memory_limit (benchmarks/gate_eval.py: 2.6 M steps
 # needed > 160 MB; this form passes at 32 MB).
 _ACCURACY_SQL = """
-WITH e AS (
+WITH {envelopes}e AS (
   SELECT kind, latency_ms AS l, predicted_ms AS p, baseline_ms AS b
   FROM steps s
   WHERE list_contains(?, model_version) AND latency_ms > 0 AND predicted_ms IS NOT NULL
@@ -66,11 +66,33 @@ _WITHOUT_TENANTS = """AND NOT EXISTS (SELECT 1 FROM step_requests r
                     WHERE r.engine_id = s.engine_id AND r.run_id = s.run_id AND r.step_seq = s.step_seq
                       AND list_contains(?, r.tenant))"""
 # A step beyond the envelope as ``checks.EnvelopeMonitor`` counts it (``drift_watch``): more
-# requests, more new tokens, or a longer reach (context + new tokens) than calibration allowed.
+# requests, more new tokens, or a longer reach (context + new tokens) than calibration allowed,
+# or fewer requests than its floor (design r17).
 _WITHIN_ENVELOPE = """AND NOT EXISTS (SELECT 1 FROM step_requests r
                     WHERE r.engine_id = s.engine_id AND r.run_id = s.run_id AND r.step_seq = s.step_seq
                     GROUP BY r.engine_id
-                    HAVING count(*) > ? OR sum(r.new_tokens) > ? OR max(r.context_tokens + r.new_tokens) > ?)"""
+                    HAVING count(*) > ? OR count(*) < ? OR sum(r.new_tokens) > ?
+                           OR max(r.context_tokens + r.new_tokens) > ?)"""
+
+
+# Design r17: a step an earlier version of the lineage scored counts only if it lay inside that
+# version's own envelope (as stored in its body; bodies before r17 have no floor).  A re-fit is
+# installed because traffic left its parent's envelope, and those steps were the parent's
+# extrapolation: left out of the evidence while the parent was in force (r12), they must not
+# page once its successor is.
+_PARENT_ENVELOPES = """envelopes AS (
+  SELECT version,
+         CAST(json_extract(body, '$.envelope.max_batch_size') AS DOUBLE) AS most,
+         coalesce(CAST(json_extract(body, '$.envelope.min_batch_size') AS DOUBLE), 0) AS fewest,
+         CAST(json_extract(body, '$.envelope.max_tokens_per_step') AS DOUBLE) AS tokens,
+         CAST(json_extract(body, '$.envelope.max_context') AS DOUBLE) AS reach
+  FROM model_versions WHERE list_contains(?, version) AND version <> ?),
+"""
+_WITHIN_OWN_ENVELOPE = """AND NOT EXISTS (SELECT 1 FROM step_requests r JOIN envelopes v ON v.version = s.model_version
+                    WHERE r.engine_id = s.engine_id AND r.run_id = s.run_id AND r.step_seq = s.step_seq
+                    GROUP BY r.engine_id, v.most, v.fewest, v.tokens, v.reach
+                    HAVING count(*) > v.most OR count(*) < v.fewest OR sum(r.new_tokens) > v.tokens
+                           OR max(r.context_tokens + r.new_tokens) > v.reach)"""
 
 
 def _list(versions: str | Sequence[str]) -> list[str]:
@@ -83,19 +105,26 @@ def class_accuracy(
     window_s: float,
     without_tenants: Sequence[str] = (),
     within: dict[str, float] | None = None,
+    current: str | None = None,
 ) -> dict[str, dict]:
     """Per class (and ``all``), the out-of-sample errors of the steps ``versions`` scored, less
     the steps carrying a request of ``without_tenants`` and, with ``within`` (an envelope's
-    ``limits()``), less the steps beyond it."""
+    ``limits()``), less the steps beyond it.  With ``current`` (the version in force), a step
+    any other of ``versions`` scored counts only inside that version's own envelope (r17)."""
     v = _list(versions)
-    without, args = "", [v, v, float(window_s)]
+    envelopes, without, args = "", "", [v, v, float(window_s)]
+    if current is not None and any(x != current for x in v):
+        envelopes = _PARENT_ENVELOPES
+        args = [v, current, *args]
+        without += _WITHIN_OWN_ENVELOPE
     if without_tenants:  # the common case has neither anti-join over the requests table
         without += _WITHOUT_TENANTS
         args.append(list(without_tenants))
     if within:
         without += "\n    " + _WITHIN_ENVELOPE
-        args += [float(within["batch_size"]), float(within["tokens"]), float(within["context"])]
-    rows = con.execute(_ACCURACY_SQL.format(without=without), args).fetchall()
+        floor = float(within.get("batch_floor", 0.0))
+        args += [float(within["batch_size"]), floor, float(within["tokens"]), float(within["context"])]
+    rows = con.execute(_ACCURACY_SQL.format(envelopes=envelopes, without=without), args).fetchall()
     out = {}
     for k, n, q, r2, bq in rows:
         (p50, p90, p99), (b50, b90, b99) = q or (None,) * 3, bq or (None,) * 3
@@ -162,7 +191,7 @@ def gather(
     frac = ev.get("extrapolated_fraction")
     beyond = extrapolation_limit is not None and frac is not None and frac > extrapolation_limit
     limits = (facts.envelope or {}).get("limits") if beyond else None
-    acc = class_accuracy(con, v, window_s, fresh if over else (), limits)
+    acc = class_accuracy(con, v, window_s, fresh if over else (), limits, current=facts.model_version)
     ev["accuracy"] = {k: a for k, a in acc.items() if k != "all"}
     span, tenants, reach = con.execute(
         """

@@ -85,6 +85,39 @@ def test_envelope_from_calibration_uses_p99_batch_size():
         WorkloadEnvelope.from_dict({**env.to_dict(), "max_ctx": 1})
 
 
+def test_a_batch_below_the_calibrated_floor_is_extrapolation():
+    """Design r17: a window of saturated batches only sets a floor; a lighter batch lies outside
+    (a fit there does not separate the step's fixed cost from its per-request costs)."""
+    bs = np.arange(200, 301)
+    env = WorkloadEnvelope.from_calibration(context=[4000], batch_size=bs, tokens_per_step=[512], margin=0.5)
+    assert env.min_batch_size == pytest.approx(np.quantile(bs, 0.01) / 1.5)
+    assert env.violations(max_context=100, batch_size=100, tokens=100) == {"batch_floor": 100.0}
+    assert env.violations(max_context=100, batch_size=env.min_batch_size, tokens=100) == {}
+    mon = EnvelopeMonitor(env, cooldown_steps=100)
+    small = np.r_[np.full(50, 250), np.full(150, 40)]
+    events = mon.update_many(
+        np.arange(200),
+        np.arange(200) * 0.02,
+        max_context=np.full(200, 4000),
+        batch_size=small,
+        tokens=small,
+        step_class=["decode"] * 200,
+    )
+    assert [(e.detector, e.step_seq, e.statistic) for e in events] == [
+        ("envelope.batch_floor", 50, 40.0),
+        ("envelope.batch_floor", 150, 40.0),
+    ]
+    s = mon.summary()
+    assert s["extrapolated_fraction"] == pytest.approx(0.75) and s["min_batch_seen"] == 40
+    light_window = np.r_[np.ones(10), np.arange(1, 301)]  # lone requests are common when traffic is light
+    light = WorkloadEnvelope.from_calibration(
+        context=[4000], batch_size=light_window, tokens_per_step=[512], margin=0.5
+    )
+    assert light.violations(max_context=100, batch_size=1, tokens=1) == {}  # no floor to speak of
+    old = {k: v for k, v in env.to_dict().items() if k != "min_batch_size"}
+    assert WorkloadEnvelope.from_dict(old).min_batch_size == 0.0  # bodies stored before r17
+
+
 def test_new_tenant_with_long_contexts_is_reported_once_and_counted():
     env = WorkloadEnvelope(
         max_context=8192, max_batch_size=64, max_tokens_per_step=8192, tenants=frozenset({"acme", "globex"})

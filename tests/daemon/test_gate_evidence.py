@@ -68,9 +68,11 @@ def test_new_tenant_share_is_their_part_of_recent_attributed_time(day_db):
     assert tenant_time_share(con, "v-none", ["tenant-3"], 600.0) is None
 
 
-def test_accuracy_within_the_envelope_leaves_out_exactly_the_steps_beyond_it(day_db):
+@pytest.mark.parametrize("floor", [None, 64.0, 65.0])
+def test_accuracy_within_the_envelope_leaves_out_exactly_the_steps_beyond_it(day_db, floor):
     """Design r12: with ``within`` (an envelope's limits) a step counts only if no dimension the
-    envelope monitor checks is beyond it: requests, new tokens, longest reach (context + new)."""
+    envelope monitor checks is beyond it: requests, new tokens, longest reach (context + new);
+    from r17 also fewer requests than the floor (limits stored before r17 have none)."""
     con = duckdb.connect(day_db, read_only=True)
     per_step = con.execute(
         """SELECT s.kind, count(*) AS n, sum(r.new_tokens) AS t, max(r.context_tokens + r.new_tokens) AS c
@@ -79,12 +81,15 @@ def test_accuracy_within_the_envelope_leaves_out_exactly_the_steps_beyond_it(day
     limits = {"batch_size": 64.0, "tokens": 100.0, "context": 3000.0}
     inside = (per_step["n"] <= 64) & (per_step["t"] <= 100) & (per_step["c"] <= 3000)
     assert 0 < inside.sum() < len(inside)  # both kinds of step are there
+    if floor is not None:  # every step of this day holds 64 requests: at the floor, or below it
+        limits["batch_floor"] = floor
+        inside &= per_step["n"] >= floor
     got = class_accuracy(con, "v-bench", 86400.0, within=limits)
-    assert got["all"]["steps"] == int(inside.sum())
+    assert got.get("all", {"steps": 0})["steps"] == int(inside.sum())
     for kind in ("decode", "mixed"):
         assert got.get(kind, {"steps": 0})["steps"] == int((inside & (per_step["kind"] == kind)).sum())
     both = class_accuracy(con, "v-bench", 86400.0, ["tenant-3"], within=limits)
-    assert both["all"]["steps"] == 0  # every step holds a tenant-3 request
+    assert both.get("all", {"steps": 0})["steps"] == 0  # every step holds a tenant-3 request
 
 
 @pytest.mark.parametrize("fraction", [0.2, 0.01])

@@ -94,10 +94,12 @@ def test_traffic_beyond_the_envelope_on_a_healthy_engine_is_refitted(ipc_endpoin
         assert body["calibration"]["lineage"] == [parent] and body["calibration"]["reason"] == new.reason
         scrape = generate_latest(registry_for(daemon.metric_sources())).decode()
         assert 'shadowd_model_refits_total{outcome="installed"} 1.0' in scrape
-        # The gate's evidence keeps the steps the parent scored (none scored by the new one yet).
+        # The gate's evidence keeps the steps the parent scored (none scored by the new one yet),
+        # those inside the parent's envelope (design r17): as many as its monitor counted inside.
         after = daemon.evaluate_gate()
         assert after["model"]["version"] == new.model.version
-        assert sum(a["steps"] for a in after["evidence"]["accuracy"].values()) == 3000
+        inside = 3000 - round(decision["evidence"]["extrapolated_fraction"] * 3000)
+        assert sum(a["steps"] for a in after["evidence"]["accuracy"].values()) == inside
         # A stability result under the parent is no evidence for the new model (its baseline is
         # the new window's): missing until the next test, which runs under the new model.
         daemon.stability = {
@@ -128,6 +130,17 @@ def test_a_new_regime_the_model_extrapolates_into_badly_is_refitted(ipc_endpoint
         why = daemon.calibration.reason
         assert "window steps beyond the envelope" in why and "with those beyond" not in why, why
         assert daemon.calibration.lineage == (parent,)
+        # Design r17: once the re-fit is in force, the parent's steps count only inside the
+        # parent's own envelope; its extrapolation, judged on every step, would page.
+        daemon.writer.flush()
+        after = daemon.evaluate_gate()
+        assert not [c["name"] for c in after["checks"] if c["status"] == "fail"], after["checks"]
+        con = daemon.writer.cursor()
+        versions = [parent, daemon.calibration.model.version]
+        every = class_accuracy(con, versions, 1e12)["decode"]
+        own = class_accuracy(con, versions, 1e12, current=versions[1])["decode"]
+        assert every["p90"] > GatePolicy().max_p90_error["decode"] >= own["p90"]
+        assert after["evidence"]["accuracy"]["decode"]["steps"] == own["steps"] < every["steps"]
     finally:
         daemon.stop()
 
