@@ -62,6 +62,7 @@ SETS = {
     "held_out_13": ("HELD13_BASE", {"saturated": 1411, "light": 1412}, "held_out_13"),
     "held_out_14": ("HELD14_BASE", {"saturated": 1511, "light": 1512}, "held_out_14"),
     "held_out_15": ("HELD15_BASE", {"saturated": 1611, "light": 1612}, "held_out_15"),
+    "held_out_16": ("HELD16_BASE", {"saturated": 1711, "light": 1712}, "held_out_16"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)
