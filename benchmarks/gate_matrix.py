@@ -493,7 +493,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r17"
+DESIGN_REVISION = "r18"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -567,6 +567,19 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r18 (the latency model's fit, `shadowd/attribution/llmvisor.py`): the breakpoint "
+    "search tries a breakpoint only where each segment spans at least as many distinct step token "
+    "counts as a segment has coefficients (`MIN_SEGMENT_LEVELS`); before, 30 steps sufficed. Seen "
+    "on held-out 16's F16-tenant under r17: its calibration window held near-lone decode steps "
+    "(one to three requests), with 20 mixed and 6 prefill steps in its fit part; the search put the breakpoint "
+    "at two tokens, the upper segment's line through three-token steps charged 1.94 ms per "
+    "request (the step costs about 8.8 ms at any of those sizes), and batches of four to seven "
+    "after calibration were predicted 22-86 % too slow: decode p90 0.20, NO_GO from 4824, two "
+    "thousand steps before the run's fault (a page on healthy traffic). Tried on held-out 15 and "
+    "16's short runs (rows marked r18) before held-out 17 was named: F16-tenant was GO from 6633 "
+    "(one segment, then a re-fit at 6030 with its breakpoint at 1,023 tokens), before its fault, "
+    "and ended INCONCLUSIVE on the new tenant, a test met; H16-mix reached GO at 4824 (r17: "
+    "6001), H15-steady at 4221 (r17: 4422); every other row of the two sets ended as under r17.",
     "Design r17, three parts, each a case of the gate judging a model on traffic it never "
     "identified. (a) The workload envelope has a floor: the calibration window's 1st-percentile "
     "batch size over 1 + `envelope_margin` (`checks/envelope.py`); a batch below it is "

@@ -20,7 +20,11 @@ rows of a step share them, so the segment is chosen per step by its total tokens
 ``θ`` for both phases (two linear segments per phase, not forced to meet).  The breakpoint is
 searched per fit (one platform per fit) over quantiles of the observed ``N``, then refined between
 the best candidate's neighbours until every observed value there has been tried.  ``inf`` means
-one segment (too little data to split).
+one segment (too little data to split).  Design r18: each segment must also hold at least
+:data:`MIN_SEGMENT_LEVELS` distinct values of ``N`` (as many as a segment has coefficients).  A
+window of near-lone decode steps (``N`` of 1-3) otherwise let the search split between two token
+counts; the upper segment's line through them then charged each extra request of a slightly
+bigger batch several times its real cost (``DESIGN`` in ``benchmarks/gate_matrix.py``).
 
 **Fit.** Non-negative least squares (``scipy.optimize.nnls``) on step totals, so every share is
 ≥ 0.  Rows are weighted by ``1/T`` (minimising relative error, the metric reported) and columns are
@@ -96,6 +100,9 @@ COLUMNS = (
     + tuple("decode_" + f for f in DECODE_FEATURES)
 )
 _NP, _ND = len(PREFILL_FEATURES), len(DECODE_FEATURES)
+# Design r18: a segment spanning fewer distinct step token counts than it has coefficients cannot
+# tell its fixed cost from its per-token and per-request costs (see "Segments" above).
+MIN_SEGMENT_LEVELS = len(COLUMNS)
 
 
 def request_features(batch: StepBatch) -> np.ndarray:
@@ -148,16 +155,32 @@ def search_breakpoint(
     *,
     min_segment_steps: int = 30,
     grid_points: int = 24,
+    min_segment_levels: int = MIN_SEGMENT_LEVELS,
 ) -> tuple[np.ndarray, BreakpointSearch]:
-    """Grid search (then local refinement) of the token breakpoint minimising the weighted SSE."""
+    """Grid search (then local refinement) of the token breakpoint minimising the weighted SSE.
+
+    A breakpoint is tried only where both segments keep ``min_segment_steps`` steps and
+    ``min_segment_levels`` distinct token counts (design r18).
+
+    >>> rng = np.random.default_rng(0)
+    >>> n = rng.choice([1, 2, 3], 300)  # lone decode steps: only three token counts
+    >>> a = np.c_[np.ones(300), n]
+    >>> search_breakpoint(a, 8.0 + 0.2 * n, np.ones(300), n.astype(float))[1].best
+    inf
+    """
     order = np.sort(tokens)
-    if len(order) < 2 * min_segment_steps:
+    levels = np.unique(order)
+    if len(order) < 2 * min_segment_steps or len(levels) < 2 * min_segment_levels:
         coef, loss = _segment_loss(a, y, w, tokens, math.inf)
         return coef, BreakpointSearch(math.inf, [math.inf], [loss])
 
-    def valid(b: float) -> bool:  # both segments keep enough steps to fit
+    def valid(b: float) -> bool:  # both segments keep enough steps, and token counts, to fit
         below = int(np.searchsorted(order, b, side="right"))
-        return min(below, len(order) - below) >= min_segment_steps
+        kinds = int(np.searchsorted(levels, b, side="right"))
+        return (
+            min(below, len(order) - below) >= min_segment_steps
+            and min(kinds, len(levels) - kinds) >= min_segment_levels
+        )
 
     tried: dict[float, tuple[np.ndarray, float]] = {}
 

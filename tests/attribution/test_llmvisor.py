@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from shadowd.attribution import LLMVisorModel
-from shadowd.attribution.llmvisor import COLUMNS
+from shadowd.attribution.llmvisor import COLUMNS, design_matrix, search_breakpoint
 from shadowd.attribution.shares import FIXED_TERM_POLICIES
 from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.steps.batch import StepBatch
@@ -123,3 +123,48 @@ def test_unusable_steps_are_skipped_and_rejected_when_alone():
 def test_negative_coefficients_rejected():
     with pytest.raises(ValueError):
         LLMVisorModel(640.0, -np.ones((2, len(COLUMNS))))
+
+
+def _lone_decode_window(seed: int = 0, steps: int = 1700) -> StepBatch:
+    """Held-out 16's F16-tenant window in miniature: near-lone decode steps (one to three requests,
+    a latency that flattens with batch size, as the H200 tables do there) and a few prompt chunks."""
+    rng = np.random.default_rng(seed)
+    plateau = {1: 8.45, 2: 8.75, 3: 8.78, 4: 8.78, 5: 8.85, 6: 8.85}
+    rows, reqs = [], []
+    for i in range(steps):
+        if i % 60 == 0:  # a prompt chunk beside one decode
+            p = int(rng.integers(500, 1500))
+            rows.append({"latency_ms": (6.0 + 0.03 * p) * rng.lognormal(0, 0.01)})
+            reqs.append(
+                [
+                    {"new_tokens": p, "context_tokens": 0, "prefill": True},
+                    {"new_tokens": 1, "context_tokens": 900, "prefill": False},
+                ]
+            )
+            continue
+        b = int(rng.choice([1, 2, 3], p=[0.55, 0.35, 0.10])) if steps > 100 else int(rng.integers(4, 7))
+        rows.append({"latency_ms": plateau[b] * rng.lognormal(0, 0.01)})
+        reqs.append([{"new_tokens": 1, "context_tokens": int(rng.integers(200, 3000)), "prefill": False}] * b)
+    return StepBatch.from_rows(rows, reqs)
+
+
+def test_lone_decode_steps_do_not_split_the_segments_between_two_token_counts():
+    """Design r18: with every decode step at one to three tokens, a breakpoint at two or three
+    tokens leaves a segment whose line through two token counts charges each further request
+    several times its cost; a segment must span as many token counts as it has coefficients."""
+    window = _lone_decode_window()
+    later = _lone_decode_window(seed=1, steps=59)  # batches of four to six, beyond the window's
+    decode = later.kind == 1
+
+    def p90(model: LLMVisorModel) -> float:
+        err = np.abs(model.predict(later) - later.latency_ms) / later.latency_ms
+        return float(np.quantile(err[decode], 0.9))
+
+    fitted = LLMVisorModel.fit(window)
+    assert math.isinf(fitted.breakpoint) or fitted.breakpoint > 3
+    assert p90(fitted) < 0.1
+    # Without the rule (one token count per segment suffices) the search splits there.
+    y = window.latency_ms
+    tokens = window.per_step_sum(window.new_tokens.astype(float))
+    coef, search = search_breakpoint(design_matrix(window), y, 1.0 / y, tokens, min_segment_levels=1)
+    assert search.best <= 3 and p90(LLMVisorModel(search.best, coef)) > 0.2
