@@ -523,7 +523,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r18"
+DESIGN_REVISION = "r19"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -597,6 +597,22 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r19: the gate does not vouch for drift where a class's calibrated detectors would not "
+    "raise a 5 % whole-step slowdown within 300 judged steps (`Calibration.dull` in "
+    "`shadowd/daemon/calibrator.py`, measured noise-free by `checks/fault_sensitivity.py`, r15's "
+    "measure): the drift check is then INCONCLUSIVE (an unresolved event still fails it), a re-fit "
+    "is asked for, and one whose detectors would be as dull is refused. r15 only compared a "
+    "re-fit with its parent. Seen on held-out 17's F17-step5 under r18: its calibration window's "
+    "decode residual wandered (bursty Mooncake and ServeGen arrivals), Page-Hinkley's decode "
+    "threshold came out at 47.5 (noise-free, a 5 % slowdown was not raised within 1,200 judged "
+    "steps), the one detection during the fault was dismissed by confirmation, and the run ended "
+    "GO with the fault in force. Tried on held-out 16 and 17's short runs (rows marked r19) before "
+    "held-out 18 was named: on 17 every decode threshold was as dull (47.5-94.25), so no healthy "
+    "run reached GO (r18: four of five) and F17-step5 ended INCONCLUSIVE, never GO (not a test); "
+    "the re-fits asked for were mostly refused as dull as well. On 16 the detectors were keen and "
+    "every row ended as under r18 but F16-platform, never GO before its fault (r18: GO from "
+    "5829). The price is stated: on traffic like held-out 17's the gate now says it cannot vouch "
+    "that it would see a 5 % slowdown, where r18 said GO and, on one run, did not see it.",
     "Design r18 (the latency model's fit, `shadowd/attribution/llmvisor.py`): the breakpoint "
     "search tries a breakpoint only where each segment spans at least as many distinct step token "
     "counts as a segment has coefficients (`MIN_SEGMENT_LEVELS`); before, 30 steps sufficed. Seen "

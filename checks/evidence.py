@@ -66,7 +66,9 @@ class Evidence:
     newcomer is not a new workload). ``drift_blind`` names required step classes the residual
     detectors cannot speak for, and why (then ``unresolved_drift_events`` is missing);
     ``drift_partial`` names watched classes where one detector could not be calibrated and
-    the gate relies on the other(s). ``barely_held`` names classes the calibration window held
+    the gate relies on the other(s); ``drift_dull`` names required classes whose detectors would not
+    raise the smallest slowdown the gate must catch in time (design r19: silence there is no
+    evidence, so drift is INCONCLUSIVE unless an event already fails it). ``barely_held`` names classes the calibration window held
     too few steps of to identify their coefficients: accuracy beyond the limits there is
     INCONCLUSIVE (recalibrate), not a page.
     """
@@ -79,6 +81,7 @@ class Evidence:
     unresolved_drift_events: int | None = None
     drift_blind: dict[str, str] = field(default_factory=dict)  # required class -> why not watched
     drift_partial: dict[str, str] = field(default_factory=dict)  # class -> detectors relied on, why
+    drift_dull: dict[str, str] = field(default_factory=dict)  # class -> why its detectors miss a 5 % fault
     barely_held: dict[str, str] = field(default_factory=dict)  # class -> why calibration never identified it
     stability: dict[str, dict[str, Any]] = field(default_factory=dict)
     calibrated_platform_key: str | None = None
@@ -100,6 +103,7 @@ class Evidence:
         d["stability"] = {str(k): dict(v) for k, v in (d.get("stability") or {}).items()}
         d["drift_blind"] = {str(k): str(v) for k, v in (d.get("drift_blind") or {}).items()}
         d["drift_partial"] = {str(k): str(v) for k, v in (d.get("drift_partial") or {}).items()}
+        d["drift_dull"] = {str(k): str(v) for k, v in (d.get("drift_dull") or {}).items()}
         d["barely_held"] = {str(k): str(v) for k, v in (d.get("barely_held") or {}).items()}
         return cls(**d)
 

@@ -224,6 +224,19 @@ def drift(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
             "check the engine for a real change (the events: shadowd report); if it is healthy, "
             "recalibrate on current traffic (shadowd calibrate), which resolves them",
         )
+    if ev.drift_dull and res.status == "pass":  # design r19: no event, but none would have come
+        why = "; ".join(f"{k}: {v}" for k, v in sorted(ev.drift_dull.items()))
+        return [
+            CheckResult(
+                "drift",
+                "inconclusive",
+                res.value,
+                res.threshold,
+                f"no unresolved drift events, but the detectors would not raise a real slowdown in "
+                f"time ({why}); way out: wait for a re-fit, or recalibrate on a steadier window "
+                "(shadowd calibrate)",
+            )
+        ]
     if ev.drift_partial and res.status == "pass":
         relied = "; ".join(f"{k}: {v}" for k, v in sorted(ev.drift_partial.items()))
         res = CheckResult(res.name, res.status, res.value, res.threshold, f"{res.reason} ({relied})")

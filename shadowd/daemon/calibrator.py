@@ -56,6 +56,7 @@ class Calibration:
     # A re-fit (``shadowd.daemon.refit``): the versions it descends from, oldest first, and why.
     lineage: tuple[str, ...] = ()
     reason: str = ""
+    _dull: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)  # ``dull``
 
     def barely_held(self, min_steps: int) -> dict[str, str]:
         """Classes the window's fit part held fewer than ``min_steps`` of: their coefficients were
@@ -74,6 +75,29 @@ class Calibration:
             for cls, n in sorted(counts.items())
             if n < min_steps
         }
+
+    def dull(self) -> dict[str, str]:
+        """Watched classes whose detectors would not raise the smallest slowdown the gate must
+        catch (``checks.FAULT_SHIFT``) within ``checks.FAULT_BUDGET_STEPS`` judged steps, and why.
+
+        Design r19: the gate then holds drift at INCONCLUSIVE (silence proves nothing there); an
+        unresolved event still fails it.  A window whose residual wanders calibrates detectors
+        with very high thresholds; seen on held-out 17's F17-step5 (``DESIGN`` in
+        ``benchmarks/gate_matrix.py``), where the smallest slowdown ended GO.  Computed once (noise-free,
+        ``checks.detection_delay``): the detectors do not change while the calibration is in force."""
+        if self._dull is None:
+            budget = checks.FAULT_BUDGET_STEPS
+            out = {}
+            for cls, dc in sorted(self.drift.items()):
+                delay = checks.detection_delay(dc, checks.FAULT_SHIFT, 4 * budget)
+                if delay is None or delay > budget:
+                    seen = f"not within {4 * budget}" if delay is None else f"only after {delay}"
+                    out[cls] = (
+                        f"a {checks.FAULT_SHIFT:.0%} slowdown raised {seen} judged steps "
+                        f"(budget {budget}; Page-Hinkley threshold {dc.ph_threshold:g})"
+                    )
+            self._dull = out
+        return dict(self._dull)
 
     def partially_watched(self) -> dict[str, str]:
         """Watched classes where a detector could not be calibrated: what the gate relies on."""

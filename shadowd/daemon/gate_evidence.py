@@ -33,6 +33,7 @@ class DaemonFacts:
     watched_classes: tuple[str, ...] = ()  # step classes with calibrated drift detectors
     unwatched_why: dict[str, str] | None = None  # class -> why its drift detectors cannot speak
     drift_partial: dict[str, str] | None = None  # watched class -> detectors relied on, and why
+    drift_dull: dict[str, str] | None = None  # watched class -> why its detectors miss a 5 % fault (r19)
     calibrated_max_context: int | None = None  # longest context in the calibration window
     # The model in force and the versions it was re-fitted from (``shadowd.daemon.refit``),
     # oldest first: the steps each of them scored are the gate's evidence.
@@ -209,6 +210,8 @@ def gather(
         ev["barely_held"] = dict(facts.barely_held)
     if facts.drift_partial:
         ev["drift_partial"] = {c: w for c, w in facts.drift_partial.items() if c in required_classes}
+    if facts.drift_dull:
+        ev["drift_dull"] = {c: w for c, w in facts.drift_dull.items() if c in required_classes}
     blind = set(required_classes) - set(facts.watched_classes)
     if blind:
         why = facts.unwatched_why or {}

@@ -166,7 +166,12 @@ class RegimeRefit:
         # In this order, so a refusal names the most specific cause: a class left unwatched (r8),
         # a change at one moment in the window, then detectors too dull for the gate's faults
         # (r15; a change inside the window dulls them too).
-        refusal = newly_unwatched(cal, new) or (steady if not ok else "") or newly_dulled(cal, new)
+        refusal = (
+            newly_unwatched(cal, new)
+            or (steady if not ok else "")
+            or newly_dulled(cal, new)
+            or still_dull(reasons, new)
+        )
         if refusal:
             log.warning("re-fit of %s refused: %s", cal.model.version, refusal)
             self._record(at_s, cal, None, refusal, batch.num_steps)
@@ -232,6 +237,16 @@ def newly_dulled(parent: Calibration, new: Calibration) -> str:
     )
 
 
+def still_dull(reasons: tuple[str, ...], new: Calibration) -> str:
+    """Why a re-fit asked for only because the detectors were too dull (design r19) would not
+    help: its own are too (empty: they are keen, or something else asked for it)."""
+    dull = new.dull()
+    if not dull or not all(r.startswith("drift detectors too dull") for r in reasons):
+        return ""
+    why = "; ".join(f"{k} ({v})" for k, v in sorted(dull.items()))
+    return f"the re-fit's drift detectors would be too dull as well: {why} (design r19)"
+
+
 def triggers(evidence: dict[str, Any], policy: checks.GatePolicy) -> tuple[str, ...]:
     """How the gate's evidence says traffic left the calibration (empty: it did not).
 
@@ -250,6 +265,9 @@ def triggers(evidence: dict[str, Any], policy: checks.GatePolicy) -> tuple[str, 
     blind = evidence.get("drift_blind") or {}
     if blind:
         out.append("drift detectors blind on " + "; ".join(f"{k} ({v})" for k, v in sorted(blind.items())))
+    dull = evidence.get("drift_dull") or {}
+    if dull:  # design r19: a window whose residual wandered less may give keener detectors
+        out.append("drift detectors too dull on " + "; ".join(f"{k} ({v})" for k, v in sorted(dull.items())))
     grown = composition_growth(evidence, policy)
     if grown is not None:
         out.append(f"composition effect grew {grown:.2f} over the calibration window (design r6)")

@@ -258,6 +258,7 @@ class Daemon:
             watched_classes=tuple(c for c in cal.drift if c not in blind) if cal else (),
             unwatched_why={**(cal.unwatched if cal else {}), **blind},
             drift_partial=cal.partially_watched() if cal else None,
+            drift_dull=cal.dull() if cal else None,
             calibrated_max_context=self._calibrated_max_context(cal),
             lineage=(*cal.lineage, cal.model.version) if cal else (),
             barely_held=cal.barely_held(self._min_class_steps()) if cal else None,

@@ -155,6 +155,19 @@ def test_drift_names_the_detectors_it_relies_on_when_one_is_uncalibratable():
     assert check.status == "inconclusive" and "recalibrate" in check.reason
 
 
+def test_dull_detectors_hold_drift_inconclusive_but_an_event_still_pages():
+    """Design r19: detectors that would not raise a 5 % slowdown in time make their silence no
+    evidence (INCONCLUSIVE, with the way out), while an unresolved event still fails the check."""
+    why = {"decode": "a 5% slowdown raised not within 1200 judged steps (budget 300)"}
+    ev = with_(good(0.0), "drift_dull", why)
+    d = Gate(GatePolicy(consecutive_passes=1)).evaluate(ev, 0.0)
+    (check,) = [c for c in d.checks if c.name == "drift"]
+    assert d.verdict == "INCONCLUSIVE" and check.status == "inconclusive"
+    assert "not within 1200" in check.reason and "recalibrate" in check.reason
+    paged = Gate().evaluate(with_(ev, "unresolved_drift_events", 1), 0.0)
+    assert paged.verdict == "NO_GO" and "drift" in paged.reason
+
+
 def test_platform_mismatch_names_both_keys():
     d = Gate().evaluate(with_(good(0.0), "running_platform_key", "a100/other"), 0.0)
     assert d.verdict == "NO_GO"
