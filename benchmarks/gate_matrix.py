@@ -522,6 +522,33 @@ PROTOCOL = {
             "was run first; its verdict was not read. No long run is declared for this set."
         ),
     },
+    "held_out_18": {
+        "platforms": ["H200 SXM tables (as in held-out 1-17: no other unseen tables exist)"],
+        "models": [
+            "Yi-6B tp2 (public config, benchmarks/models/yi-6b; never used): 32 layers of hidden "
+            "4096, 32 query heads over 4 KV heads (2 per GPU at tp2), 4k positions, RoPE theta 5e6"
+        ],
+        "tenants": [
+            "the Azure 2023 code trace at 2 req/s as tenant a, ServeGen client 20 at 5 req/s as "
+            "tenant b, arXiv-summarisation length statistics at 0.5 req/s as tenant c (Poisson; "
+            "prompts cut to the model's 4k positions); every source used before, this mix, model "
+            "and these rates not; the Mooncake conversation trace at 2 req/s as the new heavy tenant"
+        ],
+        "seeds": "1901-1912 (1911 and 1912 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r19 (drift INCONCLUSIVE where the calibrated detectors would not "
+            "raise a 5 % slowdown in time) was committed and tried on held-out 16 and 17's short "
+            "runs, and before any run of this set. Fault runs as held-out 9's: 9000 steps, the "
+            "fault at 7000, `--horizon 6000`. Rates sized from the sources' lengths only (mean "
+            "prompts from `load_stream`, limit 3000, cut to 3k tokens: Azure code 2,006, ServeGen "
+            "client 20 922, arXiv 2,414 tokens): about 9.8k prompt tokens/s at the base rate, "
+            "for a 6B model on two GPUs; the newcomer (Mooncake conversation, 2,640) about 5.3k "
+            "more. One 800-step machinery check of the new config on the H100 tables "
+            "(development platform, seed 99) was run first; its verdict was not read. No long run "
+            "is declared for this set."
+        ),
+    },
 }
 DESIGN_REVISION = "r19"
 
@@ -835,6 +862,11 @@ HELD17_BASE = _h200(
     2,
     ("a=mooncake-conversation:1", "b=servegen:33:20", "c=azure-conv:3"),
 )
+HELD18_BASE = _h200(
+    "benchmarks/models/yi-6b",
+    2,
+    ("a=azure-code:2", "b=servegen:20:5", "c=lengths:arxiv:0.5"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -870,6 +902,7 @@ LONG_FAULT_SETS = {
     "15",
     "16",
     "17",
+    "18",
 }  # sets whose fault runs are 9000 steps
 # Sets whose 9000-step fault runs are scheduled as 6000-step runs (``--horizon``): their first GO
 # can come where the healthy runs' does, before the fault at 7000 (declared with held-out 9).
@@ -968,6 +1001,7 @@ def _scenarios() -> list[Scenario]:
         ("15", HELD15_BASE, 1600, "lengths:sharegpt:3"),
         ("16", HELD16_BASE, 1700, "azure-conv:5"),
         ("17", HELD17_BASE, 1800, "lengths:arxiv:3"),
+        ("18", HELD18_BASE, 1900, "mooncake-conversation:2"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -1058,6 +1092,7 @@ def _scenarios() -> list[Scenario]:
         ("15", HELD15_BASE, 1610),
         ("16", HELD16_BASE, 1710),
         ("17", HELD17_BASE, 1810),
+        ("18", HELD18_BASE, 1910),
     ):
         out.append(
             Scenario(
