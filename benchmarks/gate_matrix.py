@@ -544,7 +544,9 @@ PROTOCOL = {
             "prompts from `load_stream`, limit 3000, cut to 3k tokens: Azure code 2,006, ServeGen "
             "client 20 922, arXiv 2,414 tokens): about 9.8k prompt tokens/s at the base rate, "
             "for a 6B model on two GPUs; the newcomer (Mooncake conversation, 2,640) about 5.3k "
-            "more. One 800-step machinery check of the new config on the H100 tables "
+            "more. The fault runs were first run without `--horizon 6000` (`HORIZON_SETS` missed "
+            "the set: a slip in the code, not the declaration); those rows are kept as superseded "
+            "and the fault runs were re-run as declared, nothing else changed. One 800-step machinery check of the new config on the H100 tables "
             "(development platform, seed 99) was run first; its verdict was not read. No long run "
             "is declared for this set."
         ),
@@ -634,9 +636,10 @@ DESIGN = [
     "threshold came out at 47.5 (noise-free, a 5 % slowdown was not raised within 1,200 judged "
     "steps), the one detection during the fault was dismissed by confirmation, and the run ended "
     "GO with the fault in force. Tried on held-out 16 and 17's short runs (rows marked r19) before "
-    "held-out 18 was named: on 17 every decode threshold was as dull (47.5-94.25), so no healthy "
-    "run reached GO (r18: four of five) and F17-step5 ended INCONCLUSIVE, never GO (not a test); "
-    "the re-fits asked for were mostly refused as dull as well. On 16 the detectors were keen and "
+    "held-out 18 was named: on 17 every run's first calibration had decode thresholds as dull "
+    "(47.5-94.25), so no healthy run reached GO (r18: four of five; H17-steady's re-fit at 4824 "
+    "got keen detectors, then traffic left its envelope) and F17-step5 ended INCONCLUSIVE, never "
+    "GO (not a test); most re-fits asked for were refused as dull as well. On 16 the detectors were keen and "
     "every row ended as under r18 but F16-platform, never GO before its fault (r18: GO from "
     "5829). The price is stated: on traffic like held-out 17's the gate now says it cannot vouch "
     "that it would see a 5 % slowdown, where r18 said GO and, on one run, did not see it.",
@@ -916,6 +919,7 @@ HORIZON_SETS = {
     "15": 6000,
     "16": 6000,
     "17": 6000,
+    "18": 6000,  # declared with the set; missing at its first fault runs (its note says)
 }
 
 
