@@ -66,11 +66,12 @@ class Evidence:
     newcomer is not a new workload). ``drift_blind`` names required step classes the residual
     detectors cannot speak for, and why (then ``unresolved_drift_events`` is missing);
     ``drift_partial`` names watched classes where one detector could not be calibrated and
-    the gate relies on the other(s); ``drift_dull`` names required classes whose detectors would not
-    raise the smallest slowdown the gate must catch in time (design r19: silence there is no
-    evidence, so drift is INCONCLUSIVE unless an event already fails it). ``barely_held`` names classes the calibration window held
-    too few steps of to identify their coefficients: accuracy beyond the limits there is
-    INCONCLUSIVE (recalibrate), not a page.
+    the gate relies on the other(s); ``drift_dull`` names required classes whose detectors
+    would not raise the smallest slowdown the gate must catch in time (design r19: silence
+    there is no evidence, so drift is INCONCLUSIVE unless an event already fails it).
+    ``barely_held`` names classes the calibration window's fit part held too few steps of to
+    identify their coefficients (design r17; before, the whole window): accuracy beyond the
+    limits there is INCONCLUSIVE (recalibrate), not a page.
     """
 
     accuracy: dict[str, ClassAccuracy] = field(default_factory=dict)

@@ -83,8 +83,9 @@ class Calibration:
         Design r19: the gate then holds drift at INCONCLUSIVE (silence proves nothing there); an
         unresolved event still fails it.  A window whose residual wanders calibrates detectors
         with very high thresholds; seen on held-out 17's F17-step5 (``DESIGN`` in
-        ``benchmarks/gate_matrix.py``), where the smallest slowdown ended GO.  Computed once (noise-free,
-        ``checks.detection_delay``): the detectors do not change while the calibration is in force."""
+        ``benchmarks/gate_matrix.py``), where the smallest slowdown ended GO.  Computed once
+        (noise-free, ``checks.detection_delay``): the detectors do not change while the
+        calibration is in force."""
         if self._dull is None:
             budget = checks.FAULT_BUDGET_STEPS
             out = {}

@@ -1,8 +1,9 @@
 """Calibration that keeps up with traffic: a guarded re-fit on a rolling window (design r3).
 
 After each gate evaluation, ``RegimeRefit.consider`` looks at what the gate saw. When traffic
-has left what the model in force was calibrated on (steps beyond the workload envelope, or
-drift detectors blind because recent batch compositions lie outside their calibrated domain),
+has left what the model in force was calibrated on (steps beyond the workload envelope, drift
+detectors blind because recent batch compositions lie outside their calibrated domain, or, design
+r19, too dull to raise the smallest slowdown the gate must catch),
 and the model in force has scored a full calibration window's worth of steps since it was
 installed, it re-fits on the last such window: the same ``calibrate`` as the warm-up (model,
 drift thresholds, domain, envelope, stability baseline), every step of it out of sample for the
@@ -165,7 +166,8 @@ class RegimeRefit:
         ok, steady = checks.time_invariant(level_shifts(batch, new, settings.min_shift))
         # In this order, so a refusal names the most specific cause: a class left unwatched (r8),
         # a change at one moment in the window, then detectors too dull for the gate's faults
-        # (r15; a change inside the window dulls them too).
+        # (r15; a change inside the window dulls them too), then a re-fit asked for only to get
+        # keener detectors that would not (r19).
         refusal = (
             newly_unwatched(cal, new)
             or (steady if not ok else "")
