@@ -29,7 +29,8 @@ with its reason and counted (`Governor.switches`).
 
 The governor publishes its counters in a small JSON file, `governor.json` beside the gate state
 file (or `SHADOWD_GOVERN_STATUS`; `off` for none), replaced atomically at most once a second by
-the step that finds it due: the counter it charges now and the reason, its switches by reason,
+a writer thread of its own (the engine thread only hands a snapshot over: a file write costs
+more than a step's charge and would stall the step that found it due): the counter it charges now and the reason, its switches by reason,
 steps charged per counter, errors; no tenant names.  The daemon reads every `governor*.json` in
 its state file's directory at scrape time (bounded: 16 files, 16 KiB each; a malformed file is
 skipped and counted) and serves, labelled `engine` by file name:
@@ -60,7 +61,8 @@ The daemon's state file (written atomically after each gate evaluation) carries,
 decision (`verdict`, `valid_until`, ...), a `model` object: `version`, `platform_key` (text
 form), `llmvisor` (the coefficients, `LLMVisorModel.to_dict`), `policy`, `calibrated_at`,
 `valid_until` (calibration age limit).  The governor stats the file at most once a second,
-re-reads it only when it changed, and treats anything but `verdict == "GO"` with both
+re-reads it only when it changed (an unchanged file keeps its judgment, coefficients included,
+until its `valid_until`), and treats anything but `verdict == "GO"` with both
 `valid_until`s in the future and a matching `platform_key` as "charge VTC".  It charges shares
 under the `equal` fixed-term policy whatever the daemon's attribution policy.
 
@@ -153,7 +155,9 @@ def _cost(section: dict[str, Any]) -> str:
             "per tenant), prices each tenant in the step once (sums objects reused, one ledger call), and",
             "re-keys in its heap of backlogged tenants only those whose counters moved; per admission it",
             "pushes or pops one request (O(1)) and re-keys one tenant (O(log tenants)).  Same admissions and",
-            "bit-identical charges as the plain rule: `tests/govern/test_queue.py`.",
+            "bit-identical charges as the plain rule: `tests/govern/test_queue.py`.  The status file for",
+            "the daemon is written by a thread of its own, so no file-system call is in the figure (the",
+            "stored runs of 2026-12-02 and 2026-12-03T10:48, below, wrote it in the engine thread).",
             "",
             *rows,
             "",

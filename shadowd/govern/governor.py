@@ -6,7 +6,8 @@ every tenant in the step once: VTC token units always, and its LLMVisor share of
 predicted latency whenever coefficients for this engine's platform are known.  Admission follows
 the attributed counter while the gate says GO and fresh, the VTC counter otherwise; a change of
 that choice is logged with its reason and counted (``switches``); the counters reach the daemon
-through a status file written at most once a second (:mod:`shadowd.govern.status_file`).  Any
+through a status file, written at most once a second by a thread of its own
+(:mod:`shadowd.govern.status_file`).  Any
 exception is counted in ``errors`` and swallowed: the engine never sees one.
 """
 
@@ -105,7 +106,7 @@ class Governor:
             self.queue.invalidate(charged)
         sf = self.status_file
         if sf is not None and sf.due():  # at most once a second: the daemon's view of the counters
-            sf.write(self.published())
+            sf.publish(self.published())  # handed to the status file's writer thread
 
     def _refresh(self) -> None:
         if self.reader is None:
@@ -279,6 +280,12 @@ class Governor:
         running.sort(key=key)
         self.victim_orderings += 1
         return True
+
+    def close(self) -> None:
+        """Engine shutdown: write the last counters and stop the status file's writer."""
+        if self.status_file is not None:
+            self.status_file.publish(self.published())
+            self.status_file.close()
 
     # -- reporting ---------------------------------------------------------------------------------
     def published(self) -> dict[str, Any]:

@@ -4,7 +4,9 @@ The daemon replaces the file atomically after each gate evaluation (``write_stat
 decision and, beside it, the model version in force (``model``: id, platform key, LLMVisor
 coefficients, ``valid_until``).  The engine must never wait on it, so ``poll`` costs one clock read
 on most steps: at most once per ``interval_s`` it stats the file and re-reads it only when the
-stat changed.  Anything but a fresh GO for this engine's platform means VTC, with the reason:
+stat changed; a judgment (the same ``Verdict`` object, coefficients included) stands until the
+file changes or its ``valid_until`` passes, so the governor rebuilds nothing while nothing
+changed.  Anything but a fresh GO for this engine's platform means VTC, with the reason:
 
 ``missing``, ``unreadable``, ``no_platform_key`` (the engine's key is not configured),
 ``wrong_platform``, ``no_model``, ``bad_model``, ``stale`` (the decision or the model is past its
@@ -60,6 +62,7 @@ class StateReader:
         self._doc_reason = "missing"
         self.pricer: StepPricer | None = None  # the latest coefficients for this platform, GO or not
         self.current = Verdict("missing")
+        self._judged_until = float("-inf")  # the current judgment holds until then, file unchanged
         self.reads = 0
 
     def poll(self) -> Verdict:
@@ -67,18 +70,26 @@ class StateReader:
         if now < self._next_poll:
             return self.current if now <= self.current.valid_until or not self.current.go else self._expire()
         self._next_poll = now + self.interval_s
+        if self._restat() or now > self._judged_until:  # else the judgment stands: same object
+            self.current = self._judge(now)
+        return self.current
+
+    def _restat(self) -> bool:
+        """Stat the file and re-read it if the stat changed; whether it did."""
         try:
             st = os.stat(self.path)
             key = (st.st_mtime_ns, st.st_size, st.st_ino)
-            if key != self._stat:
-                self._stat = key
-                self._load(st.st_size)
+            if key == self._stat:
+                return False
+            self._stat = key
+            self._load(st.st_size)
         except FileNotFoundError:
+            changed = self._doc_reason != "missing"
             self._stat, self._doc, self._doc_reason = None, None, "missing"
+            return changed
         except OSError:
             self._stat, self._doc, self._doc_reason = None, None, "unreadable"
-        self.current = self._judge(now)
-        return self.current
+        return True
 
     def _expire(self) -> Verdict:
         self.current = Verdict("stale")
@@ -109,6 +120,7 @@ class StateReader:
         self.pricer = pricer
 
     def _judge(self, now: float) -> Verdict:
+        self._judged_until = float("inf")  # a judgment that time cannot change
         doc = self._doc
         if doc is None:
             return Verdict(self._doc_reason)
@@ -122,6 +134,7 @@ class StateReader:
         until = min(_number(doc.get("valid_until")), _number(model.get("valid_until")))
         if not now <= until:
             return Verdict("stale")
+        self._judged_until = until  # past it, the same file is stale
         verdict = doc.get("verdict")
         if verdict != "GO":
             return Verdict(f"not_go:{verdict if isinstance(verdict, str) else 'invalid'}"[:40])

@@ -65,6 +65,15 @@ class GovernMixin:
             gov.on_schedule(out)
         return out
 
+    def shutdown(self) -> None:
+        gov = self.shadowd_governor
+        if gov is not None:
+            try:
+                gov.close()
+            except Exception as exc:  # shutting down regardless
+                log.warning("shadowd governor: close failed: %s", exc)
+        super().shutdown()
+
     def _order_victims(self, gov: Governor) -> None:
         """Before vLLM's loop: under KV pressure, the most over-served tenant's requests last.
 

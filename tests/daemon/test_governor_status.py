@@ -44,6 +44,7 @@ def test_switches_reach_the_daemons_metrics(llama_dir, ipc_endpoint, db_path):
         driver.run(mixed_trace_requests(30, seed=3), max_steps=60)
         _publish(state, "NO_GO")
         driver.run(max_steps=120)
+        gov.status_file.flush()  # the writer thread's next look, now
         with open(state.rsplit("/", 1)[0] + "/governor-bad.json", "w") as f:
             f.write('{"charging": "attributed", "switches": {"go": -1}}')
         m = _metrics(daemon.http.url)

@@ -94,6 +94,27 @@ def test_polls_at_most_once_per_interval_and_expires_between_polls(tmp_path):
     assert r.reads == reads  # unchanged file: stat only, no re-read
 
 
+def test_an_unchanged_file_keeps_its_judgment_until_its_valid_until(tmp_path):
+    """The governor compares verdicts by identity on every step: while the file is unchanged the
+    reader returns the same object (no coefficients rebuilt each second); past ``valid_until`` the
+    same file is judged again, GO or not."""
+    path = tmp_path / "gate.json"
+    clock = Clock()
+    write_state_file(path, _decision(valid_until=1003.0))
+    r = _reader(path, clock)
+    first = r.poll()
+    clock.t += 1.5
+    assert r.poll() is first and first.go
+    write_state_file(path, _decision(verdict="NO_GO", valid_until=1005.0))
+    clock.t += 1.0  # 1002.5: re-stat'ed, changed
+    no_go = r.poll()
+    assert no_go is not first and no_go.reason == "not_go:NO_GO"
+    clock.t += 1.0
+    assert r.poll() is no_go
+    clock.t += 2.0  # 1005.5: the same NO_GO file, now past its valid_until
+    assert r.poll().reason == "stale" and r.reads == 2
+
+
 def test_coefficients_kept_for_the_attributed_counter_when_not_go(tmp_path):
     path = tmp_path / "gate.json"
     write_state_file(path, _decision(verdict="NO_GO"))
