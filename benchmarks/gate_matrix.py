@@ -552,7 +552,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r19"
+DESIGN_REVISION = "r20"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -626,6 +626,28 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r20: decode-only steps are judged on their own envelope, taken from the calibration "
+    "window's fit part (where their coefficients were identified, as r17 counts a class held): "
+    "their batch range (p1-p99, widened by `envelope_margin`) and the KV tokens they read (the "
+    "step's summed context, p99 widened). `checks/envelope.py`; the gate's within-envelope SQL, "
+    "a parent's own envelope and the re-fit's `inside_envelope` honour it; bodies stored before "
+    "r20 have no such range. The re-fit guard's residual check (check 4 of "
+    "`checks/refit_guard.py`) now takes the steps inside both the drift domain and the envelope: "
+    "the domain is drawn over the whole window, so a step between the two is extrapolation, not "
+    "drift. Seen on held-out 17's H17-saturated under r19: the fit part's decode-only steps read "
+    "at most about 20k KV tokens (p99 18k), later ones 9k-100k (median 44k; the row's command with "
+    "`--db`, its steps and step_requests queried), and the model, "
+    "extrapolating its per-KV-token cost, under-predicted them (decode p90 0.117): NO_GO from "
+    "4623 on healthy traffic, inside the class-agnostic envelope (the longest context bounds one "
+    "request, not what a batch reads), and every re-fit was refused as drift because the domain "
+    "(whole window) covered those steps. A first form (decode-only batch range over the whole "
+    "window) was tried on H17-saturated, F18-step15, H18-steady and F18-step8 and changed none of "
+    "them; it was not kept. Tried on held-out 17 and 18's runs (rows marked r20) before held-out "
+    "19 was named: H17-saturated GO from 5829 after a re-fit, no page (r19: NO_GO from 4623); "
+    "F18-step15 GO from 6633 after a re-fit, NO_GO 403 steps after its fault with a drift event "
+    "at 216 (r19: NO_GO from 4623, before its fault); first GO later on F17-step15 (7001, r19 "
+    "6432), F17-platform (5829, 5427), F18-step5 (4623, 4422) and F18-tenant (5829, 5025); every "
+    "other row ended as under r19 with the same first GO.",
     "Design r19: the gate does not vouch for drift where a class's calibrated detectors would not "
     "raise a 5 % whole-step slowdown within 300 judged steps (`Calibration.dull` in "
     "`shadowd/daemon/calibrator.py`, measured noise-free by `checks/fault_sensitivity.py`, r15's "

@@ -4,7 +4,7 @@ A piecewise-linear latency model is only validated where calibration had data: a
 batch size or per-step token count beyond that range is extrapolation, and a tenant the
 calibration never saw has unvalidated shares. ``WorkloadEnvelope`` records the range
 (longest context, p99 batch size and, from design r17, a p1 floor under it, most tokens per
-step, the tenant set);
+step, the tenant set; from design r20, decode-only steps' own batch range and KV tokens read);
 ``EnvelopeMonitor`` flags steps beyond it as drift events (at most one per dimension per
 ``cooldown_steps``, one per new tenant) and keeps the fractions the gate's coverage check reads.
 
@@ -48,6 +48,16 @@ class WorkloadEnvelope:
     # batches only does not separate the step's fixed cost from its per-request costs, so a
     # batch well below the calibration's is extrapolation too (``from_calibration``).
     min_batch_size: float = 0.0
+    # Design r20: decode-only steps' own batch range and KV tokens read (the step's summed
+    # context), over the steps the model was fitted on (the caller's choice: the daemon passes
+    # the window's fit part).  A decode-only step's cost is a fixed term, a per-request term and
+    # a per-KV-token term, identified only by decode-only steps of such sizes and such reads:
+    # mixed steps carry prompt chunks and often sit in the model's other segment, and the longest
+    # context (``max_context``) bounds one request, not what a batch of them reads.
+    # Infinite/zero: no range (bodies before r20); no decode-only steps: none inside (max 0).
+    max_decode_batch_size: float = math.inf
+    min_decode_batch_size: float = 0.0
+    max_decode_kv_tokens: float = math.inf
 
     @classmethod
     def from_calibration(
@@ -59,9 +69,13 @@ class WorkloadEnvelope:
         *,
         batch_quantile: float = 0.99,
         margin: float = 0.0,
+        decode_batch_size: Iterable[float] | None = None,
+        decode_kv_tokens: Iterable[float] | None = None,
     ) -> WorkloadEnvelope:
         """Longest context and most tokens seen, ``batch_quantile`` of batch size, +``margin``;
-        the floor is the ``1 - batch_quantile`` quantile of batch size, over ``1 + margin``.
+        the floor is the ``1 - batch_quantile`` quantile of batch size, over ``1 + margin``;
+        with ``decode_batch_size`` (the decode-only steps' batch sizes), the same two for them;
+        with ``decode_kv_tokens`` (their summed contexts), ``batch_quantile`` of it, +``margin``.
 
         >>> env = WorkloadEnvelope.from_calibration([100], [240, 250, 260], [255], margin=0.5)
         >>> round(env.min_batch_size, 1), env.inside(max_context=np.array([100, 100]),
@@ -74,21 +88,30 @@ class WorkloadEnvelope:
         if not (len(ctx) and len(bs) and len(tok)):
             raise ValueError("calibration arrays must not be empty")
         m = 1.0 + margin
+        dec = None if decode_batch_size is None else list(decode_batch_size)
+        fewest_decode = 0.0 if dec is None else _quantile(dec, 1.0 - batch_quantile, 1.0 / m)
         return cls(
             max_context=int(np.nanmax(ctx) * m),
             max_batch_size=float(np.nanquantile(bs, batch_quantile) * m),
             max_tokens_per_step=int(np.nanmax(tok) * m),
             tenants=frozenset(str(t) for t in tenants),
             min_batch_size=float(np.nanquantile(bs, 1.0 - batch_quantile) / m),
+            max_decode_batch_size=_quantile(dec, batch_quantile, m),
+            min_decode_batch_size=fewest_decode,
+            max_decode_kv_tokens=_quantile(decode_kv_tokens, batch_quantile, m),
         )
 
     def limits(self) -> dict[str, float]:
-        """Per dimension, its limit: a step beyond it lies outside (``batch_floor``: below it)."""
+        """Per dimension, its limit: a step beyond it lies outside (a ``*_floor``: below it);
+        the ``decode_*`` dimensions judge decode-only steps only."""
         return {
             "context": self.max_context,
             "batch_size": self.max_batch_size,
             "tokens": self.max_tokens_per_step,
             "batch_floor": self.min_batch_size,
+            "decode_batch": self.max_decode_batch_size,
+            "decode_floor": self.min_decode_batch_size,
+            "decode_kv": self.max_decode_kv_tokens,
         }
 
     def violations(
@@ -97,27 +120,46 @@ class WorkloadEnvelope:
         max_context: float | None = None,
         batch_size: float | None = None,
         tokens: float | None = None,
+        step_class: str | None = None,
+        kv_tokens: float | None = None,
     ) -> dict[str, float]:
-        """Dimensions of one step beyond the envelope, with the observed value."""
-        seen = _by_dimension(max_context, batch_size, tokens)
+        """Dimensions of one step beyond the envelope, with the observed value (``kv_tokens``:
+        the step's summed context, judged on decode-only steps)."""
+        seen = _by_dimension(max_context, batch_size, tokens, step_class == "decode", kv_tokens)
         limits = self.limits()
         return {k: float(v) for k, v in seen.items() if v is not None and bool(_beyond(k, v, limits[k]))}
 
-    def inside(self, *, max_context: np.ndarray, batch_size: np.ndarray, tokens: np.ndarray) -> np.ndarray:
+    def inside(
+        self,
+        *,
+        max_context: np.ndarray,
+        batch_size: np.ndarray,
+        tokens: np.ndarray,
+        decode: np.ndarray | None = None,
+        kv_tokens: np.ndarray | None = None,
+    ) -> np.ndarray:
         """Per step, whether it lies inside the envelope (no dimension beyond its limit), as
-        ``violations`` judges one step; bool[S].
+        ``violations`` judges one step; bool[S].  ``decode`` (bool[S]): the decode-only steps,
+        judged on their own batch range too, and on their KV tokens read with ``kv_tokens``.
 
         >>> env = WorkloadEnvelope(max_context=4096, max_batch_size=32.0, max_tokens_per_step=2048)
         >>> env.inside(max_context=np.array([100, 5000, 100]), batch_size=np.array([8, 8, 40]),
         ...            tokens=np.array([8, 8, 40])).tolist()
         [True, False, False]
         """
-        return (
+        bs = np.asarray(batch_size, float)
+        inside = (
             (np.asarray(max_context, float) <= self.max_context)
-            & (np.asarray(batch_size, float) <= self.max_batch_size)
-            & (np.asarray(batch_size, float) >= self.min_batch_size)
+            & (bs <= self.max_batch_size)
+            & (bs >= self.min_batch_size)
             & (np.asarray(tokens, float) <= self.max_tokens_per_step)
         )
+        if decode is not None:
+            off = (bs > self.max_decode_batch_size) | (bs < self.min_decode_batch_size)
+            if kv_tokens is not None:
+                off |= np.asarray(kv_tokens, float) > self.max_decode_kv_tokens
+            inside &= ~(np.asarray(decode, bool) & off)
+        return inside
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -126,11 +168,27 @@ class WorkloadEnvelope:
             "max_tokens_per_step": self.max_tokens_per_step,
             "tenants": sorted(self.tenants),
             "min_batch_size": self.min_batch_size,
+            "max_decode_batch_size": None
+            if math.isinf(self.max_decode_batch_size)
+            else self.max_decode_batch_size,
+            "min_decode_batch_size": self.min_decode_batch_size,
+            "max_decode_kv_tokens": None
+            if math.isinf(self.max_decode_kv_tokens)
+            else self.max_decode_kv_tokens,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> WorkloadEnvelope:
-        known = {"max_context", "max_batch_size", "max_tokens_per_step", "tenants", "min_batch_size"}
+        known = {
+            "max_context",
+            "max_batch_size",
+            "max_tokens_per_step",
+            "tenants",
+            "min_batch_size",
+            "max_decode_batch_size",
+            "min_decode_batch_size",
+            "max_decode_kv_tokens",
+        }
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown WorkloadEnvelope key(s) {unknown}; known: {sorted(known)}")
@@ -140,17 +198,51 @@ class WorkloadEnvelope:
             max_tokens_per_step=int(data["max_tokens_per_step"]),
             tenants=frozenset(data.get("tenants", ())),
             min_batch_size=float(data.get("min_batch_size", 0.0)),  # bodies stored before r17
+            max_decode_batch_size=_or_inf(data.get("max_decode_batch_size")),  # before r20: none
+            min_decode_batch_size=float(data.get("min_decode_batch_size") or 0.0),
+            max_decode_kv_tokens=_or_inf(data.get("max_decode_kv_tokens")),
         )
 
 
-def _by_dimension(max_context: Any, batch_size: Any, tokens: Any) -> dict[str, Any]:
-    """What each dimension of ``WorkloadEnvelope.limits`` is judged on."""
-    return {"context": max_context, "batch_size": batch_size, "tokens": tokens, "batch_floor": batch_size}
+def _or_inf(x: Any) -> float:
+    return math.inf if x is None else float(x)
+
+
+def _quantile(values: Iterable[float] | None, q: float, scale: float) -> float:
+    """``q`` quantile of ``values`` times ``scale``: no values given, no limit (inf); none at all, 0."""
+    if values is None:
+        return math.inf
+    arr = np.asarray(list(values), dtype=float)
+    return float(np.nanquantile(arr, q) * scale) if len(arr) else 0.0
+
+
+def _by_dimension(
+    max_context: Any, batch_size: Any, tokens: Any, decode: Any = False, kv_tokens: Any = None
+) -> dict[str, Any]:
+    """What each dimension of ``WorkloadEnvelope.limits`` is judged on; ``decode`` (a bool, or
+    bool[S] for arrays): the decode-only steps, the only ones the ``decode_*`` dimensions judge
+    (the others: ``None``, or NaN, which is beyond no limit)."""
+    if isinstance(batch_size, np.ndarray):
+        dec = np.asarray(decode, bool)
+        own = np.where(dec, batch_size, np.nan)
+        kv = None if kv_tokens is None else np.where(dec, np.asarray(kv_tokens, float), np.nan)
+    else:
+        own = batch_size if decode else None
+        kv = kv_tokens if decode else None
+    return {
+        "context": max_context,
+        "batch_size": batch_size,
+        "tokens": tokens,
+        "batch_floor": batch_size,
+        "decode_batch": own,
+        "decode_floor": own,
+        "decode_kv": kv,
+    }
 
 
 def _beyond(dim: str, value: Any, limit: float) -> Any:
     """``value`` outside ``limit`` on ``dim`` (elementwise for arrays): below a floor, above a maximum."""
-    return value < limit if dim == "batch_floor" else value > limit
+    return value < limit if dim.endswith("_floor") else value > limit
 
 
 class EnvelopeMonitor:
@@ -177,6 +269,7 @@ class EnvelopeMonitor:
         tokens: float | None = None,
         tenants: Iterable[str] = (),
         step_class: str | None = None,
+        kv_tokens: float | None = None,
     ) -> list[DriftEvent]:
         """Check one step; returns the events it raises."""
         self.steps += 1
@@ -186,7 +279,13 @@ class EnvelopeMonitor:
                 self.max_seen[k] = max(self.max_seen[k], float(v))
         if batch_size is not None:
             self.min_batch_seen = min(self.min_batch_seen, float(batch_size))
-        beyond = self.envelope.violations(max_context=max_context, batch_size=batch_size, tokens=tokens)
+        beyond = self.envelope.violations(
+            max_context=max_context,
+            batch_size=batch_size,
+            tokens=tokens,
+            step_class=step_class,
+            kv_tokens=kv_tokens,
+        )
         return self._judge(int(step_seq), float(ts), beyond, tenants, step_class)
 
     def update_many(
@@ -199,6 +298,7 @@ class EnvelopeMonitor:
         tokens: np.ndarray,
         step_class: Sequence[str | None],
         tenants: Mapping[int, Iterable[str]] | None = None,
+        kv_tokens: np.ndarray | None = None,
     ) -> list[DriftEvent]:
         """``update`` for many steps at once (the same events and counts, in step order).
 
@@ -207,7 +307,8 @@ class EnvelopeMonitor:
         not seen before need an entry.
         """
         bs = np.asarray(batch_size, float)
-        seen = _by_dimension(np.asarray(max_context, float), bs, np.asarray(tokens, float))
+        decode = np.asarray(step_class, dtype=object) == "decode"
+        seen = _by_dimension(np.asarray(max_context, float), bs, np.asarray(tokens, float), decode, kv_tokens)
         n = len(step_seq)
         self.steps += n
         if n == 0:
@@ -216,7 +317,7 @@ class EnvelopeMonitor:
             self.max_seen[k] = max(self.max_seen[k], float(seen[k].max()))
         self.min_batch_seen = min(self.min_batch_seen, float(bs.min()))
         limits = self.envelope.limits()
-        outside = {k: _beyond(k, v, limits[k]) for k, v in seen.items()}
+        outside = {k: _beyond(k, v, limits[k]) for k, v in seen.items() if v is not None}
         beyond = np.logical_or.reduce(list(outside.values()))
         tenants = tenants or {}
         events: list[DriftEvent] = []

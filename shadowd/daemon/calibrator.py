@@ -25,7 +25,7 @@ import numpy as np
 import checks
 from shadowd.attribution.accuracy import split_window
 from shadowd.attribution.model_version import ModelVersion, fit
-from shadowd.steps.batch import KIND_NAMES, StepBatch
+from shadowd.steps.batch import KIND_DECODE, KIND_NAMES, StepBatch
 from shadowd.steps.log_reader import Window, load_batch, open_db
 
 log = logging.getLogger("shadowd.calibration")
@@ -221,12 +221,17 @@ def calibrate(
         if cls not in usable:
             unwatched[cls] = f"{int(np.isfinite(r).sum())} held-out steps < {settings.min_class_steps}"
     sizes = batch.batch_size()
+    fit_decode = fit_part.kind == KIND_DECODE
     envelope = checks.WorkloadEnvelope.from_calibration(
         context=batch.context_tokens + batch.new_tokens,
         batch_size=sizes,
         tokens_per_step=batch.per_step_sum(batch.new_tokens.astype(float)),
         tenants=known_tenants(batch, settings.expected_tenants),
         margin=settings.envelope_margin,
+        # Design r20: decode-only steps' own range, from the fit part (where their coefficients
+        # were identified, as r17 counts a class held); the held-out part may have ramped beyond.
+        decode_batch_size=fit_part.batch_size()[fit_decode],
+        decode_kv_tokens=fit_part.per_step_sum(fit_part.context_tokens.astype(float))[fit_decode],
     )
     log.info(
         "calibrated %s on %d steps; drift thresholds for %s", model.version, batch.num_steps, sorted(drift)

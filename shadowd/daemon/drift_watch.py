@@ -119,6 +119,7 @@ class DriftWatch:
             tokens=b.per_step_sum(b.new_tokens.astype(np.float64))[idx],
             step_class=cols.steps["kind"][idx],
             tenants=_first_unseen_tenants(envelope, cols, idx),
+            kv_tokens=b.per_step_sum(b.context_tokens.astype(np.float64))[idx],
         )
 
     def blind_classes(self, min_judged: float = 0.5) -> dict[str, str]:

@@ -9,6 +9,7 @@ cannot be computed is left missing: the gate treats missing as inconclusive.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,12 +69,14 @@ _WITHOUT_TENANTS = """AND NOT EXISTS (SELECT 1 FROM step_requests r
                       AND list_contains(?, r.tenant))"""
 # A step beyond the envelope as ``checks.EnvelopeMonitor`` counts it (``drift_watch``): more
 # requests, more new tokens, or a longer reach (context + new tokens) than calibration allowed,
-# or fewer requests than its floor (design r17).
+# or fewer requests than its floor (design r17), or a decode-only step outside decode-only steps'
+# own batch range or reading more KV tokens (summed context) than they did (design r20).
 _WITHIN_ENVELOPE = """AND NOT EXISTS (SELECT 1 FROM step_requests r
                     WHERE r.engine_id = s.engine_id AND r.run_id = s.run_id AND r.step_seq = s.step_seq
                     GROUP BY r.engine_id
                     HAVING count(*) > ? OR count(*) < ? OR sum(r.new_tokens) > ?
-                           OR max(r.context_tokens + r.new_tokens) > ?)"""
+                           OR max(r.context_tokens + r.new_tokens) > ?
+                           OR (s.kind = 'decode' AND (count(*) > ? OR count(*) < ? OR sum(r.context_tokens) > ?)))"""
 
 
 # Design r17: a step an earlier version of the lineage scored counts only if it lay inside that
@@ -86,14 +89,19 @@ _PARENT_ENVELOPES = """envelopes AS (
          CAST(json_extract(body, '$.envelope.max_batch_size') AS DOUBLE) AS most,
          coalesce(CAST(json_extract(body, '$.envelope.min_batch_size') AS DOUBLE), 0) AS fewest,
          CAST(json_extract(body, '$.envelope.max_tokens_per_step') AS DOUBLE) AS tokens,
-         CAST(json_extract(body, '$.envelope.max_context') AS DOUBLE) AS reach
+         CAST(json_extract(body, '$.envelope.max_context') AS DOUBLE) AS reach,
+         coalesce(CAST(json_extract(body, '$.envelope.max_decode_batch_size') AS DOUBLE), 'inf') AS most_decode,
+         coalesce(CAST(json_extract(body, '$.envelope.min_decode_batch_size') AS DOUBLE), 0) AS fewest_decode,
+         coalesce(CAST(json_extract(body, '$.envelope.max_decode_kv_tokens') AS DOUBLE), 'inf') AS kv_decode
   FROM model_versions WHERE list_contains(?, version) AND version <> ?),
 """
 _WITHIN_OWN_ENVELOPE = """AND NOT EXISTS (SELECT 1 FROM step_requests r JOIN envelopes v ON v.version = s.model_version
                     WHERE r.engine_id = s.engine_id AND r.run_id = s.run_id AND r.step_seq = s.step_seq
-                    GROUP BY r.engine_id, v.most, v.fewest, v.tokens, v.reach
+                    GROUP BY r.engine_id, v.most, v.fewest, v.tokens, v.reach, v.most_decode, v.fewest_decode, v.kv_decode
                     HAVING count(*) > v.most OR count(*) < v.fewest OR sum(r.new_tokens) > v.tokens
-                           OR max(r.context_tokens + r.new_tokens) > v.reach)"""
+                           OR max(r.context_tokens + r.new_tokens) > v.reach
+                           OR (s.kind = 'decode' AND (count(*) > v.most_decode OR count(*) < v.fewest_decode
+                                                       OR sum(r.context_tokens) > v.kv_decode)))"""
 
 
 def _list(versions: str | Sequence[str]) -> list[str]:
@@ -125,6 +133,8 @@ def class_accuracy(
         without += "\n    " + _WITHIN_ENVELOPE
         floor = float(within.get("batch_floor", 0.0))
         args += [float(within["batch_size"]), floor, float(within["tokens"]), float(within["context"])]
+        args += [float(within.get("decode_batch", math.inf)), float(within.get("decode_floor", 0.0))]
+        args.append(float(within.get("decode_kv", math.inf)))
     rows = con.execute(_ACCURACY_SQL.format(envelopes=envelopes, without=without), args).fetchall()
     out = {}
     for k, n, q, r2, bq in rows:

@@ -32,7 +32,7 @@ import numpy as np
 import checks
 from shadowd.daemon.calibrator import Calibration, CalibrationSettings, calibrate
 from shadowd.daemon.gate_evidence import unresolved_drift_events
-from shadowd.steps.batch import KIND_NAMES, StepBatch
+from shadowd.steps.batch import KIND_DECODE, KIND_NAMES, StepBatch
 from shadowd.steps.log_reader import Window, load_batch
 
 log = logging.getLogger("shadowd.refit")
@@ -299,6 +299,8 @@ def inside_envelope(batch: StepBatch, envelope: checks.WorkloadEnvelope) -> np.n
         max_context=batch.max_reach(sizes),
         batch_size=sizes,
         tokens=batch.per_step_sum(batch.new_tokens.astype(np.float64)),
+        decode=batch.kind == KIND_DECODE,
+        kv_tokens=batch.per_step_sum(batch.context_tokens.astype(np.float64)),
     )
 
 
@@ -325,14 +327,18 @@ def class_errors(
 
 
 def residual_shifts(batch: StepBatch, cal: Calibration, min_shift: float) -> dict[str, checks.ResidualShift]:
-    """Per watched class: the window's steps inside its calibrated domain, how far their mean
-    residual sits from the calibration's, and the allowance (as the drift watch judges it)."""
+    """Per watched class: the window's steps inside its calibrated domain and the calibrated
+    envelope, how far their mean residual sits from the calibration's, and the allowance (as the
+    drift watch judges it).  Design r20: the envelope too, since the drift domain is drawn over
+    the whole calibration window while decode-only steps' coefficients were identified on its fit
+    part: a step between the two is the model extrapolating, a reason to re-fit, not drift."""
     resid = _residuals(batch, cal)
     features = batch.composition()
+    envelope = inside_envelope(batch, cal.envelope)
     out = {}
     for cls, dc in cal.drift.items():
         mine = (batch.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
-        inside = mine & dc.in_domain(features)
+        inside = mine & dc.in_domain(features) & envelope
         n = int(inside.sum())
         shift = abs(float(np.mean(resid[inside])) - dc.mean) if n else 0.0
         out[cls] = checks.ResidualShift(n, shift, max(dc.allowance, min_shift / 2))

@@ -182,3 +182,90 @@ def test_update_many_is_update_step_by_step():
         )
     assert [e.to_dict() for e in got] == [e.to_dict() for e in expected]
     assert len(expected) > 10 and many.summary() == one.summary()
+
+
+def test_a_decode_step_beyond_decode_steps_own_range_is_extrapolation():
+    """Design r20: decode-only steps are judged on the batch range decode-only steps had in the
+    window, not on the mixed steps' (those carry prompt chunks and sit in the other segment).
+    A window without decode-only steps has none inside; bodies stored before r20 have no range."""
+    mixed = np.arange(20, 201)
+    env = WorkloadEnvelope.from_calibration(
+        context=[4000],
+        batch_size=mixed,
+        tokens_per_step=[4096],
+        margin=0.5,
+        decode_batch_size=np.arange(1, 41),
+    )
+    assert env.max_decode_batch_size == pytest.approx(np.quantile(np.arange(1, 41), 0.99) * 1.5)
+    assert env.violations(max_context=100, batch_size=115, tokens=115, step_class="decode") == {
+        "decode_batch": 115.0
+    }
+    assert env.violations(max_context=100, batch_size=115, tokens=600, step_class="mixed") == {}
+    sizes = np.array([30, 115, 115, 200])
+    decode = np.array([True, True, False, True])
+    assert env.inside(
+        max_context=np.full(4, 100), batch_size=sizes, tokens=sizes, decode=decode
+    ).tolist() == [True, False, True, False]
+    mon = EnvelopeMonitor(env, cooldown_steps=100)
+    events = mon.update_many(
+        np.arange(4),
+        np.arange(4) * 0.02,
+        max_context=np.full(4, 100),
+        batch_size=sizes,
+        tokens=sizes,
+        step_class=["decode", "decode", "mixed", "decode"],
+    )
+    assert [(e.detector, e.step_seq, e.statistic) for e in events] == [("envelope.decode_batch", 1, 115.0)]
+    assert mon.summary()["by_dimension"]["decode_batch"] == 2 and mon.extrapolated_steps == 2
+    none = WorkloadEnvelope.from_calibration(
+        context=[4000], batch_size=mixed, tokens_per_step=[4096], margin=0.5, decode_batch_size=[]
+    )
+    assert none.violations(max_context=100, batch_size=30, tokens=30, step_class="decode") == {
+        "decode_batch": 30.0
+    }
+    assert WorkloadEnvelope.from_dict(env.to_dict()) == env
+    old = {k: v for k, v in env.to_dict().items() if "decode" not in k}
+    assert WorkloadEnvelope.from_dict(old).violations(batch_size=500, step_class="decode") == {
+        "batch_size": 500.0
+    }
+
+
+def test_a_decode_step_reading_more_kv_than_calibration_did_is_extrapolation():
+    """Design r20: the KV tokens a decode-only step reads (its summed context) are a dimension of
+    their own: a window of short conversations identifies the per-KV-token cost only up to what
+    its batches read, however long one request's context may be (``max_context`` bounds one
+    request).  Mixed steps are not judged on it."""
+    env = WorkloadEnvelope.from_calibration(
+        context=[4000],
+        batch_size=np.arange(1, 101),
+        tokens_per_step=[4096],
+        margin=0.5,
+        decode_batch_size=np.arange(1, 101),
+        decode_kv_tokens=np.linspace(1000, 20000, 100),
+    )
+    assert env.max_decode_kv_tokens == pytest.approx(np.quantile(np.linspace(1000, 20000, 100), 0.99) * 1.5)
+    assert env.violations(batch_size=50, step_class="decode", kv_tokens=60000) == {"decode_kv": 60000.0}
+    assert env.violations(batch_size=50, step_class="mixed", kv_tokens=60000) == {}
+    kv = np.array([10000, 60000, 60000])
+    sizes = np.array([50, 50, 50])
+    assert env.inside(
+        max_context=np.full(3, 100),
+        batch_size=sizes,
+        tokens=sizes,
+        decode=np.array([True, True, False]),
+        kv_tokens=kv,
+    ).tolist() == [True, False, True]
+    mon = EnvelopeMonitor(env)
+    events = mon.update_many(
+        np.arange(3),
+        np.zeros(3),
+        max_context=np.full(3, 100),
+        batch_size=sizes,
+        tokens=sizes,
+        step_class=["decode", "decode", "mixed"],
+        kv_tokens=kv,
+    )
+    assert [(e.detector, e.step_seq) for e in events] == [("envelope.decode_kv", 1)]
+    assert mon.update(3, 0.0, batch_size=50, step_class="decode", kv_tokens=70000) == []  # cooldown
+    assert mon.summary()["by_dimension"]["decode_kv"] == 2
+    assert WorkloadEnvelope.from_dict(env.to_dict()) == env

@@ -68,14 +68,29 @@ def test_new_tenant_share_is_their_part_of_recent_attributed_time(day_db):
     assert tenant_time_share(con, "v-none", ["tenant-3"], 600.0) is None
 
 
-@pytest.mark.parametrize("floor", [None, 64.0, 65.0])
-def test_accuracy_within_the_envelope_leaves_out_exactly_the_steps_beyond_it(day_db, floor):
+@pytest.mark.parametrize(
+    ("floor", "decode_batch", "decode_kv"),
+    [
+        (None, None, None),
+        (64.0, None, None),
+        (65.0, None, None),
+        (None, 63.0, None),
+        (None, 64.0, None),
+        (None, None, "median"),
+    ],
+)
+def test_accuracy_within_the_envelope_leaves_out_exactly_the_steps_beyond_it(
+    day_db, floor, decode_batch, decode_kv
+):
     """Design r12: with ``within`` (an envelope's limits) a step counts only if no dimension the
     envelope monitor checks is beyond it: requests, new tokens, longest reach (context + new);
-    from r17 also fewer requests than the floor (limits stored before r17 have none)."""
+    from r17 also fewer requests than the floor, from r20 a decode-only step outside decode-only
+    steps' own range or reading more KV tokens than they did (limits stored before either have
+    none)."""
     con = duckdb.connect(day_db, read_only=True)
     per_step = con.execute(
-        """SELECT s.kind, count(*) AS n, sum(r.new_tokens) AS t, max(r.context_tokens + r.new_tokens) AS c
+        """SELECT s.kind, count(*) AS n, sum(r.new_tokens) AS t, max(r.context_tokens + r.new_tokens) AS c,
+                  sum(r.context_tokens) AS kv
            FROM steps s JOIN step_requests r USING (engine_id, run_id, step_seq) GROUP BY s.step_seq, s.kind"""
     ).fetchnumpy()
     limits = {"batch_size": 64.0, "tokens": 100.0, "context": 3000.0}
@@ -84,6 +99,12 @@ def test_accuracy_within_the_envelope_leaves_out_exactly_the_steps_beyond_it(day
     if floor is not None:  # every step of this day holds 64 requests: at the floor, or below it
         limits["batch_floor"] = floor
         inside &= per_step["n"] >= floor
+    if decode_batch is not None:  # the mixed steps of 64 stay in either way
+        limits["decode_batch"] = decode_batch
+        inside &= ~((per_step["kind"] == "decode") & (per_step["n"] > decode_batch))
+    if decode_kv is not None:  # half the decode steps read more than the limit
+        limits["decode_kv"] = float(np.median(per_step["kv"][per_step["kind"] == "decode"]))
+        inside &= ~((per_step["kind"] == "decode") & (per_step["kv"] > limits["decode_kv"]))
     got = class_accuracy(con, "v-bench", 86400.0, within=limits)
     assert got.get("all", {"steps": 0})["steps"] == int(inside.sum())
     for kind in ("decode", "mixed"):

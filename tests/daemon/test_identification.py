@@ -8,10 +8,13 @@ is "barely held": its accuracy misses are INCONCLUSIVE and the guard leaves it o
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
+import pytest
 
+import checks
 from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.daemon.calibrator import CalibrationSettings, calibrate, calibration_from_body, model_body
 from shadowd.steps.batch import KIND_NAMES, StepBatch
@@ -42,3 +45,46 @@ def test_a_class_only_in_the_held_out_part_is_barely_held():
     del body["calibration"]["fit_class_steps"]
     old = calibration_from_body(json.dumps(body))
     assert "decode" not in old.barely_held(settings.min_class_steps)
+
+
+def test_decode_steps_are_judged_on_what_the_fit_part_read():
+    """Design r20: decode-only steps' own envelope (batch range, KV tokens read) comes from the
+    fit part, where their coefficients were identified; decode steps that read more, however many
+    the held-out part held, lie beyond it, and the re-fit guard's residual check (which decides
+    "drift, not a new regime") leaves them out with the drift domain's other outsiders."""
+    from shadowd.daemon.refit import inside_envelope, residual_shifts
+
+    batch = synthetic_batch(steps=4000, seed=5, max_seqs=64)
+    kv = batch.per_step_sum(batch.context_tokens.astype(float))
+    dec = np.flatnonzero(batch.kind == DECODE)
+    low = (batch.kind == DECODE) & (kv < np.quantile(kv[dec], 0.4))
+    rest = np.flatnonzero(batch.kind != DECODE)
+    fit_steps = round(batch.num_steps * (1 - CalibrationSettings().holdout_fraction))
+    early = np.isin(np.arange(batch.num_steps), rest[: fit_steps - int(low.sum())])  # the fit part: these
+    late = ~early & ~low  # in time order: the other steps and the decode steps that read more
+    window = StepBatch.concat([batch.select_steps(early | low), batch.select_steps(late)])
+    settings = CalibrationSettings(min_class_steps=150, drift_sim_steps=20_000, adwin_sim_steps=20_000)
+    cal = calibrate(window, KEY, settings)
+    w_kv = window.per_step_sum(window.context_tokens.astype(float))
+    w_dec = window.kind == DECODE
+    fit = np.arange(window.num_steps) < round(window.num_steps * (1 - settings.holdout_fraction))
+    want = np.quantile(w_kv[w_dec & fit], 0.99) * (1 + settings.envelope_margin)
+    assert cal.envelope.max_decode_kv_tokens == pytest.approx(want)
+    beyond = w_dec & (w_kv > want)
+    assert beyond.sum() >= 50 and not (beyond & fit).any()  # only held-out decode steps read more
+    inside = inside_envelope(window, cal.envelope)
+    assert not inside[beyond].any()
+    # The guard's check, with a decode detector whose domain spans the whole window's decode
+    # steps, as a domain drawn over a window whose later part read more does (the held-out part's
+    # extrapolation may leave decode uncalibratable here, so one is set).
+    whole = checks.feature_domain({k: v[w_dec] for k, v in window.composition().items()})
+    dc = checks.DriftCalibration(
+        step_class="decode", mean=0.0, std=0.03, ph_threshold=25.0, adwin_delta=0.002, domain=whole
+    )
+    cal = dataclasses.replace(cal, drift={"decode": dc})
+    in_domain = w_dec & cal.drift["decode"].in_domain(window.composition())
+    judged = in_domain & inside
+    assert (in_domain & beyond).sum() >= 50  # steps the domain covers, the envelope does not
+    assert residual_shifts(window, cal, settings.min_shift)["decode"].steps == int(judged.sum())
+    again = calibration_from_body(model_body(cal))
+    assert again.envelope == cal.envelope  # what is stored is what the gate's SQL reads
