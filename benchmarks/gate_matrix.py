@@ -1688,7 +1688,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines += [
         "",
         "CI: `tests/demo/test_gate_held_out.py` runs two held-out 18 scenarios as declared (H18-steady",
-        "and F18-step8, the same runs as their rows, design r19) and asserts their targets: the healthy",
+        "and F18-step8, the same runs as their rows, designs r19 and r20) and asserts their targets: the healthy",
         "run reaches GO without a page or a residual drift event; the slowdown comes after a GO, ends",
         "not GO with a drift event within 500 steps, and no re-fit takes it in. (Held-out 5's CI runs",
         "were shortened to 2,400 steps; shortened, H6-steady ends NO_GO on decode accuracy, its",
