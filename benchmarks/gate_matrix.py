@@ -581,7 +581,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r20"
+DESIGN_REVISION = "r21"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -655,6 +655,28 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r21, two parts, each a finding of held-out 19 under r20. (a) A model version's drift "
+    "detectors start primed with its calibration's held-out residuals (`DriftMonitor.prime` in "
+    "`checks/residual_drift.py`, called by `DriftWatch.install`): fed through the "
+    "standardisation, the detrend baseline, the confirmation's lag and the detectors, nothing "
+    "raised or counted, so their level is the calibration's, not the first steps they see. Seen "
+    "on F19-step5: a re-fit was installed at step 7001, the step after its 5 % slowdown began; "
+    "its fresh detectors took the slower engine as their level (the decode residual sat about 5 % "
+    "above the re-fit's calibrated mean for 1,899 steps; the row's command with `--db`, queried) "
+    "and the run ended GO with the fault in force. (b) The envelope has a floor under tokens per "
+    "step (the window's 1st-percentile step over 1 + `envelope_margin`), as r17's under batch "
+    "size. Seen on H19-saturated: its window held only mixed steps near the token budget, its "
+    "one-segment fit put most of a step's cost into the fixed term, and lighter mixed steps after "
+    "it were over-predicted (mixed p90 1.34): NO_GO from 4020 on healthy traffic. Tried on "
+    "held-out 17, 18 and 19's runs (rows marked r21) before held-out 20 was named: F19-step5 "
+    "NO_GO with a drift event 235 steps after its fault (r20: ended GO); H19-saturated "
+    "INCONCLUSIVE (r20: NO_GO from 4020); but H19-steady now pages (NO_GO from 4020): primed, its "
+    "decode detectors detected at step 3709 (its first gate evaluation was at 3618) a shift of 3 % that "
+    "lasted (confirmed), where fresh ones had taken that level as theirs (r20: INCONCLUSIVE); "
+    "F18-step5's first GO came at 4422 (r20: 4623); every other row of the three sets ended as "
+    "under r20 with the same first GO and drift delays. The price is stated: a version whose "
+    "live traffic sits off its calibration's level from the start is now judged against that "
+    "level.",
     "Design r20: decode-only steps are judged on their own envelope, taken from the calibration "
     "window's fit part (where their coefficients were identified, as r17 counts a class held): "
     "their batch range (p1-p99, widened by `envelope_margin`) and the KV tokens they read (the "

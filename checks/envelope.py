@@ -4,7 +4,8 @@ A piecewise-linear latency model is only validated where calibration had data: a
 batch size or per-step token count beyond that range is extrapolation, and a tenant the
 calibration never saw has unvalidated shares. ``WorkloadEnvelope`` records the range
 (longest context, p99 batch size and, from design r17, a p1 floor under it, most tokens per
-step, the tenant set; from design r20, decode-only steps' own batch range and KV tokens read);
+step, the tenant set; from design r20, decode-only steps' own batch range and KV tokens read;
+from design r21, a p1 floor under tokens per step);
 ``EnvelopeMonitor`` flags steps beyond it as drift events (at most one per dimension per
 ``cooldown_steps``, one per new tenant) and keeps the fractions the gate's coverage check reads.
 
@@ -58,6 +59,10 @@ class WorkloadEnvelope:
     max_decode_batch_size: float = math.inf
     min_decode_batch_size: float = 0.0
     max_decode_kv_tokens: float = math.inf
+    # Design r21: the fewest new tokens per step, as r17's floor under batch size.  A window of
+    # steps near the token budget only does not separate the step's fixed cost from its
+    # per-token costs: a lighter step after it is extrapolation (bodies before r21: no floor).
+    min_tokens_per_step: float = 0.0
 
     @classmethod
     def from_calibration(
@@ -99,6 +104,7 @@ class WorkloadEnvelope:
             max_decode_batch_size=_quantile(dec, batch_quantile, m),
             min_decode_batch_size=fewest_decode,
             max_decode_kv_tokens=_quantile(decode_kv_tokens, batch_quantile, m),
+            min_tokens_per_step=float(np.nanquantile(tok, 1.0 - batch_quantile) / m),
         )
 
     def limits(self) -> dict[str, float]:
@@ -112,6 +118,7 @@ class WorkloadEnvelope:
             "decode_batch": self.max_decode_batch_size,
             "decode_floor": self.min_decode_batch_size,
             "decode_kv": self.max_decode_kv_tokens,
+            "tokens_floor": self.min_tokens_per_step,
         }
 
     def violations(
@@ -153,6 +160,7 @@ class WorkloadEnvelope:
             & (bs <= self.max_batch_size)
             & (bs >= self.min_batch_size)
             & (np.asarray(tokens, float) <= self.max_tokens_per_step)
+            & (np.asarray(tokens, float) >= self.min_tokens_per_step)
         )
         if decode is not None:
             off = (bs > self.max_decode_batch_size) | (bs < self.min_decode_batch_size)
@@ -175,6 +183,7 @@ class WorkloadEnvelope:
             "max_decode_kv_tokens": None
             if math.isinf(self.max_decode_kv_tokens)
             else self.max_decode_kv_tokens,
+            "min_tokens_per_step": self.min_tokens_per_step,
         }
 
     @classmethod
@@ -188,6 +197,7 @@ class WorkloadEnvelope:
             "max_decode_batch_size",
             "min_decode_batch_size",
             "max_decode_kv_tokens",
+            "min_tokens_per_step",
         }
         unknown = sorted(set(data) - known)
         if unknown:
@@ -201,6 +211,7 @@ class WorkloadEnvelope:
             max_decode_batch_size=_or_inf(data.get("max_decode_batch_size")),  # before r20: none
             min_decode_batch_size=float(data.get("min_decode_batch_size") or 0.0),
             max_decode_kv_tokens=_or_inf(data.get("max_decode_kv_tokens")),
+            min_tokens_per_step=float(data.get("min_tokens_per_step") or 0.0),  # before r21
         )
 
 
@@ -237,6 +248,7 @@ def _by_dimension(
         "decode_batch": own,
         "decode_floor": own,
         "decode_kv": kv,
+        "tokens_floor": tokens,
     }
 
 

@@ -61,6 +61,28 @@ class DriftMonitor:
         self.n_skipped = 0  # uncalibrated class or non-finite residual
         self.n_out_of_domain: dict[str, int] = {cls: 0 for cls in self.calibrations}
 
+    def prime(self, residuals: Mapping[str, Sequence[float] | np.ndarray]) -> None:
+        """Start each class's detectors where its calibration left them (design r21): feed its
+        held-out residuals, in time order, through the standardisation, the detrend baseline,
+        the confirmation's lag and the detectors, raising nothing and counting nothing.
+
+        A fresh detector takes its first steps as its level: a version installed at the moment
+        a fault began (a re-fit, by chance) would learn the slower engine as normal and never
+        raise it.  Primed, its level is the calibration's.
+        """
+        for name, values in residuals.items():
+            cal = self.calibrations.get(name)
+            if cal is None:
+                continue
+            r = np.asarray(values, dtype=float)
+            z = cal.standardise(r[np.isfinite(r)])
+            y = self._baselines[name].update_many(z)
+            confirm, detectors = self._confirm[name], self._detectors[name]
+            for zi, yi in zip(z.tolist(), y.tolist()):
+                confirm.observe(zi, zi - yi)  # nothing is pending: only the lag of baselines fills
+                for det in detectors:
+                    det.update(yi)  # a detection here is the calibration's own noise: dropped
+
     def update(self, step_seq: int, step_class: str, residual: float, ts: float) -> list[DriftEvent]:
         """Feed one step; returns the detections it completed (usually none)."""
         cal = self.calibrations.get(step_class)

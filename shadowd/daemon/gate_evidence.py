@@ -70,11 +70,12 @@ _WITHOUT_TENANTS = """AND NOT EXISTS (SELECT 1 FROM step_requests r
 # A step beyond the envelope as ``checks.EnvelopeMonitor`` counts it (``drift_watch``): more
 # requests, more new tokens, or a longer reach (context + new tokens) than calibration allowed,
 # or fewer requests than its floor (design r17), or a decode-only step outside decode-only steps'
-# own batch range or reading more KV tokens (summed context) than they did (design r20).
+# own batch range or reading more KV tokens (summed context) than they did (design r20), or fewer
+# new tokens than the floor under tokens per step (design r21).
 _WITHIN_ENVELOPE = """AND NOT EXISTS (SELECT 1 FROM step_requests r
                     WHERE r.engine_id = s.engine_id AND r.run_id = s.run_id AND r.step_seq = s.step_seq
                     GROUP BY r.engine_id
-                    HAVING count(*) > ? OR count(*) < ? OR sum(r.new_tokens) > ?
+                    HAVING count(*) > ? OR count(*) < ? OR sum(r.new_tokens) > ? OR sum(r.new_tokens) < ?
                            OR max(r.context_tokens + r.new_tokens) > ?
                            OR (s.kind = 'decode' AND (count(*) > ? OR count(*) < ? OR sum(r.context_tokens) > ?)))"""
 
@@ -92,13 +93,16 @@ _PARENT_ENVELOPES = """envelopes AS (
          CAST(json_extract(body, '$.envelope.max_context') AS DOUBLE) AS reach,
          coalesce(CAST(json_extract(body, '$.envelope.max_decode_batch_size') AS DOUBLE), 'inf') AS most_decode,
          coalesce(CAST(json_extract(body, '$.envelope.min_decode_batch_size') AS DOUBLE), 0) AS fewest_decode,
-         coalesce(CAST(json_extract(body, '$.envelope.max_decode_kv_tokens') AS DOUBLE), 'inf') AS kv_decode
+         coalesce(CAST(json_extract(body, '$.envelope.max_decode_kv_tokens') AS DOUBLE), 'inf') AS kv_decode,
+         coalesce(CAST(json_extract(body, '$.envelope.min_tokens_per_step') AS DOUBLE), 0) AS fewest_tokens
   FROM model_versions WHERE list_contains(?, version) AND version <> ?),
 """
 _WITHIN_OWN_ENVELOPE = """AND NOT EXISTS (SELECT 1 FROM step_requests r JOIN envelopes v ON v.version = s.model_version
                     WHERE r.engine_id = s.engine_id AND r.run_id = s.run_id AND r.step_seq = s.step_seq
-                    GROUP BY r.engine_id, v.most, v.fewest, v.tokens, v.reach, v.most_decode, v.fewest_decode, v.kv_decode
+                    GROUP BY r.engine_id, v.most, v.fewest, v.tokens, v.reach, v.most_decode, v.fewest_decode, v.kv_decode,
+                             v.fewest_tokens
                     HAVING count(*) > v.most OR count(*) < v.fewest OR sum(r.new_tokens) > v.tokens
+                           OR sum(r.new_tokens) < v.fewest_tokens
                            OR max(r.context_tokens + r.new_tokens) > v.reach
                            OR (s.kind = 'decode' AND (count(*) > v.most_decode OR count(*) < v.fewest_decode
                                                        OR sum(r.context_tokens) > v.kv_decode)))"""
@@ -132,7 +136,13 @@ def class_accuracy(
     if within:
         without += "\n    " + _WITHIN_ENVELOPE
         floor = float(within.get("batch_floor", 0.0))
-        args += [float(within["batch_size"]), floor, float(within["tokens"]), float(within["context"])]
+        args += [
+            float(within["batch_size"]),
+            floor,
+            float(within["tokens"]),
+            float(within.get("tokens_floor", 0.0)),
+        ]
+        args.append(float(within["context"]))
         args += [float(within.get("decode_batch", math.inf)), float(within.get("decode_floor", 0.0))]
         args.append(float(within.get("decode_kv", math.inf)))
     rows = con.execute(_ACCURACY_SQL.format(envelopes=envelopes, without=without), args).fetchall()

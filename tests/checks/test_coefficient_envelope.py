@@ -89,7 +89,9 @@ def test_a_batch_below_the_calibrated_floor_is_extrapolation():
     """Design r17: a window of saturated batches only sets a floor; a lighter batch lies outside
     (a fit there does not separate the step's fixed cost from its per-request costs)."""
     bs = np.arange(200, 301)
-    env = WorkloadEnvelope.from_calibration(context=[4000], batch_size=bs, tokens_per_step=[512], margin=0.5)
+    env = WorkloadEnvelope.from_calibration(
+        context=[4000], batch_size=bs, tokens_per_step=[1, 512], margin=0.5
+    )
     assert env.min_batch_size == pytest.approx(np.quantile(bs, 0.01) / 1.5)
     assert env.violations(max_context=100, batch_size=100, tokens=100) == {"batch_floor": 100.0}
     assert env.violations(max_context=100, batch_size=env.min_batch_size, tokens=100) == {}
@@ -111,7 +113,7 @@ def test_a_batch_below_the_calibrated_floor_is_extrapolation():
     assert s["extrapolated_fraction"] == pytest.approx(0.75) and s["min_batch_seen"] == 40
     light_window = np.r_[np.ones(10), np.arange(1, 301)]  # lone requests are common when traffic is light
     light = WorkloadEnvelope.from_calibration(
-        context=[4000], batch_size=light_window, tokens_per_step=[512], margin=0.5
+        context=[4000], batch_size=light_window, tokens_per_step=light_window, margin=0.5
     )
     assert light.violations(max_context=100, batch_size=1, tokens=1) == {}  # no floor to speak of
     old = {k: v for k, v in env.to_dict().items() if k != "min_batch_size"}
@@ -192,7 +194,7 @@ def test_a_decode_step_beyond_decode_steps_own_range_is_extrapolation():
     env = WorkloadEnvelope.from_calibration(
         context=[4000],
         batch_size=mixed,
-        tokens_per_step=[4096],
+        tokens_per_step=[1, 4096],
         margin=0.5,
         decode_batch_size=np.arange(1, 41),
     )
@@ -218,7 +220,7 @@ def test_a_decode_step_beyond_decode_steps_own_range_is_extrapolation():
     assert [(e.detector, e.step_seq, e.statistic) for e in events] == [("envelope.decode_batch", 1, 115.0)]
     assert mon.summary()["by_dimension"]["decode_batch"] == 2 and mon.extrapolated_steps == 2
     none = WorkloadEnvelope.from_calibration(
-        context=[4000], batch_size=mixed, tokens_per_step=[4096], margin=0.5, decode_batch_size=[]
+        context=[4000], batch_size=mixed, tokens_per_step=[1, 4096], margin=0.5, decode_batch_size=[]
     )
     assert none.violations(max_context=100, batch_size=30, tokens=30, step_class="decode") == {
         "decode_batch": 30.0
@@ -238,7 +240,7 @@ def test_a_decode_step_reading_more_kv_than_calibration_did_is_extrapolation():
     env = WorkloadEnvelope.from_calibration(
         context=[4000],
         batch_size=np.arange(1, 101),
-        tokens_per_step=[4096],
+        tokens_per_step=[1, 4096],
         margin=0.5,
         decode_batch_size=np.arange(1, 101),
         decode_kv_tokens=np.linspace(1000, 20000, 100),
@@ -269,3 +271,21 @@ def test_a_decode_step_reading_more_kv_than_calibration_did_is_extrapolation():
     assert mon.update(3, 0.0, batch_size=50, step_class="decode", kv_tokens=70000) == []  # cooldown
     assert mon.summary()["by_dimension"]["decode_kv"] == 2
     assert WorkloadEnvelope.from_dict(env.to_dict()) == env
+
+
+def test_a_step_with_fewer_tokens_than_the_calibrated_floor_is_extrapolation():
+    """Design r21: a window of steps near the token budget only sets a floor under tokens per
+    step (its p1 over 1 + margin), as r17 does under batch size: the fixed cost and the per-token
+    costs are not separated there, so a lighter step is extrapolation.  Bodies before r21: none."""
+    tok = np.linspace(1000, 3072, 200)
+    env = WorkloadEnvelope.from_calibration(
+        context=[4000], batch_size=[100, 300], tokens_per_step=tok, margin=0.5
+    )
+    assert env.min_tokens_per_step == pytest.approx(np.quantile(tok, 0.01) / 1.5)
+    assert env.violations(max_context=100, batch_size=200, tokens=400) == {"tokens_floor": 400.0}
+    assert env.violations(max_context=100, batch_size=200, tokens=800) == {}
+    assert env.inside(
+        max_context=np.full(2, 100), batch_size=np.full(2, 200), tokens=np.array([400, 800])
+    ).tolist() == [False, True]
+    old = {k: v for k, v in env.to_dict().items() if k != "min_tokens_per_step"}
+    assert WorkloadEnvelope.from_dict(old).violations(batch_size=200, tokens=400) == {}

@@ -186,3 +186,20 @@ def test_calibration_round_trips_and_rejects_unknown_keys(unit_calibration):
         DriftCalibration.from_dict({**d, "ph_treshold": 3})
     with pytest.raises(ValueError, match="std must be positive"):
         DriftCalibration.from_dict({**d, "std": 0.0})
+
+
+def test_a_monitor_started_on_a_slower_engine_sees_it_only_when_primed(unit_calibration):
+    """Design r21: detectors installed at the moment a slowdown began (a re-fit installed by
+    chance at a fault, as on held-out 19's F19-step5 under r20) take the slower engine as their
+    level and never raise it.  Primed with the calibration's held-out residuals, they start at
+    the calibration's level and raise it as they would mid-run."""
+    cal = DriftCalibration.from_dict({**unit_calibration.to_dict(), "confirm_steps": 200})
+    slow = slowed(0, 2000, 0.08, seed=5)
+    seq = np.arange(len(slow))
+    fresh = DriftMonitor({"decode": cal})
+    assert not fresh.update_many(seq, np.full(len(slow), "decode"), slow, seq * 0.02)
+    primed = DriftMonitor({"decode": cal})
+    primed.prime({"decode": slowed(1500, 0, 0.0, seed=6)})
+    events = primed.update_many(seq, np.full(len(slow), "decode"), slow, seq * 0.02)
+    assert events and min(e.step_seq for e in events) < 400
+    assert primed.counts()["decode"]["steps"] == len(slow)  # priming judged nothing
