@@ -609,7 +609,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r21"
+DESIGN_REVISION = "r22"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -683,6 +683,16 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r22: steps carrying a request of a tenant the calibration never saw are not fed to "
+    "the residual drift detectors (`_carries_unseen_tenant` in `shadowd/daemon/drift_watch.py`); "
+    "the envelope monitor still counts them and the coverage check judges the newcomers' share, "
+    "as design r10 leaves them out of the accuracy evidence. Seen in CI's tests, not on a matrix "
+    "row: `tests/daemon/test_refit.py::test_accuracy_on_an_unseen_tenants_steps_is_left_to_the_coverage_check` "
+    "(a newcomer's steps 40 % slower than predicted) ended NO_GO on drift under r21, whose primed "
+    "detectors no longer took that level as theirs; r10 means INCONCLUSIVE there. Named after "
+    "held-out 20 was run under r21, so no held-out set has been run under r22: tried on held-out "
+    "19 and 20's runs and on H18-steady, F18-step8, F18-tenant and F17-tenant (rows marked r22), "
+    "every one of which ended as under r21 with the same first GO and drift delays.",
     "Design r21, two parts, each a finding of held-out 19 under r20. (a) A model version's drift "
     "detectors start primed with its calibration's held-out residuals (`DriftMonitor.prime` in "
     "`checks/residual_drift.py`, called by `DriftWatch.install`): fed through the "
@@ -1747,7 +1757,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines += [
         "",
         "CI: `tests/demo/test_gate_held_out.py` runs two held-out 18 scenarios as declared (H18-steady",
-        "and F18-step8, the same runs as their rows, designs r19 and r20) and asserts their targets: the healthy",
+        "and F18-step8, the same runs as their rows, designs r19 to r22) and asserts their targets: the healthy",
         "run reaches GO without a page or a residual drift event; the slowdown comes after a GO, ends",
         "not GO with a drift event within 500 steps, and no re-fit takes it in. (Held-out 5's CI runs",
         "were shortened to 2,400 steps; shortened, H6-steady ends NO_GO on decode accuracy, its",

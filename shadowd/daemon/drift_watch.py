@@ -76,14 +76,17 @@ class DriftWatch:
         ts = steps["ts"].astype("datetime64[us]").astype(np.int64) / 1e6
         resid = checks.relative_residual(steps["latency_ms"], steps["predicted_ms"])
         idx = np.flatnonzero(mine)
+        # Design r22: steps carrying a tenant calibration never saw are the coverage check's
+        # (as r10 leaves them out of the accuracy evidence), not the residual detectors'.
+        judged = idx[~_carries_unseen_tenant(envelope, cols)[idx]]
         events = self._relevant(
             monitor,
             monitor.update_many(
-                steps["step_seq"][idx],
-                steps["kind"][idx],
-                resid[idx],
-                ts[idx],
-                {k: v[idx] for k, v in cols.batch.composition().items()},
+                steps["step_seq"][judged],
+                steps["kind"][judged],
+                resid[judged],
+                ts[judged],
+                {k: v[judged] for k, v in cols.batch.composition().items()},
             ),
         )
         events += self._envelope_events(envelope, cols, idx, ts)
@@ -152,6 +155,21 @@ class DriftWatch:
             "envelope": envelope.summary() if envelope else None,
             "events_total": dict(self.events_total),
         }
+
+
+def _carries_unseen_tenant(envelope: checks.EnvelopeMonitor, cols: StepColumns) -> np.ndarray:
+    """Per step of ``cols``, whether a request of a tenant calibration never saw is in it
+    (bool[S]; none when calibration recorded no tenants)."""
+    out = np.zeros(cols.num_steps, dtype=bool)
+    seen = envelope.envelope.tenants
+    if not seen:
+        return out
+    names, codes = cols.tenant_index
+    known = set(seen) | {OTHER}
+    unseen = [c for c, name in enumerate(names.tolist()) if name not in known]
+    if unseen:
+        out[cols.batch.req_step[np.isin(codes, unseen)]] = True
+    return out
 
 
 def _first_unseen_tenants(

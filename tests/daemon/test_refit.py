@@ -263,7 +263,9 @@ def test_accuracy_on_an_unseen_tenants_steps_is_left_to_the_coverage_check(ipc_e
     (its traffic is what calibration never held).  While the newcomer carries more than the
     new-tenant limit, those steps are the coverage check's: INCONCLUSIVE (recalibrate with it),
     no page; the rest of the traffic is still judged (here it is few steps: at these batch sizes
-    most steps carry one of the newcomer's requests)."""
+    most steps carry one of the newcomer's requests).  Design r22: the residual drift detectors
+    leave those steps out too; under r21, whose detectors start at the calibration's level, they
+    raised drift on them and the gate paged."""
     daemon, parent, decision = run(
         ipc_endpoint, db_path, 1.0, rename={"code": "newcomer"}, renamed_slowdown=1.4, gate=SMALL_EVIDENCE
     )

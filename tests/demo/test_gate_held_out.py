@@ -1,6 +1,6 @@
 """Two rows of the gate's matrix, as declared (benchmarks/gate_matrix.py, docs/validation.md).
 
-Both are held-out set 18's, run under the design in force (r20; under r19 the same verdicts,
+Both are held-out set 18's, run under the design in force (r22; under r19 to r21 the same verdicts,
 first GO and drift delay): H200 tables, Yi-6B
 at tensor parallelism 2 (4 KV heads, 4k positions), the Azure 2023 code trace, ServeGen client
 20 and arXiv-summarisation lengths as tenants, their seeds and lengths.
@@ -18,7 +18,7 @@ Until design r19 these were held-out 9's rows; under r19 F9-step8 is no longer a
 decode detectors would not raise a 5 % slowdown in time, so the gate holds drift at
 INCONCLUSIVE before the fault), so the newest set's rows, run under r19 before anything was
 changed, replace them.  Held-out 19, the newest set, has no row that meets its target under
-r20 (docs/validation.md), so 18's rows stay.  Sets are run as declared because a shortened healthy run is a scenario
+r20 or later, nor has held-out 20 (docs/validation.md), so 18's rows stay.  Sets are run as declared because a shortened healthy run is a scenario
 nobody declared (its shorter calibration window fits a worse model: H6-steady shortened ended
 NO_GO on decode accuracy, while the declared run reached GO).
 """
