@@ -609,7 +609,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r22"
+DESIGN_REVISION = "r23"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -683,6 +683,17 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r23: `evidence.tenants` counts the tenants the model was scored on out of sample: "
+    "those of the lineage's shadow steps, as before, and those with a request in the calibration "
+    "window's held-out part (`Calibration.scored_tenants`, kept through re-fits; "
+    "`tenants_scored` in `shadowd/daemon/gate_evidence.py`). A finding of held-out 20 under "
+    "r21/r22: its bursty sources (ServeGen client 37 rescaled to its mean rate, the Azure code "
+    "trace) went quiet soon after the calibration window, so every healthy run's shadow steps "
+    "held one tenant and the gate stayed INCONCLUSIVE on `evidence.tenants` though the "
+    "calibration had scored all three tenants on steps it had not fitted, exactly as the gate "
+    "scores its own. A deployment that has only ever served one tenant still waits. Named after "
+    "held-out 20's rows under r22; tried on its healthy runs and on CI's rows (marked r23) "
+    "before held-out 21 was declared.",
     "Design r22: steps carrying a request of a tenant the calibration never saw are not fed to "
     "the residual drift detectors (`_carries_unseen_tenant` in `shadowd/daemon/drift_watch.py`); "
     "the envelope monitor still counts them and the coverage check judges the newcomers' share, "

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +53,9 @@ class Calibration:
     # identified on (the held-out part only scores them).  Empty in bodies stored before r17.
     fit_class_steps: dict[str, int] = field(default_factory=dict)
     window_steps: int = 0  # steps in the whole calibration window (fit + held-out parts)
+    # Design r23: tenants with a request in the window's held-out part, scored out of sample
+    # there; the gate counts them with the tenants of the shadow steps (``scored_tenants``).
+    scored_tenants: tuple[str, ...] = ()
     # A re-fit (``shadowd.daemon.refit``): the versions it descends from, oldest first, and why.
     lineage: tuple[str, ...] = ()
     reason: str = ""
@@ -127,6 +130,7 @@ class Calibration:
             "stability_baseline": self.stability_baseline,
             "class_steps": self.class_steps,
             "fit_class_steps": self.fit_class_steps,
+            "scored_tenants": list(self.scored_tenants),
             "lineage": list(self.lineage),
             "reason": self.reason,
         }
@@ -246,7 +250,23 @@ def calibrate(
         class_steps={name: int((batch.kind == code).sum()) for code, name in enumerate(KIND_NAMES)},
         fit_class_steps={name: int((fit_part.kind == code).sum()) for code, name in enumerate(KIND_NAMES)},
         window_steps=int(batch.num_steps),
+        scored_tenants=scored_tenants(_tenants(hold).tolist()),
     )
+
+
+MAX_SCORED_TENANTS = 64  # more than any gate needs to count (``checks.GatePolicy.min_tenants``)
+
+
+def scored_tenants(*groups: Iterable[str]) -> tuple[str, ...]:
+    """The tenants of ``groups`` together, sorted, at most ``MAX_SCORED_TENANTS``: a
+    calibration's out-of-sample evidence on tenants (its held-out part's, and on a re-fit its
+    parent's too).
+
+    >>> scored_tenants(["chat", "code"], ("code", "late"))
+    ('chat', 'code', 'late')
+    """
+    names = {str(n) for group in groups for n in group}
+    return tuple(sorted(names))[:MAX_SCORED_TENANTS]
 
 
 def stability_baseline(
@@ -423,6 +443,7 @@ def model_body(cal: Calibration) -> str:
         "class_steps": cal.class_steps,
         "fit_class_steps": cal.fit_class_steps,
         "window_steps": cal.window_steps,
+        "scored_tenants": list(cal.scored_tenants),
         "lineage": list(cal.lineage),
         "reason": cal.reason,
     }
@@ -445,6 +466,7 @@ def calibration_from_body(text: str) -> Calibration:
         class_steps={str(k): int(v) for k, v in window.get("class_steps", {}).items()},
         fit_class_steps={str(k): int(v) for k, v in window.get("fit_class_steps", {}).items()},
         window_steps=int(window.get("window_steps", 0)),
+        scored_tenants=tuple(str(t) for t in window.get("scored_tenants", ()))[:MAX_SCORED_TENANTS],
         lineage=tuple(str(v) for v in window.get("lineage", ())),
         reason=str(window.get("reason", "")),
         envelope=env or checks.WorkloadEnvelope.from_calibration([0], [0], [0]),

@@ -30,7 +30,7 @@ import duckdb
 import numpy as np
 
 import checks
-from shadowd.daemon.calibrator import Calibration, CalibrationSettings, calibrate
+from shadowd.daemon.calibrator import Calibration, CalibrationSettings, calibrate, scored_tenants
 from shadowd.daemon.gate_evidence import unresolved_drift_events
 from shadowd.steps.batch import KIND_DECODE, KIND_NAMES, StepBatch
 from shadowd.steps.log_reader import Window, load_batch
@@ -183,6 +183,9 @@ class RegimeRefit:
         # does not stop a re-fit (r9), but is not taken in by it: it stays new to the gate, which
         # judges its share from then on, until an operator calibrates with it.
         new.envelope = dataclasses.replace(new.envelope, tenants=cal.envelope.tenants)
+        # Design r23: and the tenants its parent was scored on out of sample, which the gate's
+        # evidence counts; its own window's steps are the lineage's, counted there already.
+        new.scored_tenants = scored_tenants(cal.scored_tenants, new.scored_tenants)
         new.lineage = (*cal.lineage, cal.model.version)[-MAX_LINEAGE:]
         new.reason = why
         self._record(at_s, cal, new.model.version, why, batch.num_steps)

@@ -262,6 +262,7 @@ class Daemon:
             calibrated_max_context=self._calibrated_max_context(cal),
             lineage=(*cal.lineage, cal.model.version) if cal else (),
             barely_held=cal.barely_held(self._min_class_steps()) if cal else None,
+            scored_tenants=cal.scored_tenants if cal else (),
         )
 
     def _stability_is_current(self, cal: Calibration | None) -> bool:
