@@ -608,6 +608,33 @@ PROTOCOL = {
             "verdict was not read. No long run is declared for this set."
         ),
     },
+    "held_out_21": {
+        "platforms": ["H200 SXM tables (as in held-out 1-20: no other unseen tables exist)"],
+        "models": [
+            "Qwen2.5-1.5B tp1 (public config, benchmarks/models/qwen2.5-1.5b; never used): 28 "
+            "layers of hidden 1536, 12 query heads over 2 KV heads, 32k positions, a 151,936 "
+            "vocabulary with tied embeddings"
+        ],
+        "tenants": [
+            "arXiv-summarisation length statistics at 1.5 req/s as tenant a, ServeGen client 24 at "
+            "3 req/s as tenant b, the Azure 2023 conversation trace at 4 req/s as tenant c; every "
+            "source used before, this mix, model and these rates not; the Mooncake synthetic "
+            "trace at 0.4 req/s as the new heavy tenant"
+        ],
+        "seeds": "2201-2212 (2211 and 2212 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r23 (`evidence.tenants` counts the tenants the calibration scored "
+            "out of sample on its held-out part) was committed and tried on held-out 20's healthy "
+            "runs and CI's rows, and before any run of this set. Fault runs as held-out 9's: 9000 "
+            "steps, the fault at 7000, `--horizon 6000`. Rates sized from the sources' lengths "
+            "only (mean prompts from `load_stream`, limit 3000, cut to the demo's 31,744 tokens: "
+            "arXiv 2,606, ServeGen client 24 2,360, Azure conversation 1,150 tokens): about 15.6k "
+            "prompt tokens/s at the base rate, for a 1.5B model on one GPU; the newcomer (Mooncake "
+            "synthetic, 11,714) about 4.7k more. No machinery check was run on the new config "
+            "before the set's rows; no long run is declared for this set."
+        ),
+    },
 }
 DESIGN_REVISION = "r23"
 
@@ -692,8 +719,11 @@ DESIGN = [
     "held one tenant and the gate stayed INCONCLUSIVE on `evidence.tenants` though the "
     "calibration had scored all three tenants on steps it had not fitted, exactly as the gate "
     "scores its own. A deployment that has only ever served one tenant still waits. Named after "
-    "held-out 20's rows under r22; tried on its healthy runs and on CI's rows (marked r23) "
-    "before held-out 21 was declared.",
+    "held-out 20's rows under r22; tried on its healthy runs, F20-tenant and CI's rows (marked "
+    "r23) before held-out 21 was declared: every one ended as under r22, with the same first GO "
+    "and drift delay. On held-out 20 r23 changes nothing: the calibration window had grown to "
+    "2,400 steps, and its held-out part (the last 720) carried tenant c's requests only "
+    "(H20-steady, `--db`, `model_versions.body`); the other tenants were fitted on, not scored.",
     "Design r22: steps carrying a request of a tenant the calibration never saw are not fed to "
     "the residual drift detectors (`_carries_unseen_tenant` in `shadowd/daemon/drift_watch.py`); "
     "the envelope monitor still counts them and the coverage check judges the newcomers' share, "
@@ -1002,6 +1032,11 @@ HELD20_BASE = _h200(
     1,
     ("a=azure-code:5", "b=servegen:37:8", "c=lengths:sharegpt:3"),
 )
+HELD21_BASE = _h200(
+    "benchmarks/models/qwen2.5-1.5b",
+    1,
+    ("a=lengths:arxiv:1.5", "b=servegen:24:3", "c=azure-conv:4"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -1040,6 +1075,7 @@ LONG_FAULT_SETS = {
     "18",
     "19",
     "20",
+    "21",
 }  # sets whose fault runs are 9000 steps
 # Sets whose 9000-step fault runs are scheduled as 6000-step runs (``--horizon``): their first GO
 # can come where the healthy runs' does, before the fault at 7000 (declared with held-out 9).
@@ -1056,6 +1092,7 @@ HORIZON_SETS = {
     "18": 6000,  # declared with the set; missing at its first fault runs (its note says)
     "19": 6000,
     "20": 6000,
+    "21": 6000,
 }
 
 
@@ -1144,6 +1181,7 @@ def _scenarios() -> list[Scenario]:
         ("18", HELD18_BASE, 1900, "mooncake-conversation:2"),
         ("19", HELD19_BASE, 2000, "azure-conv:4"),
         ("20", HELD20_BASE, 2100, "mooncake-conversation:3"),
+        ("21", HELD21_BASE, 2200, "mooncake-synthetic:0.4"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -1237,6 +1275,7 @@ def _scenarios() -> list[Scenario]:
         ("18", HELD18_BASE, 1910),
         ("19", HELD19_BASE, 2010),
         ("20", HELD20_BASE, 2110),
+        ("21", HELD21_BASE, 2210),
     ):
         out.append(
             Scenario(
