@@ -723,7 +723,10 @@ DESIGN = [
     "r23) before held-out 21 was declared: every one ended as under r22, with the same first GO "
     "and drift delay. On held-out 20 r23 changes nothing: the calibration window had grown to "
     "2,400 steps, and its held-out part (the last 720) carried tenant c's requests only "
-    "(H20-steady, `--db`, `model_versions.body`); the other tenants were fitted on, not scored.",
+    "(H20-steady, `--db`, `model_versions.body`); the other tenants were fitted on, not scored. "
+    "Nor did it decide a verdict of held-out 21, run under it: the shadow steps of H21-steady, "
+    "-ramp and -saturated held two or three tenants by each one's first GO (their commands with "
+    "`--db`, `step_requests`).",
     "Design r22: steps carrying a request of a tenant the calibration never saw are not fed to "
     "the residual drift detectors (`_carries_unseen_tenant` in `shadowd/daemon/drift_watch.py`); "
     "the envelope monitor still counts them and the coverage check judges the newcomers' share, "
@@ -1806,13 +1809,13 @@ def markdown(res: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "CI: `tests/demo/test_gate_held_out.py` runs two held-out 18 scenarios as declared (H18-steady",
-        "and F18-step8, the same runs as their rows, designs r19 to r22) and asserts their targets: the healthy",
-        "run reaches GO without a page or a residual drift event; the slowdown comes after a GO, ends",
-        "not GO with a drift event within 500 steps, and no re-fit takes it in. (Held-out 5's CI runs",
-        "were shortened to 2,400 steps; shortened, H6-steady ends NO_GO on decode accuracy, its",
-        "calibration window being shorter, so CI runs the declared rows. Held-out 9's rows ran in CI",
-        "until r19, under which F9-step8 is no longer a test.)",
+        "CI: `tests/demo/test_gate_held_out.py` runs two held-out 21 scenarios as declared (H21-steady",
+        "and F21-step5, the same runs as their rows, design r23) and asserts their targets: the healthy",
+        "run reaches GO without a page or a residual drift event; the 5 % slowdown comes after a GO,",
+        "ends not GO with a drift event within 500 steps, and no re-fit takes it in (F21-step8 was never",
+        "GO before its fault, so it tests nothing). Held-out 18's H18-steady and F18-step8 ran in CI",
+        "under r19 to r22, held-out 9's before r19; shortened runs are scenarios nobody declared",
+        "(shortened, H6-steady ends NO_GO on decode accuracy, its calibration window being shorter).",
     ]
     lines += ["", "## What the misses say", ""]
     lines += findings(rows)
