@@ -636,7 +636,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r23"
+DESIGN_REVISION = "r24"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -710,6 +710,18 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r24: each watched class's drift detectors watch its residual less the residual's "
+    "bias over batch composition: a linear function of log batch size, log KV tokens and log new "
+    "tokens per step, fitted on the calibration window and centred on its means "
+    "(`checks/residual_bias.py`; `CalibrationSettings.unbias`, `DriftCalibration.bias`). The "
+    "thresholds, the wander allowance and the priming are calibrated on the same unbiased "
+    "residual; a whole-step slowdown moves every step's residual alike, so it is still seen "
+    "whole. A finding of held-out 21 under r23: H21-swing and H21-mix ended INCONCLUSIVE because "
+    "their decode detectors would not raise a 5 % slowdown in time (Page-Hinkley thresholds "
+    "25.25 and 21.25); on H21-swing's calibration window the residual's block wander fell from "
+    "0.0055 to 0.0020 once the bias was taken out and the threshold from 28.75 to 12.5 (a 5 % "
+    "slowdown raised 14 judged steps in; the row's command with `--db`, re-calibrated offline). "
+    "Named after held-out 21's rows under r23.",
     "Design r23: `evidence.tenants` counts the tenants the model was scored on out of sample: "
     "those of the lineage's shadow steps, as before, and those with a request in the calibration "
     "window's held-out part (`Calibration.scored_tenants`, kept through re-fits; "

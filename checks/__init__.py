@@ -33,6 +33,7 @@ from checks.refit_guard import (
     refit_decision,
     time_invariant,
 )
+from checks.residual_bias import fit_bias, remove_bias
 from checks.residual_drift import DriftMonitor, relative_residual
 from checks.rules import advantage_report
 from checks.share_stability import (
@@ -92,6 +93,7 @@ __all__ = [
     "effective_verdict",
     "exit_code",
     "feature_domain",
+    "fit_bias",
     "measure_detection_delay",
     "measure_false_alarm_rate",
     "nnls_fit",
@@ -99,6 +101,7 @@ __all__ = [
     "refit_decision",
     "time_invariant",
     "relative_residual",
+    "remove_bias",
     "ridge_fit",
     "shape_buckets",
     "stability_report",

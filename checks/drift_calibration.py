@@ -34,6 +34,7 @@ from checks.adwin import AdwinDetector
 from checks.alarm_confirmation import AlarmConfirmation
 from checks.detrend import detrend
 from checks.page_hinkley import PageHinkleyDetector
+from checks.residual_bias import remove_bias
 
 # Without a detrend baseline the detectors compare with the calibration mean, so a pending alarm's
 # reference is that (zero); this only sizes the short history the confirmation keeps.
@@ -82,6 +83,9 @@ class DriftCalibration:
     confirm_steps: int = 0  # judged steps a detection's shift must last to be an alarm (0: at once)
     detector_names: tuple[str, ...] = ("page_hinkley", "adwin")
     unavailable: dict[str, str] = field(default_factory=dict)  # detector -> why it could not calibrate
+    # Design r24: feature -> (slope, centre) of the residual's bias over batch composition
+    # (``checks.residual_bias``); the detectors watch the residual less it.  Empty: as before r24.
+    bias: dict[str, tuple[float, float]] = field(default_factory=dict)
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -98,6 +102,13 @@ class DriftCalibration:
         z = self.standardise(residuals)
         z = z[np.isfinite(z)]
         return detrend(z, self.detrend_steps)[0]
+
+    def unbiased(self, residuals: np.ndarray, features: Mapping[str, np.ndarray] | None) -> np.ndarray:
+        """``residuals`` less their calibrated composition bias (as is without one or without
+        ``features``)."""
+        if not self.bias or not features or any(n not in features for n in self.bias):
+            return np.asarray(residuals, dtype=float)
+        return remove_bias(residuals, features, self.bias)
 
     def in_domain(self, features: Mapping[str, np.ndarray]) -> np.ndarray:
         """Which steps lie inside ``domain`` on every feature given (all, if no domain)."""
@@ -136,6 +147,7 @@ class DriftCalibration:
         d = asdict(self)
         d["detector_names"] = list(self.detector_names)
         d["domain"] = {k: list(v) for k, v in self.domain.items()}
+        d["bias"] = {k: list(v) for k, v in self.bias.items()}
         return d
 
     @classmethod
@@ -149,4 +161,6 @@ class DriftCalibration:
             d["detector_names"] = tuple(d["detector_names"])
         if "domain" in d:
             d["domain"] = {k: (float(v[0]), float(v[1])) for k, v in d["domain"].items()}
+        if "bias" in d:
+            d["bias"] = {k: (float(v[0]), float(v[1])) for k, v in d["bias"].items()}
         return cls(**d)

@@ -46,6 +46,10 @@ def relative_residual(measured: np.ndarray | float, predicted: np.ndarray | floa
         return np.where(p > 0, (t - p) / p, np.nan)
 
 
+def _at(features: Mapping[str, np.ndarray] | None, idx: np.ndarray) -> dict[str, np.ndarray] | None:
+    return {k: np.asarray(v)[idx] for k, v in features.items()} if features else None
+
+
 class DriftMonitor:
     """Per-class Page-Hinkley and ADWIN over standardised relative residuals."""
 
@@ -164,7 +168,8 @@ class DriftMonitor:
                 self._judged_recent[name] = _ewma(self._judged_recent[name], inside[mine], self.recent_steps)
                 mine &= inside
             idx = np.flatnonzero(mine)
-            z = cal.standardise(r[idx])
+            # Design r24: the detectors watch the residual less its calibrated composition bias.
+            z = cal.standardise(cal.unbiased(r[idx], _at(features, idx) if cal.bias else None))
             y = self._baselines[name].update_many(z)
             for i, zi, yi in zip(idx.tolist(), z.tolist(), y.tolist()):
                 events.extend(self._feed(name, zi, yi, int(seq[i]), float(t[i]), float(r[i])))

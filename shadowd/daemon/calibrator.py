@@ -14,6 +14,7 @@ step, tenants) is taken from the whole window.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Callable, Iterable
@@ -160,6 +161,9 @@ class CalibrationSettings:
     # A detection is an alarm only if its shift lasts this many more judged steps of the class
     # (design r8: checks.alarm_confirmation; why this many: DESIGN in benchmarks/gate_matrix.py).
     confirm_steps: int = 200
+    # Design r24: the detectors watch each class's residual less its bias over batch composition,
+    # fitted on the window (checks.residual_bias; why: DESIGN in benchmarks/gate_matrix.py).
+    unbias: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
@@ -194,11 +198,22 @@ def calibrate(
     # the held-out part alone holds too few blocks of steps to bound it.
     whole = checks.relative_residual(batch.latency_ms, model.attribute(batch).predicted_ms)
     features = batch.composition()
+    hold_features = hold.composition()
     drift, unwatched = {}, {}
-    for i, (cls, r) in enumerate(sorted(usable.items())):
+    for i, cls in enumerate(sorted(usable)):
         mine = batch.kind == KIND_NAMES.index(cls)
+        bias: dict[str, tuple[float, float]] = {}
+        noise = whole[mine]
+        if settings.unbias:  # design r24: the detectors watch the residual less its composition bias
+            bias = checks.fit_bias(noise, {k: v[mine] for k, v in features.items()})
+            noise = checks.remove_bias(noise, {k: v[mine] for k, v in features.items()}, bias)
+            held = (hold.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
+            usable[cls] = checks.remove_bias(
+                resid[held], {k: v[held] for k, v in hold_features.items()}, bias
+            )
+        r = usable[cls]
         try:
-            wander = checks.block_spread(_detrended(whole[mine], r, settings), block=settings.wander_block)
+            wander = checks.block_spread(_detrended(noise, r, settings), block=settings.wander_block)
             domain = checks.feature_domain(
                 {k: v[mine] for k, v in features.items()}, margin=settings.envelope_margin
             )
@@ -213,11 +228,13 @@ def calibrate(
                 clip=settings.clip,
                 detrend_steps=settings.detrend_steps,
                 confirm_steps=settings.confirm_steps,
-                noise=whole[mine] if settings.noise_from_window else None,
+                noise=noise if settings.noise_from_window else None,
                 n_steps=settings.drift_sim_steps,
                 adwin_n_steps=settings.adwin_sim_steps,
                 min_rows=settings.min_class_steps,
             )
+            if bias:
+                drift[cls] = dataclasses.replace(drift[cls], bias=bias)
         except ValueError as exc:  # e.g. residuals too non-stationary for the target rate
             unwatched[cls] = str(exc)
             log.warning("drift detectors for %s steps not calibrated: %s", cls, exc)
