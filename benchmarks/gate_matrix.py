@@ -753,7 +753,12 @@ DESIGN = [
     "(marked r24) before held-out 22 was declared: H21-swing and H21-mix now reach GO (4420, "
     "5025) and H21-ramp sooner (4422, was 5427); every fault still ends not GO, drift events "
     "211-226 steps after the slowdowns; on held-out 19 and 20 every verdict is as under r23 "
-    "(H19-mix and H20-ramp still too dull: their windows' wander is not composition's).",
+    "(H19-mix and H20-ramp still too dull: their windows' wander is not composition's). Its "
+    "cost, measured on docs/checks.md's development streams (`benchmarks.drift_figures`, re-run "
+    "under r24): Page-Hinkley's false-alarm rate on resampled later residuals rose where it was "
+    "already above the target (trace mix decode 95 % bound 4.5e-5 to 7.8e-5, light mix decode "
+    "1.8e-4 to 2.6e-4; the demo mix's mixed steps stay within it), the keener thresholds meeting "
+    "wander the bias does not explain.",
     "Design r23: `evidence.tenants` counts the tenants the model was scored on out of sample: "
     "those of the lineage's shadow steps, as before, and those with a request in the calibration "
     "window's held-out part (`Calibration.scored_tenants`, kept through re-fits; "
@@ -1863,7 +1868,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines += [
         "",
         "CI: `tests/demo/test_gate_held_out.py` runs two held-out 21 scenarios as declared (H21-steady",
-        "and F21-step5, the same runs as their rows, design r23) and asserts their targets: the healthy",
+        "and F21-step5, the same runs as their rows, designs r23 and r24) and asserts their targets: the healthy",
         "run reaches GO without a page or a residual drift event; the 5 % slowdown comes after a GO,",
         "ends not GO with a drift event within 500 steps, and no re-fit takes it in (F21-step8 was never",
         "GO before its fault, so it tests nothing). Held-out 18's H18-steady and F18-step8 ran in CI",
