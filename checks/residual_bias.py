@@ -4,7 +4,8 @@ A model fitted on one window carries a small bias that depends on where in it a 
 batch size, the KV tokens it reads, the tokens it computes.  Under load that swings between
 regimes that bias moves with the load, slowly, and the drift detectors, calibrated to hold their
 false-alarm rate on the window's own residual, see that slow wander as persistence and get very
-high thresholds: too dull to raise a 5 % slowdown in time (design r19's check).  Design r24 fits
+high thresholds: too dull to raise the smallest slowdown the gate must catch
+(``checks.FAULT_SHIFT``) in time (design r19's check).  Design r24 fits
 the bias, per class, as a linear function of the log features over the calibration window, and
 the detectors watch the residual less that function: a whole-step slowdown moves every step's
 residual by the same amount wherever it lies, so it stays in what they see.  The function is
