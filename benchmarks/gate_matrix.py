@@ -663,7 +663,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r25"
+DESIGN_REVISION = "r24"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -737,18 +737,6 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
-    "Design r25: after r24's smooth bias, each watched class's detectors also watch its "
-    "residual less a per-batch-size offset: for every batch size the calibration window held at "
-    "least 30 times, the mean of what the smooth bias left there, shrunk by n / (n + 30) "
-    "(`fit_size_offsets` in `checks/residual_bias.py`; `DriftCalibration.size_offsets`, "
-    "`CalibrationSettings.size_offsets`). A finding of held-out 22 under r24: H22-steady's "
-    "decode detectors were too dull (Page-Hinkley threshold 36.25) while the fitted smooth "
-    "bias was negligible (slopes about 5e-4); the decode residual's mean by batch size "
-    "alternated in sign (sizes 2-3 +1.6 %, 3-5 -1.0 %, 5-9 +1.0 %, 9-17 -0.65 %: a cost "
-    "stepped by tiling or padding that a model linear in batch size cannot follow), and the "
-    "load's slow drift through the sizes made it wander. Offline on that run's calibration "
-    "window (its command with `--db`): block wander 0.006 to 0.0029, threshold 35 to 15.25, a 5 % "
-    "slowdown raised 12 judged steps in. Named after held-out 22's rows under r24.",
     "Design r24: each watched class's drift detectors watch its residual less the residual's "
     "bias over batch composition: a linear function of log batch size, log KV tokens and log new "
     "tokens per step, fitted on the calibration window and centred on its means "

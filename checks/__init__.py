@@ -33,7 +33,7 @@ from checks.refit_guard import (
     refit_decision,
     time_invariant,
 )
-from checks.residual_bias import fit_bias, fit_size_offsets, remove_bias, remove_size_offsets
+from checks.residual_bias import fit_bias, remove_bias
 from checks.residual_drift import DriftMonitor, relative_residual
 from checks.rules import advantage_report
 from checks.share_stability import (
@@ -94,7 +94,6 @@ __all__ = [
     "exit_code",
     "feature_domain",
     "fit_bias",
-    "fit_size_offsets",
     "measure_detection_delay",
     "measure_false_alarm_rate",
     "nnls_fit",
@@ -103,7 +102,6 @@ __all__ = [
     "time_invariant",
     "relative_residual",
     "remove_bias",
-    "remove_size_offsets",
     "ridge_fit",
     "shape_buckets",
     "stability_report",

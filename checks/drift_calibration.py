@@ -34,7 +34,7 @@ from checks.adwin import AdwinDetector
 from checks.alarm_confirmation import AlarmConfirmation
 from checks.detrend import detrend
 from checks.page_hinkley import PageHinkleyDetector
-from checks.residual_bias import remove_bias, remove_size_offsets
+from checks.residual_bias import remove_bias
 
 # Without a detrend baseline the detectors compare with the calibration mean, so a pending alarm's
 # reference is that (zero); this only sizes the short history the confirmation keeps.
@@ -86,8 +86,6 @@ class DriftCalibration:
     # Design r24: feature -> (slope, centre) of the residual's bias over batch composition
     # (``checks.residual_bias``); the detectors watch the residual less it.  Empty: as before r24.
     bias: dict[str, tuple[float, float]] = field(default_factory=dict)
-    # Design r25: batch size (as text) -> the offset the smooth bias leaves there.  Empty: none.
-    size_offsets: dict[str, float] = field(default_factory=dict)
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -105,22 +103,12 @@ class DriftCalibration:
         z = z[np.isfinite(z)]
         return detrend(z, self.detrend_steps)[0]
 
-    @property
-    def biased(self) -> bool:
-        """Whether a composition bias (r24) or batch-size offsets (r25) were calibrated."""
-        return bool(self.bias or self.size_offsets)
-
     def unbiased(self, residuals: np.ndarray, features: Mapping[str, np.ndarray] | None) -> np.ndarray:
-        """``residuals`` less their calibrated composition bias and batch-size offsets (as they
-        are where none was calibrated, or without ``features``)."""
-        r = np.asarray(residuals, dtype=float)
-        if not features:
-            return r
-        if self.bias and all(n in features for n in self.bias):
-            r = remove_bias(r, features, self.bias)
-        if self.size_offsets and "batch_size" in features:
-            r = remove_size_offsets(r, features["batch_size"], self.size_offsets)
-        return r
+        """``residuals`` less their calibrated composition bias (as is without one or without
+        ``features``)."""
+        if not self.bias or not features or any(n not in features for n in self.bias):
+            return np.asarray(residuals, dtype=float)
+        return remove_bias(residuals, features, self.bias)
 
     def in_domain(self, features: Mapping[str, np.ndarray]) -> np.ndarray:
         """Which steps lie inside ``domain`` on every feature given (all, if no domain)."""
@@ -175,6 +163,4 @@ class DriftCalibration:
             d["domain"] = {k: (float(v[0]), float(v[1])) for k, v in d["domain"].items()}
         if "bias" in d:
             d["bias"] = {k: (float(v[0]), float(v[1])) for k, v in d["bias"].items()}
-        if "size_offsets" in d:
-            d["size_offsets"] = {str(k): float(v) for k, v in d["size_offsets"].items()}
         return cls(**d)

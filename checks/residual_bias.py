@@ -13,13 +13,6 @@ fixed at calibration; it is centred on the window's feature means, so the residu
 is unchanged.  Steps outside the calibrated domain are never fed (``DriftCalibration.in_domain``),
 so it is not extrapolated far.
 
-Design r25 adds what a smooth function cannot follow: the engine's cost is a step function of
-batch size (kernels tile it, captured graphs pad it), so a model linear in it misses by an amount
-that changes sign from one batch size to the next.  ``fit_size_offsets`` keeps, for every batch
-size the window held often enough, the mean of what the smooth bias left there, shrunk towards
-zero by the size's step count (a size seen rarely keeps little); ``remove_size_offsets`` takes it
-out.  A size never seen often enough gets none.
-
 >>> rng = np.random.default_rng(0)
 >>> size = rng.integers(1, 64, 2000).astype(float)
 >>> resid = 0.01 * np.log1p(size) + rng.normal(0, 0.002, 2000)
@@ -38,9 +31,6 @@ from collections.abc import Mapping
 import numpy as np
 
 MIN_STEPS = 50  # fewer steps than this: no effect fitted (the detectors see the residual as is)
-# Steps of one batch size for it to get an offset; also the shrinkage's prior weight (an offset is
-# the size's mean times n / (n + SIZE_STEPS)), so a size seen this often keeps half its mean.
-SIZE_STEPS = 30
 
 Bias = dict[str, tuple[float, float]]  # feature -> (slope per unit of log1p, centre of log1p)
 
@@ -75,37 +65,3 @@ def remove_bias(residuals: np.ndarray, features: Mapping[str, np.ndarray], bias:
     slope = np.array([bias[n][0] for n in names])
     centre = np.array([bias[n][1] for n in names])
     return r - (x - centre) @ slope
-
-
-def fit_size_offsets(residuals: np.ndarray, batch_size: np.ndarray) -> dict[str, float]:
-    """Per batch size seen in at least ``SIZE_STEPS`` finite steps, the shrunk mean of
-    ``residuals`` there less their overall mean (keys are the sizes as text, as JSON stores them).
-
-    >>> r = np.array([0.02, -0.02] * 100)            # size 3 runs 2 % slow, size 4 2 % fast
-    >>> {k: round(v, 4) for k, v in fit_size_offsets(r, np.array([3, 4] * 100)).items()}
-    {'3': 0.0154, '4': -0.0154}
-    """
-    r = np.asarray(residuals, dtype=float)
-    size = np.asarray(batch_size).astype(np.int64)
-    ok = np.isfinite(r)
-    if ok.sum() < MIN_STEPS:
-        return {}
-    r, size = r[ok], size[ok]
-    centre = r.mean()
-    sizes, inverse, counts = np.unique(size, return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse, weights=r - centre)
-    keep = counts >= SIZE_STEPS
-    return {
-        str(int(z)): float(t / (n + SIZE_STEPS)) for z, t, n in zip(sizes[keep], sums[keep], counts[keep])
-    }
-
-
-def remove_size_offsets(
-    residuals: np.ndarray, batch_size: np.ndarray, offsets: Mapping[str, float]
-) -> np.ndarray:
-    """``residuals`` less the offset of each step's batch size (none for a size without one)."""
-    r = np.asarray(residuals, dtype=float)
-    if not offsets:
-        return r
-    table = {int(k): v for k, v in offsets.items()}
-    return r - np.array([table.get(int(z), 0.0) for z in np.asarray(batch_size).tolist()])

@@ -168,8 +168,8 @@ class DriftMonitor:
                 self._judged_recent[name] = _ewma(self._judged_recent[name], inside[mine], self.recent_steps)
                 mine &= inside
             idx = np.flatnonzero(mine)
-            # Designs r24, r25: the detectors watch the residual less its calibrated bias.
-            z = cal.standardise(cal.unbiased(r[idx], _at(features, idx) if cal.biased else None))
+            # Design r24: the detectors watch the residual less its calibrated composition bias.
+            z = cal.standardise(cal.unbiased(r[idx], _at(features, idx) if cal.bias else None))
             y = self._baselines[name].update_many(z)
             for i, zi, yi in zip(idx.tolist(), z.tolist(), y.tolist()):
                 events.extend(self._feed(name, zi, yi, int(seq[i]), float(t[i]), float(r[i])))

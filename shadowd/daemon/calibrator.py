@@ -164,8 +164,6 @@ class CalibrationSettings:
     # Design r24: the detectors watch each class's residual less its bias over batch composition,
     # fitted on the window (checks.residual_bias; why: DESIGN in benchmarks/gate_matrix.py).
     unbias: bool = True
-    # Design r25: with ``unbias``, also per-batch-size offsets of what the smooth bias leaves.
-    size_offsets: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
@@ -205,20 +203,14 @@ def calibrate(
     for i, cls in enumerate(sorted(usable)):
         mine = batch.kind == KIND_NAMES.index(cls)
         bias: dict[str, tuple[float, float]] = {}
-        offsets: dict[str, float] = {}
         noise = whole[mine]
         if settings.unbias:  # design r24: the detectors watch the residual less its composition bias
+            bias = checks.fit_bias(noise, {k: v[mine] for k, v in features.items()})
+            noise = checks.remove_bias(noise, {k: v[mine] for k, v in features.items()}, bias)
             held = (hold.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
-            mine_f = {k: v[mine] for k, v in features.items()}
-            held_f = {k: v[held] for k, v in hold_features.items()}
-            bias = checks.fit_bias(noise, mine_f)
-            noise = checks.remove_bias(noise, mine_f, bias)
-            r = checks.remove_bias(resid[held], held_f, bias)
-            if settings.size_offsets:  # design r25: and what that leaves at each batch size
-                offsets = checks.fit_size_offsets(noise, mine_f["batch_size"])
-                noise = checks.remove_size_offsets(noise, mine_f["batch_size"], offsets)
-                r = checks.remove_size_offsets(r, held_f["batch_size"], offsets)
-            usable[cls] = r
+            usable[cls] = checks.remove_bias(
+                resid[held], {k: v[held] for k, v in hold_features.items()}, bias
+            )
         r = usable[cls]
         try:
             wander = checks.block_spread(_detrended(noise, r, settings), block=settings.wander_block)
@@ -241,8 +233,8 @@ def calibrate(
                 adwin_n_steps=settings.adwin_sim_steps,
                 min_rows=settings.min_class_steps,
             )
-            if bias or offsets:
-                drift[cls] = dataclasses.replace(drift[cls], bias=bias, size_offsets=offsets)
+            if bias:
+                drift[cls] = dataclasses.replace(drift[cls], bias=bias)
         except ValueError as exc:  # e.g. residuals too non-stationary for the target rate
             unwatched[cls] = str(exc)
             log.warning("drift detectors for %s steps not calibrated: %s", cls, exc)
