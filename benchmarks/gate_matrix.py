@@ -799,7 +799,12 @@ DESIGN = [
     "under r24): Page-Hinkley's false-alarm rate on resampled later residuals rose where it was "
     "already above the target (trace mix decode 95 % bound 4.5e-5 to 7.8e-5, light mix decode "
     "1.8e-4 to 2.6e-4; the demo mix's mixed steps stay within it), the keener thresholds meeting "
-    "wander the bias does not explain.",
+    "wander the bias does not explain. Confirmed on held-out 22 (declared after it) and on "
+    "held-out 23 (declared after r25 was withdrawn): on 22 one healthy run of five reached GO "
+    "and none paged; on 23 two reached GO (steady, swing) and the ramp paged on a healthy engine "
+    "(decode Page-Hinkley events at 3842 and 4178), and two fault runs carried a decode event "
+    "before their fault (F23-step8 at 6043, F23-step15 at 4754): the keener detectors r24 gives "
+    "raise wander it does not explain, as r25's did on held-out 22.",
     "Design r23: `evidence.tenants` counts the tenants the model was scored on out of sample: "
     "those of the lineage's shadow steps, as before, and those with a request in the calibration "
     "window's held-out part (`Calibration.scored_tenants`, kept through re-fits; "
