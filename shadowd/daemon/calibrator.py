@@ -202,11 +202,12 @@ def calibrate(
     drift, unwatched = {}, {}
     for i, cls in enumerate(sorted(usable)):
         mine = batch.kind == KIND_NAMES.index(cls)
+        mine_f = {k: v[mine] for k, v in features.items()}
         bias: dict[str, tuple[float, float]] = {}
         noise = whole[mine]
         if settings.unbias:  # design r24: the detectors watch the residual less its composition bias
-            bias = checks.fit_bias(noise, {k: v[mine] for k, v in features.items()})
-            noise = checks.remove_bias(noise, {k: v[mine] for k, v in features.items()}, bias)
+            bias = checks.fit_bias(noise, mine_f)
+            noise = checks.remove_bias(noise, mine_f, bias)
             held = (hold.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
             usable[cls] = checks.remove_bias(
                 resid[held], {k: v[held] for k, v in hold_features.items()}, bias
@@ -214,9 +215,7 @@ def calibrate(
         r = usable[cls]
         try:
             wander = checks.block_spread(_detrended(noise, r, settings), block=settings.wander_block)
-            domain = checks.feature_domain(
-                {k: v[mine] for k, v in features.items()}, margin=settings.envelope_margin
-            )
+            domain = checks.feature_domain(mine_f, margin=settings.envelope_margin)
             drift[cls] = checks.calibrate_class(
                 r,
                 cls,
