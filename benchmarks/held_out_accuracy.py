@@ -70,6 +70,7 @@ SETS = {
     "held_out_21": ("HELD21_BASE", {"saturated": 2211, "light": 2212}, "held_out_21"),
     "held_out_22": ("HELD22_BASE", {"saturated": 2311, "light": 2312}, "held_out_22"),
     "held_out_23": ("HELD23_BASE", {"saturated": 2411, "light": 2412}, "held_out_23"),
+    "held_out_24": ("HELD24_BASE", {"saturated": 2511, "light": 2512}, "held_out_24"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)
