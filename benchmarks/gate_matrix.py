@@ -689,8 +689,35 @@ PROTOCOL = {
             "declared for this set."
         ),
     },
+    "held_out_24": {
+        "platforms": ["H200 SXM tables (as in held-out 1-23: no other unseen tables exist)"],
+        "models": [
+            "CodeLlama-34B tp4 (public config, benchmarks/models/codellama-34b; never used): 48 "
+            "layers of hidden 8192, 64 query heads over 8 KV heads, 16k positions, a 32,000 "
+            "vocabulary"
+        ],
+        "tenants": [
+            "the Azure 2023 code trace at 2 req/s as tenant a, ServeGen client 18 at 10 req/s as "
+            "tenant b, ShareGPT length statistics at 1 req/s as tenant c; every source used "
+            "before, this mix, model and these rates not; the Azure 2023 conversation trace at "
+            "3 req/s as the new heavy tenant"
+        ],
+        "seeds": "2501-2512 (2511 and 2512 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r26 (a detection on the residual less its composition bias is "
+            "confirmed only if the residual as measured shifted too) was committed and tried on "
+            "held-out 21, 22 and 23's runs, and before any run of this set. Fault runs as "
+            "held-out 9's: 9000 steps, the fault at 7000, `--horizon 6000`. Rates sized from the "
+            "sources' lengths only (mean prompts from `load_stream`, limit 3000, cut to the "
+            "model's 16k positions: Azure code 2,006, ServeGen client 18 47, ShareGPT 2,366 "
+            "tokens): about 6.9k prompt tokens/s at the base rate, for a 34B model on four GPUs; "
+            "the newcomer (Azure conversation, 1,150) about 3.5k more. No machinery check was run "
+            "on the new config before the set's rows; no long run is declared for this set."
+        ),
+    },
 }
-DESIGN_REVISION = "r24"
+DESIGN_REVISION = "r26"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -764,6 +791,21 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r26: where a class's detectors watch its residual less the composition bias (r24), "
+    "a detection is confirmed only if the residual as measured (bias left in, with its own "
+    "detrend baseline) also shifted in the detection's direction by at least its own allowance "
+    "(`raw_allowance`: its wander over the calibration window, measured as the detectors' "
+    "allowance is; `checks/alarm_confirmation.py`, `CalibrationSettings.confirm_raw`); a class "
+    "whose raw allowance exceeds the 5 % slowdown counts as dull (r19). A slowdown of the engine "
+    "moves every step's residual alike, so it shows on both streams; a bias fitted on a window "
+    "that barely held a composition, carried to traffic that holds more of it, moves the "
+    "unbiased stream alone. A finding of held-out 23 under r24: H23-ramp paged on a healthy "
+    "engine (decode Page-Hinkley events confirmed at 3842 and 4178); its window's decode steps "
+    "were mostly of one to three requests and the fitted bias fell by 4 % per unit of log batch "
+    "size, so as the ramp brought batches of four and more the unbiased residual rose by 2.4 % "
+    "in the 200 steps from 3600 while the raw residual moved by -0.1 % (the row's command with "
+    "`--db`, 200-step block means of in-domain decode steps). Tried on held-out 21, 22 and 23's "
+    "runs (rows marked r26) before held-out 24 was declared: RESULTS_R26",
     "Design r25 (tried on held-out 21 and 22, which it was built on, and on H19-steady, H19-mix "
     "and H20-ramp, then withdrawn; its rows are marked r25; the code is r24's again): after "
     "r24's smooth bias, each class's detectors also watched the residual less a per-batch-size "
@@ -1145,6 +1187,11 @@ HELD23_BASE = _h200(
     1,
     ("a=azure-conv:5", "b=servegen:10:12", "c=lengths:arxiv:0.7"),
 )
+HELD24_BASE = _h200(
+    "benchmarks/models/codellama-34b",
+    4,
+    ("a=azure-code:2", "b=servegen:18:10", "c=lengths:sharegpt:1"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -1186,6 +1233,7 @@ LONG_FAULT_SETS = {
     "21",
     "22",
     "23",
+    "24",
 }  # sets whose fault runs are 9000 steps
 # Sets whose 9000-step fault runs are scheduled as 6000-step runs (``--horizon``): their first GO
 # can come where the healthy runs' does, before the fault at 7000 (declared with held-out 9).
@@ -1205,6 +1253,7 @@ HORIZON_SETS = {
     "21": 6000,
     "22": 6000,
     "23": 6000,
+    "24": 6000,
 }
 
 
@@ -1296,6 +1345,7 @@ def _scenarios() -> list[Scenario]:
         ("21", HELD21_BASE, 2200, "mooncake-synthetic:0.4"),
         ("22", HELD22_BASE, 2300, "azure-code:3"),
         ("23", HELD23_BASE, 2400, "mooncake-conversation:1"),
+        ("24", HELD24_BASE, 2500, "azure-conv:3"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -1392,6 +1442,7 @@ def _scenarios() -> list[Scenario]:
         ("21", HELD21_BASE, 2210),
         ("22", HELD22_BASE, 2310),
         ("23", HELD23_BASE, 2410),
+        ("24", HELD24_BASE, 2510),
     ):
         out.append(
             Scenario(

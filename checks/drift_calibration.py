@@ -86,6 +86,10 @@ class DriftCalibration:
     # Design r24: feature -> (slope, centre) of the residual's bias over batch composition
     # (``checks.residual_bias``); the detectors watch the residual less it.  Empty: as before r24.
     bias: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Design r26: with a bias, a detection is confirmed only if the residual as measured (bias
+    # left in) also shifts by at least this (its own wander's allowance; ``AlarmConfirmation``).
+    # 0: not watched (as before r26).
+    raw_allowance: float = 0.0
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -141,7 +145,13 @@ class DriftCalibration:
     def confirmation(self) -> AlarmConfirmation:
         """A fresh confirmation stage for this class's detections (``confirm_steps``)."""
         lag = self.detrend_steps if self.detrend_steps > 0 else DEFAULT_REFERENCE_LAG
-        return AlarmConfirmation(self.confirm_steps, self.allowance / self.std, lag=lag)
+        raw = self.raw_allowance / self.std if self.watches_raw else None
+        return AlarmConfirmation(self.confirm_steps, self.allowance / self.std, lag=lag, raw_allowance_z=raw)
+
+    @property
+    def watches_raw(self) -> bool:
+        """Design r26: confirmations also need the shift on the residual with its bias left in."""
+        return bool(self.bias) and self.raw_allowance > 0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -60,15 +60,25 @@ class DriftMonitor:
         self._judged_recent = {cls: 1.0 for cls in self.calibrations}
         self._detectors = {cls: cal.detectors() for cls, cal in self.calibrations.items()}
         self._baselines = {cls: Detrend(cal.detrend_steps) for cls, cal in self.calibrations.items()}
+        # Design r26: the raw residual's own baseline, for classes whose confirmation watches it.
+        self._raw_baselines = {
+            cls: Detrend(cal.detrend_steps) for cls, cal in self.calibrations.items() if cal.watches_raw
+        }
         self._confirm = {cls: cal.confirmation() for cls, cal in self.calibrations.items()}
         self.n_seen: dict[str, int] = {cls: 0 for cls in self.calibrations}
         self.n_skipped = 0  # uncalibrated class or non-finite residual
         self.n_out_of_domain: dict[str, int] = {cls: 0 for cls in self.calibrations}
 
-    def prime(self, residuals: Mapping[str, Sequence[float] | np.ndarray]) -> None:
+    def prime(
+        self,
+        residuals: Mapping[str, Sequence[float] | np.ndarray],
+        raw: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+    ) -> None:
         """Start each class's detectors where its calibration left them (design r21): feed its
         held-out residuals, in time order, through the standardisation, the detrend baseline,
         the confirmation's lag and the detectors, raising nothing and counting nothing.
+        ``raw`` (design r26): the same steps' residuals with their bias left in, for classes
+        whose confirmation watches them (their raw baseline starts at zero without).
 
         A fresh detector takes its first steps as its level: a version installed at the moment
         a fault began (a re-fit, by chance) would learn the slower engine as normal and never
@@ -81,11 +91,26 @@ class DriftMonitor:
             r = np.asarray(values, dtype=float)
             z = cal.standardise(r[np.isfinite(r)])
             y = self._baselines[name].update_many(z)
+            zr, yr = self._raw_stream(name, (raw or {}).get(name), len(z))
             confirm, detectors = self._confirm[name], self._detectors[name]
-            for zi, yi in zip(z.tolist(), y.tolist()):
-                confirm.observe(zi, zi - yi)  # nothing is pending: only the lag of baselines fills
+            for zi, yi, zri, yri in zip(z.tolist(), y.tolist(), zr, yr):
+                confirm.observe(zi, zi - yi, zri, zri - yri)  # nothing pending: the lags fill
                 for det in detectors:
                     det.update(yi)  # a detection here is the calibration's own noise: dropped
+
+    def _raw_stream(
+        self, name: str, raw: Sequence[float] | np.ndarray | None, n: int
+    ) -> tuple[list[float], list[float]]:
+        """Standardised raw residuals and their detrended values for ``n`` judged steps of
+        ``name`` (zeros where the class does not watch them or none are given)."""
+        base = self._raw_baselines.get(name)
+        if base is None or raw is None:
+            return [0.0] * n, [0.0] * n
+        r = np.asarray(raw, dtype=float)
+        zr = self.calibrations[name].standardise(r[np.isfinite(r)])
+        if len(zr) != n:
+            raise ValueError(f"{name}: {len(zr)} raw residuals for {n} judged steps")
+        return zr.tolist(), base.update_many(zr).tolist()
 
     def update(self, step_seq: int, step_class: str, residual: float, ts: float) -> list[DriftEvent]:
         """Feed one step; returns the detections it completed (usually none)."""
@@ -94,20 +119,30 @@ class DriftMonitor:
             self.n_skipped += 1
             return []
         z = min(max((residual - cal.mean) / cal.std, -cal.clip), cal.clip)
-        return self._feed(
-            step_class, z, self._baselines[step_class].update(z), int(step_seq), float(ts), residual
-        )
+        y = self._baselines[step_class].update(z)
+        raw = self._raw_baselines.get(step_class)  # no features here: raw and unbiased are one
+        yr = raw.update(z) if raw is not None else 0.0
+        return self._feed(step_class, z, y, int(step_seq), float(ts), residual, z, yr)
 
     def _feed(
-        self, step_class: str, z: float, y: float, step_seq: int, ts: float, residual: float
+        self,
+        step_class: str,
+        z: float,
+        y: float,
+        step_seq: int,
+        ts: float,
+        residual: float,
+        zr: float = 0.0,
+        yr: float = 0.0,
     ) -> list[DriftEvent]:
-        """One judged step: ``z`` standardised, ``y`` the same against the detrend baseline.
+        """One judged step: ``z`` standardised, ``y`` the same against the detrend baseline;
+        ``zr``, ``yr`` the raw stream's (design r26; read only where the class watches it).
 
         Detections go pending (``checks.alarm_confirmation``); the events returned are the
         alarms this step confirmed."""
         self.n_seen[step_class] += 1
         confirm = self._confirm[step_class]
-        done = confirm.observe(z, z - y)  # z - y: the baseline the detectors compare z with
+        done = confirm.observe(z, z - y, zr, zr - yr)  # z - y: the baseline the detectors compare z with
         for det in self._detectors[step_class]:
             if det.update(y):
                 info = {"threshold": det.threshold, **(det.last_detection or {})}
@@ -126,6 +161,8 @@ class DriftMonitor:
         if p.n:
             cal = self.calibrations[step_class]
             details.update(confirm_steps=p.n, lasting_shift=p.shift_z * cal.std)
+            if p.raw_shift_z is not None:
+                details.update(raw_lasting_shift=p.raw_shift_z * cal.std)
         return DriftEvent(
             ts=ts,
             step_seq=step_seq,
@@ -171,8 +208,9 @@ class DriftMonitor:
             # Design r24: the detectors watch the residual less its calibrated composition bias.
             z = cal.standardise(cal.unbiased(r[idx], _at(features, idx) if cal.bias else None))
             y = self._baselines[name].update_many(z)
-            for i, zi, yi in zip(idx.tolist(), z.tolist(), y.tolist()):
-                events.extend(self._feed(name, zi, yi, int(seq[i]), float(t[i]), float(r[i])))
+            zr, yr = self._raw_stream(name, r[idx], len(idx))  # design r26
+            for i, zi, yi, zri, yri in zip(idx.tolist(), z.tolist(), y.tolist(), zr, yr):
+                events.extend(self._feed(name, zi, yi, int(seq[i]), float(t[i]), float(r[i]), zri, yri))
         self.n_skipped += int((~handled).sum())
         events.sort(key=lambda e: (e.step_seq, e.detector))
         return events

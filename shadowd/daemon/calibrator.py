@@ -45,6 +45,9 @@ class Calibration:
     drift: dict[str, checks.DriftCalibration]
     envelope: checks.WorkloadEnvelope
     holdout_residuals: dict[str, np.ndarray] = field(default_factory=dict)
+    # Design r26: the same steps' residuals with their bias left in (classes that watch them);
+    # in memory only, as ``holdout_residuals``: they prime the detectors at install.
+    holdout_raw: dict[str, np.ndarray] = field(default_factory=dict)
     unwatched: dict[str, str] = field(default_factory=dict)  # class -> why no drift detectors
     # Share stability of the calibration window under this model (split -> effect, CI): what the
     # gate's stability check judges growth against.
@@ -101,6 +104,11 @@ class Calibration:
                         f"a {checks.FAULT_SHIFT:.0%} slowdown raised {seen} judged steps "
                         f"(budget {budget}; Page-Hinkley threshold {dc.ph_threshold:g})"
                     )
+                elif dc.watches_raw and dc.raw_allowance > checks.FAULT_SHIFT:  # design r26
+                    out[cls] = (
+                        f"a {checks.FAULT_SHIFT:.0%} slowdown would not be confirmed: the raw "
+                        f"residual's allowance is {dc.raw_allowance:.3f}"
+                    )
             self._dull = out
         return dict(self._dull)
 
@@ -127,6 +135,7 @@ class Calibration:
             "unwatched_classes": self.unwatched,
             "partially_watched_classes": self.partially_watched(),
             "drift_allowance": {k: round(v.allowance, 5) for k, v in self.drift.items()},
+            "drift_raw_allowance": {k: round(v.raw_allowance, 5) for k, v in self.drift.items()},
             "envelope": self.envelope.limits(),
             "stability_baseline": self.stability_baseline,
             "class_steps": self.class_steps,
@@ -164,6 +173,9 @@ class CalibrationSettings:
     # Design r24: the detectors watch each class's residual less its bias over batch composition,
     # fitted on the window (checks.residual_bias; why: DESIGN in benchmarks/gate_matrix.py).
     unbias: bool = True
+    # Design r26: with the bias taken out, a detection is confirmed only if the residual as
+    # measured shifts too (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
+    confirm_raw: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
@@ -199,15 +211,16 @@ def calibrate(
     whole = checks.relative_residual(batch.latency_ms, model.attribute(batch).predicted_ms)
     features = batch.composition()
     hold_features = hold.composition()
-    drift, unwatched = {}, {}
+    drift, unwatched, raw_holdout = {}, {}, {}
     for i, cls in enumerate(sorted(usable)):
         mine = batch.kind == KIND_NAMES.index(cls)
         mine_f = {k: v[mine] for k, v in features.items()}
         bias: dict[str, tuple[float, float]] = {}
-        noise = whole[mine]
+        noise = raw_noise = whole[mine]
         if settings.unbias:  # design r24: the detectors watch the residual less its composition bias
             bias = checks.fit_bias(noise, mine_f)
             noise = checks.remove_bias(noise, mine_f, bias)
+            raw_holdout[cls] = usable[cls]
             held = (hold.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
             usable[cls] = checks.remove_bias(
                 resid[held], {k: v[held] for k, v in hold_features.items()}, bias
@@ -233,7 +246,9 @@ def calibrate(
                 min_rows=settings.min_class_steps,
             )
             if bias:
-                drift[cls] = dataclasses.replace(drift[cls], bias=bias)
+                drift[cls] = dataclasses.replace(
+                    drift[cls], bias=bias, raw_allowance=_raw_allowance(raw_noise, r, settings)
+                )
         except ValueError as exc:  # e.g. residuals too non-stationary for the target rate
             unwatched[cls] = str(exc)
             log.warning("drift detectors for %s steps not calibrated: %s", cls, exc)
@@ -261,6 +276,7 @@ def calibrate(
         drift=drift,
         envelope=envelope,
         holdout_residuals=usable,
+        holdout_raw={k: v for k, v in raw_holdout.items() if k in drift and drift[k].watches_raw},
         unwatched=unwatched,
         stability_baseline=stability_baseline(batch, model, settings),
         class_steps={name: int((batch.kind == code).sum()) for code, name in enumerate(KIND_NAMES)},
@@ -302,6 +318,16 @@ def stability_baseline(
         for k, v in rep.items()
         if isinstance(v, dict) and v.get("effect") is not None and k in ("llmvisor", "llmvisor_total")
     }
+
+
+def _raw_allowance(raw: np.ndarray, holdout: np.ndarray, settings: CalibrationSettings) -> float:
+    """Design r26: the smallest lasting shift of the residual as measured (its composition bias
+    left in) that confirms a detection: what its own wander over the window says is not noise,
+    measured as the detectors' allowance is (0: not watched, ``settings.confirm_raw`` off)."""
+    if not settings.confirm_raw:
+        return 0.0
+    wander = checks.block_spread(_detrended(raw, holdout, settings), block=settings.wander_block)
+    return checks.allowance(wander, settings.min_shift, settings.wander_k)
 
 
 def _detrended(resid: np.ndarray, holdout: np.ndarray, settings: CalibrationSettings) -> np.ndarray:

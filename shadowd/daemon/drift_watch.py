@@ -60,7 +60,7 @@ class DriftWatch:
     def install(self, cal: Calibration) -> None:
         with self._lock:
             self.monitor = checks.DriftMonitor(cal.drift)
-            self.monitor.prime(cal.holdout_residuals)  # design r21: from the calibration's level
+            self.monitor.prime(cal.holdout_residuals, cal.holdout_raw)  # r21: the calibration's level
             self.envelope = checks.EnvelopeMonitor(cal.envelope)
             self.version = cal.model.version
 

@@ -337,6 +337,13 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
         "absorbed (the same shift again)",
         labels=["step_class", "outcome"],
     )
+    # Design r26: of the dismissed, those whose unbiased shift lasted but the raw residual's did not.
+    dismissed_raw = CounterMetricFamily(
+        "shadowd_drift_detections_dismissed_raw",
+        "Dismissed residual detections whose shift lasted on the residual less its composition bias "
+        "but not on the residual as measured (a bias carried beyond its calibration window)",
+        labels=["step_class"],
+    )
     pending = GaugeMetricFamily(
         "shadowd_drift_detections_pending",
         "Residual detections waiting for confirmation",
@@ -348,10 +355,12 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
         conf = c.get("confirmation") or {}
         for outcome in ("confirmed", "dismissed", "absorbed"):
             detections.add_metric([cls, outcome], float(conf.get(outcome, 0)))
+        dismissed_raw.add_metric([cls], float(conf.get("dismissed_raw", 0)))
         pending.add_metric([cls], float(conf.get("pending", 0)))
     yield judged
     yield outside
     yield detections
+    yield dismissed_raw
     yield pending
 
 
