@@ -71,6 +71,7 @@ SETS = {
     "held_out_22": ("HELD22_BASE", {"saturated": 2311, "light": 2312}, "held_out_22"),
     "held_out_23": ("HELD23_BASE", {"saturated": 2411, "light": 2412}, "held_out_23"),
     "held_out_24": ("HELD24_BASE", {"saturated": 2511, "light": 2512}, "held_out_24"),
+    "held_out_25": ("HELD25_BASE", {"saturated": 2611, "light": 2612}, "held_out_25"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)

@@ -60,6 +60,9 @@ class GatePolicy:
     max_stability_age_s: float = 3600.0
     max_extrapolated_fraction: float = 0.05
     max_new_tenant_share: float = 0.05  # of recent attributed time, by tenants calibration never saw
+    # Design r27: "recent" is the last this many attributed steps (within the evidence window), so
+    # a newcomer is judged by what it carries now, not diluted by the hours before it came.
+    new_tenant_recent_steps: int = 1000
     # data health
     max_drop_rate: float = 0.001
     max_step_age_s: float = 60.0

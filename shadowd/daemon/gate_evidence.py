@@ -173,6 +173,7 @@ def gather(
     required_classes: tuple[str, ...] = (),
     new_tenant_limit: float | None = None,
     extrapolation_limit: float | None = None,
+    new_tenant_recent_steps: int | None = None,
 ) -> checks.Evidence:
     """Evidence over the last ``window_s`` seconds of steps attributed by ``facts.model_version``
     and the versions it was re-fitted from (each step scored by the model in force then).
@@ -182,7 +183,8 @@ def gather(
     steps carrying their requests are left out of the accuracy evidence. The model's error there
     is on traffic it does not vouch for (held-out 10: a long-context tenant silent through the
     calibration window paged on decode accuracy); accuracy beyond its limits on the rest still
-    pages. Below the limit every step is judged.
+    pages. Below the limit every step is judged.  Design r27: that share is of the last
+    ``new_tenant_recent_steps`` attributed steps (all of the window with ``None``).
 
     Design r12, the same for the envelope: while more than ``extrapolation_limit`` of the steps
     lie beyond the calibrated envelope (coverage.extrapolation is then INCONCLUSIVE), those steps
@@ -206,7 +208,9 @@ def gather(
         fresh = list(facts.envelope.get("new_tenants", []))
         ev["new_tenants"] = len(fresh)
         if facts.model_version is not None:
-            ev["new_tenant_share"] = tenant_time_share(con, facts.versions, fresh, window_s)
+            ev["new_tenant_share"] = tenant_time_share(
+                con, facts.versions, fresh, window_s, recent_steps=new_tenant_recent_steps
+            )
     if facts.model_version is None:
         return checks.Evidence.from_dict(ev)
     v = facts.versions
@@ -272,12 +276,19 @@ def unresolved_drift_events(con: duckdb.DuckDBPyConnection) -> int:
 
 
 def tenant_time_share(
-    con: duckdb.DuckDBPyConnection, versions: str | Sequence[str], tenants: list[str], window_s: float
+    con: duckdb.DuckDBPyConnection,
+    versions: str | Sequence[str],
+    tenants: list[str],
+    window_s: float,
+    *,
+    recent_steps: int | None = None,
 ) -> float | None:
     """Share of the window's attributed time (LLMVisor shares of measured latency) that ``tenants``
-    carry: how much of the recent workload a model calibrated without them speaks for.
-    ``None`` when nothing is attributed in the window."""
+    carry: how much of the recent workload a model calibrated without them speaks for.  With
+    ``recent_steps`` (design r27), of the last that many attributed steps only, when those span
+    less than the window.  ``None`` when nothing is attributed in the window."""
     version = _list(versions)
+    start = _recent_start(con, version, recent_steps)
     if not tenants:
         total = con.execute(
             "SELECT count(*) FROM steps WHERE list_contains(?, model_version) AND predicted_ms IS NOT NULL",
@@ -290,12 +301,28 @@ def tenant_time_share(
                sum(r.llmvisor_measured_ms)
         FROM step_requests r JOIN steps s USING (engine_id, run_id, step_seq)
         WHERE list_contains(?, r.model_version)
-          AND s.ts >= (SELECT max(ts) FROM steps WHERE list_contains(?, model_version)) - to_seconds(?)""",
-        [tenants, version, version, float(window_s)],
+          AND s.ts >= (SELECT max(ts) FROM steps WHERE list_contains(?, model_version)) - to_seconds(?)
+          AND (? IS NULL OR s.ts >= ?)""",
+        [tenants, version, version, float(window_s), start, start],
     ).fetchone()
     if not row or not row[1]:
         return None
     return float(row[0] or 0.0) / float(row[1])
+
+
+def _recent_start(con: duckdb.DuckDBPyConnection, version: list[str], steps: int | None) -> Any:
+    """Timestamp of the ``steps``-th most recent attributed step of ``version`` (``None``: no
+    limit, or fewer steps than that)."""
+    if not steps or steps < 1:
+        return None
+    row = con.execute(
+        """
+        SELECT min(ts), count(*) FROM (
+            SELECT ts FROM steps WHERE list_contains(?, model_version) AND predicted_ms IS NOT NULL
+            ORDER BY ts DESC LIMIT ?)""",
+        [version, int(steps)],
+    ).fetchone()
+    return row[0] if row and row[1] >= steps else None
 
 
 def drop_rate(con: duckdb.DuckDBPyConnection, window_s: float) -> float | None:

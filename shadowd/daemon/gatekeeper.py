@@ -110,6 +110,7 @@ class GateKeeper:
                     required_classes=tuple(self.gate.policy.required_step_classes),
                     new_tenant_limit=self.gate.policy.max_new_tenant_share,
                     extrapolation_limit=self.gate.policy.max_extrapolated_fraction,
+                    new_tenant_recent_steps=self.gate.policy.new_tenant_recent_steps,
                 )
             except Exception as exc:
                 log.exception("gate: evidence could not be gathered")

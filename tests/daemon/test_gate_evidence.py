@@ -133,3 +133,49 @@ def test_gather_leaves_steps_beyond_the_envelope_out_only_above_the_extrapolatio
     want = inside if fraction > 0.05 else everything
     assert ev.accuracy["decode"].steps == want["decode"]["steps"]
     assert inside["decode"]["steps"] < everything["decode"]["steps"]
+
+
+def test_new_tenant_share_over_the_last_steps_matches_numpy(day_db):
+    """Design r27: with ``recent_steps`` the share is of the last that many attributed steps."""
+    con = duckdb.connect(day_db, read_only=True)
+    df = con.execute(
+        "SELECT r.tenant, r.llmvisor_measured_ms AS ms, epoch(s.ts) AS t FROM step_requests r "
+        "JOIN steps s USING (engine_id, run_id, step_seq)"
+    ).fetchnumpy()
+    cut = np.sort(con.execute("SELECT epoch(ts) FROM steps").fetchnumpy()["epoch(ts)"])[-2000]
+    recent = df["t"] >= cut
+    mine = np.isin(df["tenant"], ["tenant-3"])
+    want = df["ms"][recent & mine].sum() / df["ms"][recent].sum()
+    got = tenant_time_share(con, "v-bench", ["tenant-3"], 86400.0, recent_steps=2000)
+    assert got == pytest.approx(want, rel=1e-6)
+    whole = tenant_time_share(con, "v-bench", ["tenant-3"], 86400.0)
+    too_many = tenant_time_share(con, "v-bench", ["tenant-3"], 86400.0, recent_steps=10**9)
+    assert too_many == pytest.approx(whole)  # fewer steps than asked for: the whole window
+
+
+def test_a_newcomer_late_in_a_long_window_is_not_diluted(tmp_path):
+    """A tenant that arrives after 8,000 steps of others and carries a fifth of each step's time
+    since: over the whole window its share is small; over the last 1,000 steps it is a fifth."""
+    con = duckdb.connect(str(tmp_path / "late.duckdb"))
+    con.execute(
+        "CREATE TABLE steps (engine_id VARCHAR, run_id VARCHAR, step_seq BIGINT, ts TIMESTAMP, "
+        "model_version VARCHAR, predicted_ms DOUBLE)"
+    )
+    con.execute(
+        "CREATE TABLE step_requests (engine_id VARCHAR, run_id VARCHAR, step_seq BIGINT, "
+        "tenant VARCHAR, llmvisor_measured_ms DOUBLE, model_version VARCHAR)"
+    )
+    n, late = 10_000, 8_000
+    con.execute(
+        "INSERT INTO steps SELECT 'e', 'r', i, TIMESTAMP '2026-12-01' + to_milliseconds(i * 10), 'v', 10 "
+        "FROM range(?) t(i)",
+        [n],
+    )
+    con.execute("INSERT INTO step_requests SELECT 'e', 'r', i, 'old', 8, 'v' FROM range(?) t(i)", [n])
+    con.execute(
+        "INSERT INTO step_requests SELECT 'e', 'r', i, 'new', 2, 'v' FROM range(?, ?) t(i)", [late, n]
+    )
+    whole = tenant_time_share(con, "v", ["new"], 86400.0)
+    recent = tenant_time_share(con, "v", ["new"], 86400.0, recent_steps=1000)
+    assert whole == pytest.approx(4000 / (8 * n + 4000))  # below a 5 % limit
+    assert recent == pytest.approx(0.2)
