@@ -11,6 +11,13 @@ Within one ``schedule`` call the counters do not move (charges come after the st
 popped for admission adds an *estimate* of its cost to its tenant's pending service (its remaining
 prompt tokens at the active counter's prefill price) and the next head is chosen with it; a request
 put back takes its estimate back; the estimates are dropped when the step's real charge arrives.
+
+``add_request`` only lists a new request; the queue sorts the listed ones into their tenants'
+FIFOs, in arrival order, the next time it is asked anything else (and the governor makes it do so
+before it charges a step), so the outcome is that of sorting each in as it came: nothing reads the
+FIFOs or the counters in between.  vLLM adds requests one call at a time between steps; one pass
+over them at the step's first look costs less than a call each into the governor
+(``benchmarks/govern_cost.py``, workload ``churn``).
 """
 
 from __future__ import annotations
@@ -52,11 +59,13 @@ class FairRequestQueue(RequestQueue):
         self.ledger = ledger
         self._facts = facts  # request -> its facts (created on first sight)
         self.kind = kind  # the counter admission follows now (VTC or ATTRIBUTED); set by ``follow``
+        self._service = ledger.service[kind]  # that counter, per tenant (the ledger's own list)
         self.price = prefill_price  # estimate per prompt token, in that counter's units
         self._fifo: dict[int, deque] = {}  # tenant -> its waiting (seq, request, facts) (non-empty only)
         self.pending: dict[int, float] = {}  # tenant -> estimates of this step's admissions
         self._popped: list[RequestFacts] = []  # carrying an estimate this step
-        self._size = 0
+        self._arrivals: deque = deque()  # added, not yet sorted in (see ``sort_in``)
+        self._size = 0  # waiting requests, listed arrivals included
         self._head: int | None = None  # cached choice; None = choose again
         # Backlogged tenants by (normalised service, first seq, tenant): a heap with lazy deletion.
         # ``_entry[t]`` is t's one live entry; any other entry of t in the heap is stale.  Every
@@ -73,8 +82,8 @@ class FairRequestQueue(RequestQueue):
             self._entry.pop(t, None)
             self._held.discard(t)
             return
-        ledger, heap = self.ledger, self._heap
-        e = ((ledger.service[self.kind][t] + self.pending.get(t, 0.0)) / ledger.weight[t], fifo[0][0], t)
+        heap = self._heap
+        e = ((self._service[t] + self.pending.get(t, 0.0)) / self.ledger.weight[t], fifo[0][0], t)
         old = self._entry.get(t)
         self._entry[t] = e
         if heap and heap[0] is old:  # t was first (just popped from): replace in one sift
@@ -91,6 +100,8 @@ class FairRequestQueue(RequestQueue):
             self._rekey(t)
 
     def _choose(self) -> int | None:
+        if self._arrivals:
+            self.sort_in()
         head = self._head
         if head is not None:
             return head
@@ -118,6 +129,7 @@ class FairRequestQueue(RequestQueue):
         self.price = price
         if kind != self.kind:
             self.kind = kind
+            self._service = self.ledger.service[kind]
             self._rebuild()
             self._head = None
 
@@ -142,17 +154,27 @@ class FairRequestQueue(RequestQueue):
     def has_eligible(self) -> bool:
         return self._choose() is not None
 
+    def sort_in(self) -> None:
+        """Put the listed arrivals into their tenants' FIFOs, in the order they came.  A request
+        leaves the list only once sorted in: none is lost if this raises."""
+        arrivals, facts_of, fifos, active = self._arrivals, self._facts, self._fifo, self.ledger.active
+        while arrivals:
+            request = arrivals[0]
+            f = facts_of(request)
+            fifo = fifos.get(f.tenant)
+            if fifo is None or f.running:
+                self._size -= 1  # counted when listed; ``_push`` counts it again
+                self._push(f, request, left=False)
+            else:
+                # The common case: the tenant already has requests waiting, so it is active, and
+                # its key, its first request and the queue's choice all stand.
+                active[f.tenant] += 1
+                fifo.append((f.seq, request, f))
+            arrivals.popleft()
+
     # -- RequestQueue ----------------------------------------------------------------------------
     def add_request(self, request: Any) -> None:
-        f = self._facts(request)
-        fifo = self._fifo.get(f.tenant)
-        if fifo is None or f.running:
-            self._push(f, request, left=False)
-            return
-        # The common case: the tenant already has requests waiting, so it is active, and its
-        # key, its first request and the queue's choice all stand.
-        self.ledger.active[f.tenant] += 1
-        fifo.append((f.seq, request, f))
+        self._arrivals.append(request)  # sorted in at the next look (``sort_in``)
         self._size += 1
 
     def _push(self, f: RequestFacts, request: Any, *, left: bool) -> None:
@@ -180,33 +202,57 @@ class FairRequestQueue(RequestQueue):
             self._rekey(t)
 
     def pop_request(self) -> Any:
+        if self._arrivals:
+            self.sort_in()
         t = self._head
         if t is None and (t := self._choose()) is None:
             raise IndexError("pop from an empty (or wholly held) queue")
         fifo = self._fifo[t]
         _, request, f = fifo.popleft()
         self._size -= 1
-        self._head = None
         f.running = True  # counted active as running until it finishes or comes back
+        pending = self.pending
         left = f.prompt - request.num_computed_tokens
         if left > 0:
             f.estimate = left * self.price
-            self.pending[t] = self.pending.get(t, 0.0) + f.estimate
+            pending[t] = pending.get(t, 0.0) + f.estimate
             self._popped.append(f)
+        # ``_rekey(t)`` and ``_choose`` inlined: t's entry was first (it was the choice), so it is
+        # replaced, or dropped if t has no more waiting, in one sift, and the next choice is kept
+        # if made at once: the first entry is live, no tenant held and its tenant without a cap
+        # (whose check drains a bucket).  A call less per admission, and none in the scheduler's
+        # next ``__bool__`` and ``peek_request`` (``benchmarks/govern_cost.py``, workload ``churn``).
+        heap, entry = self._heap, self._entry
+        old = entry.pop(t)
         if not fifo:
             del self._fifo[t]
-            del self._entry[t]  # its heap entry is now stale
+            if heap[0] is old:
+                heappop(heap)
+            if not heap:
+                self._head = None
+                return request
         else:
-            self._rekey(t)
+            e = entry[t] = ((self._service[t] + pending.get(t, 0.0)) / self.ledger.weight[t], fifo[0][0], t)
+            if heap[0] is old:
+                heapreplace(heap, e)
+            else:  # not reached while ``_head`` keeps its invariant; safe regardless
+                heappush(heap, e)
+        first = heap[0]
+        h = first[2]
+        self._head = h if entry.get(h) is first and not self._held and not self.ledger.cap[h] else None
         return request
 
     def peek_request(self) -> Any:
+        if self._arrivals:
+            self.sort_in()
         t = self._head
         if t is None and (t := self._choose()) is None:
             raise IndexError("peek from an empty (or wholly held) queue")
         return self._fifo[t][0][1]
 
     def prepend_request(self, request: Any) -> None:
+        if self._arrivals:
+            self.sort_in()
         self._push(self._facts(request), request, left=True)
 
     def prepend_requests(self, requests: Iterable[Any]) -> None:
@@ -217,6 +263,8 @@ class FairRequestQueue(RequestQueue):
         self.remove_requests((request,))
 
     def remove_requests(self, requests: Iterable[Any]) -> None:
+        if self._arrivals:
+            self.sort_in()
         for request in requests:
             f = self._facts(request)
             fifo = self._fifo.get(f.tenant)
@@ -232,11 +280,15 @@ class FairRequestQueue(RequestQueue):
         self._head = None
 
     def __bool__(self) -> bool:
-        return self._head is not None or (self._size > 0 and self._choose() is not None)
+        return (
+            self._head is not None and not self._arrivals or (self._size > 0 and self._choose() is not None)
+        )
 
     def __len__(self) -> int:
         return self._size
 
     def __iter__(self) -> Iterator[Any]:
+        if self._arrivals:
+            self.sort_in()
         for fifo in list(self._fifo.values()):
             yield from [item[1] for item in fifo]
