@@ -150,7 +150,6 @@ class Governor:
     def on_schedule(self, out: Any) -> None:
         charged: Iterable[int] | None = None  # None: unknown, the queue re-keys every tenant
         try:
-            self.queue.sort_in()  # before any counter moves: as if each came in on its own
             self._refresh()
             charged = self._charge(out)
             self._retire(out.finished_req_ids)

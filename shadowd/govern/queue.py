@@ -11,13 +11,6 @@ Within one ``schedule`` call the counters do not move (charges come after the st
 popped for admission adds an *estimate* of its cost to its tenant's pending service (its remaining
 prompt tokens at the active counter's prefill price) and the next head is chosen with it; a request
 put back takes its estimate back; the estimates are dropped when the step's real charge arrives.
-
-``add_request`` only lists a new request; the queue sorts the listed ones into their tenants'
-FIFOs, in arrival order, the next time it is asked anything else (and the governor makes it do so
-before it charges a step), so the outcome is that of sorting each in as it came: nothing reads the
-FIFOs or the counters in between.  vLLM adds requests one call at a time between steps; one pass
-over them at the step's first look costs less than a call each into the governor
-(``benchmarks/govern_cost.py``, workload ``churn``).
 """
 
 from __future__ import annotations
@@ -64,8 +57,7 @@ class FairRequestQueue(RequestQueue):
         self._fifo: dict[int, deque] = {}  # tenant -> its waiting (seq, request, facts) (non-empty only)
         self.pending: dict[int, float] = {}  # tenant -> estimates of this step's admissions
         self._popped: list[RequestFacts] = []  # carrying an estimate this step
-        self._arrivals: deque = deque()  # added, not yet sorted in (see ``sort_in``)
-        self._size = 0  # waiting requests, listed arrivals included
+        self._size = 0
         self._head: int | None = None  # cached choice; None = choose again
         # Backlogged tenants by (normalised service, first seq, tenant): a heap with lazy deletion.
         # ``_entry[t]`` is t's one live entry; any other entry of t in the heap is stale.  Every
@@ -100,8 +92,6 @@ class FairRequestQueue(RequestQueue):
             self._rekey(t)
 
     def _choose(self) -> int | None:
-        if self._arrivals:
-            self.sort_in()
         head = self._head
         if head is not None:
             return head
@@ -154,27 +144,17 @@ class FairRequestQueue(RequestQueue):
     def has_eligible(self) -> bool:
         return self._choose() is not None
 
-    def sort_in(self) -> None:
-        """Put the listed arrivals into their tenants' FIFOs, in the order they came.  A request
-        leaves the list only once sorted in: none is lost if this raises."""
-        arrivals, facts_of, fifos, active = self._arrivals, self._facts, self._fifo, self.ledger.active
-        while arrivals:
-            request = arrivals[0]
-            f = facts_of(request)
-            fifo = fifos.get(f.tenant)
-            if fifo is None or f.running:
-                self._size -= 1  # counted when listed; ``_push`` counts it again
-                self._push(f, request, left=False)
-            else:
-                # The common case: the tenant already has requests waiting, so it is active, and
-                # its key, its first request and the queue's choice all stand.
-                active[f.tenant] += 1
-                fifo.append((f.seq, request, f))
-            arrivals.popleft()
-
     # -- RequestQueue ----------------------------------------------------------------------------
     def add_request(self, request: Any) -> None:
-        self._arrivals.append(request)  # sorted in at the next look (``sort_in``)
+        f = self._facts(request)
+        fifo = self._fifo.get(f.tenant)
+        if fifo is None or f.running:
+            self._push(f, request, left=False)
+            return
+        # The common case: the tenant already has requests waiting, so it is active, and its
+        # key, its first request and the queue's choice all stand.
+        self.ledger.active[f.tenant] += 1
+        fifo.append((f.seq, request, f))
         self._size += 1
 
     def _push(self, f: RequestFacts, request: Any, *, left: bool) -> None:
@@ -202,8 +182,6 @@ class FairRequestQueue(RequestQueue):
             self._rekey(t)
 
     def pop_request(self) -> Any:
-        if self._arrivals:
-            self.sort_in()
         t = self._head
         if t is None and (t := self._choose()) is None:
             raise IndexError("pop from an empty (or wholly held) queue")
@@ -243,16 +221,12 @@ class FairRequestQueue(RequestQueue):
         return request
 
     def peek_request(self) -> Any:
-        if self._arrivals:
-            self.sort_in()
         t = self._head
         if t is None and (t := self._choose()) is None:
             raise IndexError("peek from an empty (or wholly held) queue")
         return self._fifo[t][0][1]
 
     def prepend_request(self, request: Any) -> None:
-        if self._arrivals:
-            self.sort_in()
         self._push(self._facts(request), request, left=True)
 
     def prepend_requests(self, requests: Iterable[Any]) -> None:
@@ -263,8 +237,6 @@ class FairRequestQueue(RequestQueue):
         self.remove_requests((request,))
 
     def remove_requests(self, requests: Iterable[Any]) -> None:
-        if self._arrivals:
-            self.sort_in()
         for request in requests:
             f = self._facts(request)
             fifo = self._fifo.get(f.tenant)
@@ -280,15 +252,11 @@ class FairRequestQueue(RequestQueue):
         self._head = None
 
     def __bool__(self) -> bool:
-        return (
-            self._head is not None and not self._arrivals or (self._size > 0 and self._choose() is not None)
-        )
+        return self._head is not None or (self._size > 0 and self._choose() is not None)
 
     def __len__(self) -> int:
         return self._size
 
     def __iter__(self) -> Iterator[Any]:
-        if self._arrivals:
-            self.sort_in()
         for fifo in list(self._fifo.values()):
             yield from [item[1] for item in fifo]

@@ -6,8 +6,7 @@ and requests the governor has not seen yet, so every path is taken on both sides
 * the fold of repeated running rows (:class:`shadowd.govern.governor.RowLayout`), used only while
   the same rows come again all past their prompts, against one ``TenantSums.add`` per row;
 * the per-row pass that looks rows up by subscript and, meeting an unseen request, starts again;
-* the fused ledger charge, against ``TenantSums.vtc_tokens`` and ``StepPricer.shares``;
-* the queue's listed arrivals, sorted in before anything reads the queue or the counters.
+* the fused ledger charge, against ``TenantSums.vtc_tokens`` and ``StepPricer.shares``.
 
 ``tests/govern/test_queue.py`` checks the same on the real vLLM scheduler.
 """
@@ -169,26 +168,3 @@ def test_the_layout_fold_refuses_other_rows_and_rows_behind_their_prompts():
             assert [getattr(sums[t], k) for k in TenantSums.__slots__] == [
                 getattr(want[t], k) for k in TenantSums.__slots__
             ]
-
-
-def test_arrivals_are_sorted_in_before_the_queue_or_the_counters_are_read():
-    rng = random.Random(1)
-    requests = {f"r{i}": _request(i, rng) for i in range(12)}
-    gov = _governor(requests)
-    q = gov.queue
-    for r in list(requests.values())[:6]:
-        q.add_request(r)
-    assert len(q) == 6 and not gov.facts  # listed only
-    assert [r.request_id for r in q] and len(gov.facts) == 6  # iterating sorts them in
-    for r in list(requests.values())[6:]:
-        q.add_request(r)
-    assert len(q) == 12 and len(gov.facts) == 6
-    q.remove_request(requests["r11"])  # a listed arrival can be removed
-    assert len(q) == 11 and "r11" in gov.facts and requests["r11"] not in list(q)
-    gov.on_schedule(_out([], [], {}))  # an idle step: the counters may move, arrivals first
-    assert sum(gov.ledger.active) == 11
-    popped = []
-    while q:
-        popped.append(q.peek_request())
-        assert q.pop_request() is popped[-1]
-    assert len(popped) == 11 and len(q) == 0
