@@ -1,8 +1,9 @@
 """The governor's per-step work: read the gate's verdict, charge the step, keep the queue's order.
 
 ``on_schedule`` runs after vLLM's ``schedule`` returns.  Per scheduled row it adds the request's
-new tokens and context to its tenant's sums (one dict lookup and a list append), then charges
-every tenant in the step once: VTC token units always, and its LLMVisor share of the step's
+new tokens and context to its tenant's sums (one dict lookup and a list append; no pass at all
+while the same running rows come again, see :class:`RowLayout`), then charges every tenant in
+the step once: VTC token units always, and its LLMVisor share of the step's
 predicted latency whenever coefficients for this engine's platform are known.  Admission follows
 the attributed counter while the gate says GO and fresh, the VTC counter otherwise; a change of
 that choice is logged with its reason and counted (``switches``); the counters reach the daemon
@@ -17,6 +18,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from operator import ge, itemgetter
 from typing import Any
 
 from shadowd.govern.config import GovernConfig
@@ -29,6 +31,58 @@ from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.govern")
 VTC_ONLY = Verdict("mode_vtc")
+
+
+class RowLayout:
+    """Where each tenant's rows sit in a step's running rows that repeat step after step (steady
+    decode), so a step's decode sums are folded per tenant in C, ``sum`` of ``itemgetter`` over
+    the rows' computed tokens, with no pass in Python over the rows.
+
+    Used for a step only when its rows are these, in this order, and none is behind its prompt
+    (every computed count at least the longest prompt among them or, failing that, each at least
+    its own prompt: both checks in C), so each is one decode row of its known tenant, which is
+    what the per-row pass (``Governor._tally``) would find.  Tenants
+    come in order of first row and each ``dc`` gets the same integer sum, so the sums, and the
+    charges, are the pass's bit for bit (``tests/govern/test_step_paths.py``).  The per-row pass is
+    the governor's largest cost at large steady batches (``benchmarks/govern_cost.py``)."""
+
+    __slots__ = ("rids", "groups", "prompts", "prompt_max")
+
+    def __init__(self, rids: list[str], facts: Mapping[str, RequestFacts]) -> None:
+        self.rids = rids.copy()
+        rows: dict[int, list[int]] = {}  # tenant -> its row positions, tenants in first-row order
+        prompts = self.prompts = []
+        for i, rid in enumerate(rids):
+            f = facts[rid]
+            rows.setdefault(f.tenant, []).append(i)
+            prompts.append(f.prompt)
+        self.prompt_max = max(prompts)
+        self.groups = [
+            (t, len(at), itemgetter(*at) if len(at) > 1 else itemgetter(slice(at[0], at[0] + 1)))
+            for t, at in rows.items()
+        ]
+
+    def fold(
+        self,
+        rids: list[str],
+        computed: list[int],
+        sums: dict[int, TenantSums],
+        sums_of: Callable[[int], TenantSums],
+    ) -> bool:
+        """Add the step's rows to ``sums`` (tenants not yet in it from ``sums_of``), if they are
+        this layout's, all past their prompts; whether they were (nothing added if not)."""
+        if rids != self.rids:
+            return False
+        if min(computed) < self.prompt_max and not all(map(ge, computed, self.prompts)):
+            return False
+        for t, k, at in self.groups:
+            s = sums.get(t)
+            if s is None:
+                s = sums[t] = sums_of(t)
+            s.n += k
+            s.dn += k
+            s.dc += sum(at(computed))
+        return True
 
 
 class Governor:
@@ -54,6 +108,9 @@ class Governor:
         self.facts: dict[str, RequestFacts] = {}  # live requests: from first sight to finish
         self._contexts: list[list[int]] = []  # per tenant: this step's decode contexts (see _tally)
         self._sums: dict[int, TenantSums] = {}  # per tenant: this step's sums (see _sums_of)
+        self._last_rids: list[str] = []  # the last step's running rows (see _watch)
+        self._repeats = 0  # steps in a row that repeated them
+        self._layout: RowLayout | None = None  # their layout while they repeat
         self._seq = itertools.count()
         self.verdict = VTC_ONLY if self.reader is None else Verdict("missing")
         self.queue = FairRequestQueue(self.ledger, self.facts_of, self.kind(), self.prefill_price())
@@ -99,6 +156,7 @@ class Governor:
         except Exception as exc:
             for cs in self._contexts:  # a pass cut short leaves contexts behind: not next step's
                 cs.clear()
+            self._layout = None
             self.errors += 1
             if self.errors == 1 or self.errors % 10000 == 0:
                 log.warning("shadowd governor: step not charged (%d so far): %r", self.errors, exc)
@@ -145,7 +203,10 @@ class Governor:
         return sums
 
     def _charge_new(self, new_reqs: list, nst: dict, sums: dict[int, TenantSums]) -> int:
-        """The step's new requests (each a prompt chunk), row by row; their tokens."""
+        """The step's new requests (each a prompt chunk), row by row; their tokens.
+
+        ``TenantSums.add`` of a prefill-like row is written out here, the same operations in the
+        same order: a call per admission less (``benchmarks/govern_cost.py``, workload ``churn``)."""
         facts = self.facts
         new_tokens = 0
         for new in new_reqs:
@@ -156,7 +217,15 @@ class Governor:
                 s = sums[f.tenant] = self._sums_of(f.tenant)
             p, c = nst[rid], new.num_computed_tokens
             new_tokens += p
-            s.add(p, c, c < f.prompt or p > 1)
+            if c < f.prompt or p > 1:
+                s.n += 1
+                s.pn += 1
+                s.pp += p
+                s.pc += c
+                s.pp2 += p * p
+                s.ppc += p * c
+            else:
+                s.add(p, c, False)
         return new_tokens
 
     def _charge_each(
@@ -178,6 +247,9 @@ class Governor:
         other row is taken as one token (decode, the common case) and folded into its tenant's
         sums once per step.  Returns the chunks' tokens beyond one per row, which the caller
         checks against the step's."""
+        layout = self._layout
+        if layout is not None and layout.fold(rids, computed, sums, self._sums_of):
+            return 0
         order, chunks = self._tally(rids, computed)
         contexts = self._contexts
         for t in order:  # tenants in order of first row, as the pricer sums them
@@ -198,7 +270,23 @@ class Governor:
             p = nst[rid]
             extra += p - 1
             sums[f.tenant].add(p, c, True)
+        self._watch(rids, chunks)
         return extra
+
+    def _watch(self, rids: list[str], chunks: list) -> None:
+        """Keep the running rows' layout once the same rows, all past their prompts, have come
+        three steps in a row (steady decode): from then on each step is folded from it
+        (:class:`RowLayout`).  Its making costs about a pass over the rows, so it waits for the
+        third: under KV pressure or with arrivals the same rows often come twice, seldom more
+        (``benchmarks/govern_cost.py``, workloads ``pressure`` and ``trace``)."""
+        if chunks or rids != self._last_rids:
+            self._last_rids = rids.copy()  # a copy: the scheduler's list is not ours to keep
+            self._repeats = 0
+            self._layout = None
+        elif self._layout is None and rids:
+            self._repeats += 1
+            if self._repeats >= 2:
+                self._layout = RowLayout(rids, self.facts)
 
     def _tally(
         self, rids: list[str], computed: list[int]
@@ -210,12 +298,26 @@ class Governor:
         The per-row pass is the governor's largest cost at large batches
         (``benchmarks/govern_cost.py``, 256 requests): one lookup, one comparison, one test and
         one append to a list the request's facts hold per row, then ``len`` and ``sum`` per tenant
-        in C, is cheaper than integer additions into per-tenant tallies, or a lookup by tenant."""
-        known, lookup = self.facts.get, self._lookup
+        in C, is cheaper than integer additions into per-tenant tallies, or a lookup by tenant.
+        Rows are looked up by subscript, cheaper than a call; a request first seen here (rare)
+        gets its facts and the pass starts again."""
+        try:
+            return self._tally_known(rids, computed)
+        except KeyError:
+            for cs in self._contexts:
+                cs.clear()
+            for rid in rids:
+                self._lookup(rid)
+            return self._tally_known(rids, computed)
+
+    def _tally_known(
+        self, rids: list[str], computed: list[int]
+    ) -> tuple[list[int], list[tuple[RequestFacts, str, int]]]:
+        facts = self.facts
         order: list[int] = []
         chunks: list[tuple[RequestFacts, str, int]] = []
         for rid, c in zip(rids, computed):
-            f = known(rid) or lookup(rid)
+            f = facts[rid]
             if c < f.prompt:  # a prompt chunk (or a prompt's last token): prefill-like
                 if f.tenant not in order:  # rare: the tenant's place in the order
                     order.append(f.tenant)
@@ -242,19 +344,30 @@ class Governor:
         return self.facts.get(rid) or self.facts_of(self.requests[rid])
 
     def _charge_sums(self, sums: dict[int, TenantSums], total_tokens: int) -> None:
-        pricer = self.verdict.pricer or (self.reader.pricer if self.reader is not None else None)
+        verdict = self.verdict
+        pricer = verdict.pricer or (self.reader.pricer if self.reader is not None else None)
         rows = list(sums.values())
         shares = pricer.shares(rows, total_tokens) if pricer is not None else None
-        w_p, w_q = self.config.w_p, self.config.w_q
-        vtc = [w_p * s.pp + w_q * (s.dn + s.dx) for s in rows]  # TenantSums.vtc_tokens, inlined
-        self.ledger.charge(sums, vtc, shares)
-        self.steps_charged["attributed" if self.verdict.go else "vtc"] += 1
+        self.ledger.charge(sums, rows, self.config.w_p, self.config.w_q, shares)
+        self.steps_charged["vtc" if verdict.pricer is None else "attributed"] += 1
 
     def _retire(self, finished: Any) -> None:
-        for rid in finished or ():
-            f = self.facts.pop(rid, None)
+        """Forget finished requests.  ``Ledger.deactivate``'s common case (the tenant still has
+        others) is written out: a call per finished request less (``benchmarks/govern_cost.py``,
+        workload ``churn``)."""
+        if not finished:
+            return
+        self._layout = None  # its rows are live requests only
+        pop, ledger = self.facts.pop, self.ledger
+        active = ledger.active
+        for rid in finished:
+            f = pop(rid, None)
             if f is not None and f.running:
-                self.ledger.deactivate(f.tenant)
+                t = f.tenant
+                if active[t] > 1:
+                    active[t] -= 1
+                else:
+                    ledger.deactivate(t)
 
     # -- preemption ------------------------------------------------------------------------------
     def order_victims(self, running: list[Any], free_blocks: int, blocks_per_step: int) -> bool:

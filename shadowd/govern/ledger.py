@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from shadowd.govern.config import MAX_TENANTS, TenantPolicy
+from shadowd.govern.price import TenantSums
 
 OTHER = "other"
 VTC, ATTRIBUTED = 0, 1  # counter kinds
@@ -89,19 +90,25 @@ class Ledger:
 
     # -- charging ----------------------------------------------------------------------------------
     def charge(
-        self, tenants: Iterable[int], vtc_tokens: Sequence[float], attributed_ms: Sequence[float] | None
+        self,
+        tenants: Iterable[int],
+        sums: Sequence[TenantSums],
+        w_p: float,
+        w_q: float,
+        attributed_ms: Sequence[float] | None,
     ) -> None:
-        """One step's charges: ``tenants[j]`` gets ``vtc_tokens[j]`` and, while coefficients are
-        known, ``attributed_ms[j]`` (one call per step: the governor's per-step cost,
-        ``benchmarks/govern_cost.py``)."""
-        vtc, attributed = self.service
-        for j, t in enumerate(tenants):
-            vtc[t] += vtc_tokens[j]
+        """One step's charges: ``tenants[j]`` gets the VTC tokens of ``sums[j]``
+        (``TenantSums.vtc_tokens``, written out) and, while coefficients are known,
+        ``attributed_ms[j]``.  One call and one pass per step: the governor's per-step cost
+        (``benchmarks/govern_cost.py``)."""
+        vtc = self.service[VTC]
         if attributed_ms is None:
+            for t, s in zip(tenants, sums):
+                vtc[t] += w_p * s.pp + w_q * (s.dn + s.dx)
             return
-        cap = self.cap
-        for j, t in enumerate(tenants):
-            ms = attributed_ms[j]
+        attributed, cap = self.service[ATTRIBUTED], self.cap
+        for t, s, ms in zip(tenants, sums, attributed_ms):
+            vtc[t] += w_p * s.pp + w_q * (s.dn + s.dx)
             attributed[t] += ms
             if cap[t]:
                 self._drain(t)

@@ -52,6 +52,7 @@ class FairRequestQueue(RequestQueue):
         self.ledger = ledger
         self._facts = facts  # request -> its facts (created on first sight)
         self.kind = kind  # the counter admission follows now (VTC or ATTRIBUTED); set by ``follow``
+        self._service = ledger.service[kind]  # that counter, per tenant (the ledger's own list)
         self.price = prefill_price  # estimate per prompt token, in that counter's units
         self._fifo: dict[int, deque] = {}  # tenant -> its waiting (seq, request, facts) (non-empty only)
         self.pending: dict[int, float] = {}  # tenant -> estimates of this step's admissions
@@ -73,8 +74,8 @@ class FairRequestQueue(RequestQueue):
             self._entry.pop(t, None)
             self._held.discard(t)
             return
-        ledger, heap = self.ledger, self._heap
-        e = ((ledger.service[self.kind][t] + self.pending.get(t, 0.0)) / ledger.weight[t], fifo[0][0], t)
+        heap = self._heap
+        e = ((self._service[t] + self.pending.get(t, 0.0)) / self.ledger.weight[t], fifo[0][0], t)
         old = self._entry.get(t)
         self._entry[t] = e
         if heap and heap[0] is old:  # t was first (just popped from): replace in one sift
@@ -118,6 +119,7 @@ class FairRequestQueue(RequestQueue):
         self.price = price
         if kind != self.kind:
             self.kind = kind
+            self._service = self.ledger.service[kind]
             self._rebuild()
             self._head = None
 
@@ -186,18 +188,36 @@ class FairRequestQueue(RequestQueue):
         fifo = self._fifo[t]
         _, request, f = fifo.popleft()
         self._size -= 1
-        self._head = None
         f.running = True  # counted active as running until it finishes or comes back
+        pending = self.pending
         left = f.prompt - request.num_computed_tokens
         if left > 0:
             f.estimate = left * self.price
-            self.pending[t] = self.pending.get(t, 0.0) + f.estimate
+            pending[t] = pending.get(t, 0.0) + f.estimate
             self._popped.append(f)
+        # ``_rekey(t)`` and ``_choose`` inlined: t's entry was first (it was the choice), so it is
+        # replaced, or dropped if t has no more waiting, in one sift, and the next choice is kept
+        # if made at once: the first entry is live, no tenant held and its tenant without a cap
+        # (whose check drains a bucket).  A call less per admission, and none in the scheduler's
+        # next ``__bool__`` and ``peek_request`` (``benchmarks/govern_cost.py``, workload ``churn``).
+        heap, entry = self._heap, self._entry
+        old = entry.pop(t)
         if not fifo:
             del self._fifo[t]
-            del self._entry[t]  # its heap entry is now stale
+            if heap[0] is old:
+                heappop(heap)
+            if not heap:
+                self._head = None
+                return request
         else:
-            self._rekey(t)
+            e = entry[t] = ((self._service[t] + pending.get(t, 0.0)) / self.ledger.weight[t], fifo[0][0], t)
+            if heap[0] is old:
+                heapreplace(heap, e)
+            else:  # not reached while ``_head`` keeps its invariant; safe regardless
+                heappush(heap, e)
+        first = heap[0]
+        h = first[2]
+        self._head = h if entry.get(h) is first and not self._held and not self.ledger.cap[h] else None
         return request
 
     def peek_request(self) -> Any:
