@@ -869,7 +869,10 @@ each detection pending for `[drift] confirm_steps` (default 200) more judged ste
 and raises it as a drift event only if their mean residual still sits at least the class's
 allowance, in the detection's direction, from the baseline as it stood before the detection
 (`checks/alarm_confirmation.py`); a short burst that comes back is dismissed and counted
-(`shadowd_drift_detections{outcome="dismissed"}`). Everything on this page is the detectors' own
+(`shadowd_drift_detections{outcome="dismissed"}`). Design r26 adds, where the detectors watch
+the residual less its bias (item 4 below), that the residual as measured must have shifted too, by
+its own allowance: a bias carried to compositions the window barely held moves only the unbiased
+residual (`shadowd_drift_detections_dismissed_raw`). Everything on this page is the detectors' own
 behaviour, as measured before r8: the delays are detections (an event comes `confirm_steps`
 class steps later) and the false-alarm figures count detections, an upper bound on the events.
 The end-to-end figures under r8 are in docs/validation.md.
