@@ -62,8 +62,8 @@ def run(
         hit = traffic.tenant == old
         traffic.tenant = np.where(hit, new, traffic.tenant)
         traffic.latency_ms[np.unique(traffic.req_step[hit])] *= renamed_slowdown  # their steps only
-    if newcomer_steps:  # the code tenant's requests of the first steps only, under a new name
-        hit = (traffic.tenant == "code") & (traffic.req_step < newcomer_steps)
+    if newcomer_steps:  # the code tenant's rows of the last steps only, under a new name
+        hit = (traffic.tenant == "code") & (traffic.req_step >= traffic.num_steps - newcomer_steps)
         traffic.tenant = np.where(hit, "newcomer", traffic.tenant)
     # A regime the model extrapolates into badly: beyond its envelope each request costs more.
     beyond = ~inside_envelope(traffic, cal.envelope)
@@ -239,9 +239,10 @@ def test_a_listed_tenant_the_calibration_missed_is_no_newcomer(ipc_endpoint, db_
 
 
 def test_a_refit_does_not_take_in_a_newcomer_below_the_limit(ipc_endpoint, db_path):
-    """Design r16: a newcomer with a small share (the code tenant's requests of the first 60
-    steps, renamed) does not stop the re-fit (r9), but the re-fit keeps its parent's tenants, so
-    the newcomer is still new to the gate afterwards (held-out 14's F14-tenant under r15: a
+    """Design r16: a newcomer with a small share (the code tenant's rows of the last 60 steps,
+    renamed: design r27 judges the share over the last 1,000 attributed steps, so a newcomer
+    that went quiet carries none) does not stop the re-fit (r9), but the re-fit keeps its
+    parent's tenants, so the newcomer is still new to the gate afterwards (held-out 14's F14-tenant under r15: a
     re-fit took the new heavy tenant in while it carried under 5 %, and the fault run ended GO)."""
     daemon, parent, decision = run(ipc_endpoint, db_path, 1.0, newcomer_steps=60)
     try:
