@@ -296,7 +296,10 @@ class Daemon:
         self.refit.consider(decision)
         return decision
 
-    def run_stability(self) -> dict[str, Any] | None:
+    def run_stability(self, now: float | None = None) -> dict[str, Any] | None:
+        """Test share stability on the stored steps; ``now`` stamps the result on the clock the
+        gate is evaluated on (the demo's simulated one; wall time by default), which judges its
+        age against ``max_stability_age_s``."""
         cal = self.calibration
         if cal is None:
             return None
@@ -307,6 +310,8 @@ class Daemon:
             n_boot=self.config.stability.n_boot,
         )
         self.stability["model_version"] = cal.model.version
+        if now is not None:
+            self.stability["computed_at"] = float(now)
         return self.stability
 
     def status(self) -> DaemonStatus:

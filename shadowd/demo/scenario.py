@@ -202,9 +202,10 @@ class DemoRun:
             self._catch_up(ref, daemon)
             if daemon.calibration is not None:
                 stale = (daemon.stability or {}).get("model_version") != daemon.calibration.model.version
+                now = self._sim_now(ref)  # the gate's clock, and so the stability result's
                 if stale or len(self.decisions) % 5 == 0:  # a new model in force: test it now
-                    daemon.run_stability()
-                self.decisions.append(daemon.evaluate_gate(now=self._sim_now(ref)))
+                    daemon.run_stability(now=now)
+                self.decisions.append(daemon.evaluate_gate(now=now))
                 self.decision_steps.append(done)
             self._show(done, daemon)
             if done < target:  # the workload ran dry

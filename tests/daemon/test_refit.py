@@ -107,8 +107,9 @@ def test_traffic_beyond_the_envelope_on_a_healthy_engine_is_refitted(ipc_endpoin
             "model_version": parent,
         }
         assert daemon.facts().stability is None
-        daemon.run_stability()
+        daemon.run_stability(now=1.0e9)  # the demo stamps its simulated clock, which the gate reads
         assert daemon.stability["model_version"] == new.model.version
+        assert daemon.stability["computed_at"] == 1.0e9
         assert (
             daemon.facts().stability["llmvisor"]["baseline"] == new.stability_baseline["llmvisor"]["effect"]
         )
