@@ -78,7 +78,8 @@ class DriftMonitor:
         held-out residuals, in time order, through the standardisation, the detrend baseline,
         the confirmation's lag and the detectors, raising nothing and counting nothing.
         ``raw`` (design r26): the same steps' residuals with their bias left in, for classes
-        whose confirmation watches them (their raw baseline starts at zero without).
+        whose confirmation watches them (their raw baseline starts at zero without them, or
+        when their length is not that of ``residuals``).
 
         A fresh detector takes its first steps as its level: a version installed at the moment
         a fault began (a re-fit, by chance) would learn the slower engine as normal and never
@@ -89,9 +90,12 @@ class DriftMonitor:
             if cal is None:
                 continue
             r = np.asarray(values, dtype=float)
-            z = cal.standardise(r[np.isfinite(r)])
+            rr = np.asarray((raw or {}).get(name, ()), dtype=float)
+            rr = rr if rr.shape == r.shape else None
+            keep = np.isfinite(r) if rr is None else np.isfinite(r) & np.isfinite(rr)
+            z = cal.standardise(r[keep])
             y = self._baselines[name].update_many(z)
-            zr, yr = self._raw_stream(name, (raw or {}).get(name), len(z))
+            zr, yr = self._raw_stream(name, None if rr is None else rr[keep], len(z))
             confirm, detectors = self._confirm[name], self._detectors[name]
             for zi, yi, zri, yri in zip(z.tolist(), y.tolist(), zr, yr):
                 confirm.observe(zi, zi - yi, zri, zri - yri)  # nothing pending: the lags fill
