@@ -1,9 +1,8 @@
 """The governor's per-step work: read the gate's verdict, charge the step, keep the queue's order.
 
-``on_schedule`` runs after vLLM's ``schedule`` returns.  Per scheduled row it adds the request's
-new tokens and context to its tenant's sums (one dict lookup and a list append; no pass at all
-while the same running rows come again, see :class:`RowLayout`), then charges every tenant in
-the step once: VTC token units always, and its LLMVisor share of the step's
+``on_schedule`` runs after vLLM's ``schedule`` returns.  It sums each tenant's rows of the step
+(new requests row by row; running rows from the rows it expected, :mod:`shadowd.govern.roster`,
+or where a step is not what it expected, row by row), then charges every tenant in the step once: VTC token units always, and its LLMVisor share of the step's
 predicted latency whenever coefficients for this engine's platform are known.  Admission follows
 the attributed counter while the gate says GO and fresh, the VTC counter otherwise; a change of
 that choice is logged with its reason and counted (``switches``); the counters reach the daemon
@@ -18,7 +17,6 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from operator import ge, itemgetter
 from typing import Any
 
 from shadowd.govern.config import GovernConfig
@@ -26,63 +24,18 @@ from shadowd.govern.handoff import StateReader, Verdict
 from shadowd.govern.ledger import ATTRIBUTED, VTC, Ledger
 from shadowd.govern.price import TenantSums
 from shadowd.govern.queue import FairRequestQueue, RequestFacts
+from shadowd.govern.roster import DecodeRoster
 from shadowd.govern.status_file import StatusFile
 from shadowd.tap.tenant import TenantResolver
 
 log = logging.getLogger("shadowd.govern")
+# The roster's bookkeeping per arrival or finish costs about what the per-row pass pays for this
+# many rows, so a step with no more running rows than this many per arrival or finish (smoothed
+# over steps) is charged by the pass, and the roster dropped (``benchmarks/govern_cost.py``,
+# workload ``churn``: many finishes per row; ``steady`` and ``trace``: few).
+ROWS_PER_CHANGE = 16
+CHURN_SMOOTHING = 0.1  # weight of the last step in the smoothed arrivals and finishes per step
 VTC_ONLY = Verdict("mode_vtc")
-
-
-class RowLayout:
-    """Where each tenant's rows sit in a step's running rows that repeat step after step (steady
-    decode), so a step's decode sums are folded per tenant in C, ``sum`` of ``itemgetter`` over
-    the rows' computed tokens, with no pass in Python over the rows.
-
-    Used for a step only when its rows are these, in this order, and none is behind its prompt
-    (every computed count at least the longest prompt among them or, failing that, each at least
-    its own prompt: both checks in C), so each is one decode row of its known tenant, which is
-    what the per-row pass (``Governor._tally``) would find.  Tenants
-    come in order of first row and each ``dc`` gets the same integer sum, so the sums, and the
-    charges, are the pass's bit for bit (``tests/govern/test_step_paths.py``).  The per-row pass is
-    the governor's largest cost at large steady batches (``benchmarks/govern_cost.py``)."""
-
-    __slots__ = ("rids", "groups", "prompts", "prompt_max")
-
-    def __init__(self, rids: list[str], facts: Mapping[str, RequestFacts]) -> None:
-        self.rids = rids.copy()
-        rows: dict[int, list[int]] = {}  # tenant -> its row positions, tenants in first-row order
-        prompts = self.prompts = []
-        for i, rid in enumerate(rids):
-            f = facts[rid]
-            rows.setdefault(f.tenant, []).append(i)
-            prompts.append(f.prompt)
-        self.prompt_max = max(prompts)
-        self.groups = [
-            (t, len(at), itemgetter(*at) if len(at) > 1 else itemgetter(slice(at[0], at[0] + 1)))
-            for t, at in rows.items()
-        ]
-
-    def fold(
-        self,
-        rids: list[str],
-        computed: list[int],
-        sums: dict[int, TenantSums],
-        sums_of: Callable[[int], TenantSums],
-    ) -> bool:
-        """Add the step's rows to ``sums`` (tenants not yet in it from ``sums_of``), if they are
-        this layout's, all past their prompts; whether they were (nothing added if not)."""
-        if rids != self.rids:
-            return False
-        if min(computed) < self.prompt_max and not all(map(ge, computed, self.prompts)):
-            return False
-        for t, k, at in self.groups:
-            s = sums.get(t)
-            if s is None:
-                s = sums[t] = sums_of(t)
-            s.n += k
-            s.dn += k
-            s.dc += sum(at(computed))
-        return True
 
 
 class Governor:
@@ -108,9 +61,9 @@ class Governor:
         self.facts: dict[str, RequestFacts] = {}  # live requests: from first sight to finish
         self._contexts: list[list[int]] = []  # per tenant: this step's decode contexts (see _tally)
         self._sums: dict[int, TenantSums] = {}  # per tenant: this step's sums (see _sums_of)
-        self._last_rids: list[str] = []  # the last step's running rows (see _watch)
-        self._repeats = 0  # steps in a row that repeated them
-        self._layout: RowLayout | None = None  # their layout while they repeat
+        self.roster = DecodeRoster()  # the running rows expected next step
+        self.rows_per_change = ROWS_PER_CHANGE  # see ROWS_PER_CHANGE
+        self.churn = 0.0  # arrivals and finishes per charged step, smoothed
         self._seq = itertools.count()
         self.verdict = VTC_ONLY if self.reader is None else Verdict("missing")
         self.queue = FairRequestQueue(self.ledger, self.facts_of, self.kind(), self.prefill_price())
@@ -156,7 +109,7 @@ class Governor:
         except Exception as exc:
             for cs in self._contexts:  # a pass cut short leaves contexts behind: not next step's
                 cs.clear()
-            self._layout = None
+            self.roster.invalidate()
             self.errors += 1
             if self.errors == 1 or self.errors % 10000 == 0:
                 log.warning("shadowd governor: step not charged (%d so far): %r", self.errors, exc)
@@ -185,33 +138,60 @@ class Governor:
 
     def _charge(self, out: Any) -> Iterable[int]:
         """Charge the step; the tenants charged."""
+        roster, facts = self.roster, self.facts
+        if roster.valid:  # finished before this step: not among its rows
+            roster.leave(out.finished_req_ids, facts)
         total = out.total_num_scheduled_tokens
         if not total:
             return ()
         nst = out.num_scheduled_tokens
-        cached = out.scheduled_cached_reqs
-        sums: dict[int, TenantSums] = {}  # tenants in order of first row, as the pricer sums them
-        new_tokens = self._charge_new(out.scheduled_new_reqs, nst, sums)
-        # Tokens beyond one per cached row: prompt chunks (found by the tally, whose rows are
-        # behind their prompt) or, rarely, speculative or recomputed output tokens.
-        extra = total - new_tokens - len(cached.req_ids)
-        if self._charge_cached(cached.req_ids, cached.num_computed_tokens, nst, sums) != extra:
-            sums = {}  # a multi-token row past its prompt: charge the step row by row instead
-            self._charge_new(out.scheduled_new_reqs, nst, sums)
-            self._charge_each(cached.req_ids, cached.num_computed_tokens, nst, sums)
+        new_reqs, cached = out.scheduled_new_reqs, out.scheduled_cached_reqs
+        rids, computed = cached.req_ids, cached.num_computed_tokens
+        sums: dict[int, TenantSums] = {}
+        new_tokens, rejoined = self._charge_new(new_reqs, nst, sums)
+        churn = self.churn = self.churn + CHURN_SMOOTHING * (
+            len(new_reqs) + len(out.finished_req_ids) - self.churn
+        )
+        if len(rids) <= self.rows_per_change * churn:  # the pass costs less than the bookkeeping
+            if roster.valid:
+                roster.invalidate()
+            if self._charge_cached(rids, computed, nst, sums) != total - new_tokens - len(rids):
+                sums = {}  # a multi-token row past its prompt: charge the step row by row instead
+                self._charge_new(new_reqs, nst, sums)
+                self._charge_each(rids, computed, nst, sums)
+        elif (
+            rejoined  # a member among the new rows: the roster's count would not prove the rows
+            or cached.resumed_req_ids  # preempted requests back: not members
+            or out.scheduled_spec_decode_tokens  # draft tokens: contexts move by acceptance
+            or not roster.fold(rids, computed, nst, total - new_tokens, sums, self._sums_of)
+        ):
+            sums = {}  # the fold's partial sums, if any, are not the step's
+            self._charge_new(new_reqs, nst, sums)
+            # Tokens beyond one per cached row: prompt chunks (found by the tally, whose rows
+            # are behind their prompt) or, rarely, speculative or recomputed output tokens.
+            if self._charge_cached(rids, computed, nst, sums) != total - new_tokens - len(rids):
+                sums = {}  # a multi-token row past its prompt: charge the step row by row instead
+                self._charge_new(new_reqs, nst, sums)
+                self._charge_each(rids, computed, nst, sums)
+            roster.rebuild(rids, computed, nst, facts)
+        if roster.valid:
+            roster.end_step(new_reqs, nst, facts)
         self._charge_sums(sums, total)
         return sums
 
-    def _charge_new(self, new_reqs: list, nst: dict, sums: dict[int, TenantSums]) -> int:
-        """The step's new requests (each a prompt chunk), row by row; their tokens.
+    def _charge_new(self, new_reqs: list, nst: dict, sums: dict[int, TenantSums]) -> tuple[int, bool]:
+        """The step's new requests (each a prompt chunk), row by row; their tokens, and whether
+        one of them is still a member of the roster (re-admitted before its finish was told).
 
         ``TenantSums.add`` of a prefill-like row is written out here, the same operations in the
         same order: a call per admission less (``benchmarks/govern_cost.py``, workload ``churn``)."""
         facts = self.facts
         new_tokens = 0
+        rejoined = False
         for new in new_reqs:
             rid = new.req_id
             f = facts.get(rid) or self._lookup(rid)
+            rejoined = rejoined or f.member != 0
             s = sums.get(f.tenant)
             if s is None:
                 s = sums[f.tenant] = self._sums_of(f.tenant)
@@ -226,7 +206,7 @@ class Governor:
                 s.ppc += p * c
             else:
                 s.add(p, c, False)
-        return new_tokens
+        return new_tokens, rejoined
 
     def _charge_each(
         self, rids: list[str], computed: list[int], nst: dict, sums: dict[int, TenantSums]
@@ -243,16 +223,13 @@ class Governor:
     def _charge_cached(
         self, rids: list[str], computed: list[int], nst: dict, sums: dict[int, TenantSums]
     ) -> int:
-        """Rows of running requests: a row behind its prompt is a chunk, added as it is; every
-        other row is taken as one token (decode, the common case) and folded into its tenant's
-        sums once per step.  Returns the chunks' tokens beyond one per row, which the caller
-        checks against the step's."""
-        layout = self._layout
-        if layout is not None and layout.fold(rids, computed, sums, self._sums_of):
-            return 0
+        """Rows of running requests, row by row (small batches, or a step the roster could not
+        vouch for): a row behind its prompt is a chunk, added as it is; every other row is taken
+        as one token (decode, the common case) and folded into its tenant's sums once per step.
+        Returns the chunks' tokens beyond one per row, which the caller checks against the step's."""
         order, chunks = self._tally(rids, computed)
         contexts = self._contexts
-        for t in order:  # tenants in order of first row, as the pricer sums them
+        for t in order:
             s = sums.get(t)
             if s is None:
                 s = sums[t] = self._sums_of(t)
@@ -270,23 +247,7 @@ class Governor:
             p = nst[rid]
             extra += p - 1
             sums[f.tenant].add(p, c, True)
-        self._watch(rids, chunks)
         return extra
-
-    def _watch(self, rids: list[str], chunks: list) -> None:
-        """Keep the running rows' layout once the same rows, all past their prompts, have come
-        three steps in a row (steady decode): from then on each step is folded from it
-        (:class:`RowLayout`).  Its making costs about a pass over the rows, so it waits for the
-        third: under KV pressure or with arrivals the same rows often come twice, seldom more
-        (``benchmarks/govern_cost.py``, workloads ``pressure`` and ``trace``)."""
-        if chunks or rids != self._last_rids:
-            self._last_rids = rids.copy()  # a copy: the scheduler's list is not ours to keep
-            self._repeats = 0
-            self._layout = None
-        elif self._layout is None and rids:
-            self._repeats += 1
-            if self._repeats >= 2:
-                self._layout = RowLayout(rids, self.facts)
 
     def _tally(
         self, rids: list[str], computed: list[int]
@@ -346,9 +307,12 @@ class Governor:
     def _charge_sums(self, sums: dict[int, TenantSums], total_tokens: int) -> None:
         verdict = self.verdict
         pricer = verdict.pricer or (self.reader.pricer if self.reader is not None else None)
-        rows = list(sums.values())
+        # Tenants in index order, whichever path summed them: the pricer's float sums are then
+        # the same, bit for bit (``tests/govern/test_step_paths.py``).
+        tenants = sorted(sums)
+        rows = [sums[t] for t in tenants]
         shares = pricer.shares(rows, total_tokens) if pricer is not None else None
-        self.ledger.charge(sums, rows, self.config.w_p, self.config.w_q, shares)
+        self.ledger.charge(tenants, rows, self.config.w_p, self.config.w_q, shares)
         self.steps_charged["vtc" if verdict.pricer is None else "attributed"] += 1
 
     def _retire(self, finished: Any) -> None:
@@ -357,7 +321,6 @@ class Governor:
         workload ``churn``)."""
         if not finished:
             return
-        self._layout = None  # its rows are live requests only
         pop, ledger = self.facts.pop, self.ledger
         active = ledger.active
         for rid in finished:

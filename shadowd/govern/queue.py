@@ -26,11 +26,12 @@ from shadowd.govern.ledger import VTC, Ledger
 
 
 class RequestFacts:
-    """What the governor keeps per live request: tenant, prompt length, arrival order, state, and
-    its tenant's list of this step's decode contexts (shared by the tenant's requests, so the
-    governor's per-row pass appends to it without a lookup by tenant)."""
+    """What the governor keeps per live request: tenant, prompt length, arrival order, state, its
+    tenant's list of this step's decode contexts (shared by the tenant's requests, so the
+    governor's per-row pass appends to it without a lookup by tenant), and its place in the
+    running rows the governor expects next (``member``, ``at``: ``shadowd.govern.roster``)."""
 
-    __slots__ = ("tenant", "prompt", "seq", "running", "estimate", "contexts")
+    __slots__ = ("tenant", "prompt", "seq", "running", "estimate", "contexts", "member", "at")
 
     def __init__(self, tenant: int, prompt: int, seq: int, contexts: list[int]) -> None:
         self.tenant = tenant
@@ -39,6 +40,8 @@ class RequestFacts:
         self.running = False
         self.estimate = 0.0
         self.contexts = contexts
+        self.member = 0
+        self.at = 0
 
 
 class FairRequestQueue(RequestQueue):

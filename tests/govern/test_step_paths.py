@@ -1,12 +1,14 @@
 """The governor's cheaper per-step paths give what the plain per-row rule gives, bit for bit.
 
-Steps are made up (no scheduler): random rows of random tenants, prompt chunks, multi-token rows
-and requests the governor has not seen yet, so every path is taken on both sides of its condition:
+Steps are made up (no scheduler): random rows of random tenants, prompt chunks, multi-token rows,
+draft tokens, rows left out of a step, preemptions and requests the governor has not seen yet, so
+every path is taken on both sides of its condition:
 
-* the fold of repeated running rows (:class:`shadowd.govern.governor.RowLayout`), used only while
-  the same rows come again all past their prompts, against one ``TenantSums.add`` per row;
+* the roster's fold (:class:`shadowd.govern.roster.DecodeRoster`), used only when the step's rows
+  are the ones it expected, against one ``TenantSums.add`` per row;
 * the per-row pass that looks rows up by subscript and, meeting an unseen request, starts again;
-* the fused ledger charge, against ``TenantSums.vtc_tokens`` and ``StepPricer.shares``.
+* the fused ledger charge, against ``TenantSums.vtc_tokens`` and ``StepPricer.shares`` (tenants in
+  index order).
 
 ``tests/govern/test_queue.py`` checks the same on the real vLLM scheduler.
 """
@@ -47,22 +49,26 @@ def _request(i: int, rng: random.Random) -> NS:
     )
 
 
-def _governor(requests: dict):
+def _governor(requests: dict, rows_per_change: float = 0):
     from shadowd.govern.governor import Governor
     from shadowd.govern.handoff import Verdict
 
     cfg = GovernConfig(mode="vtc", tenants=TenantPolicy.parse("acme=2,beta=0.5"))
     gov = Governor(cfg, requests)
     gov.verdict = Verdict("go", StepPricer(COEF), "v1", float("inf"))  # attributed charges too
+    gov.rows_per_change = rows_per_change
     return gov
 
 
-def _out(new: list, cached: list, nst: dict, finished=()) -> NS:
+def _out(new: list, cached: list, nst: dict, finished=(), drafts=None) -> NS:
     return NS(
         scheduled_new_reqs=[NS(req_id=r, num_computed_tokens=c) for r, c in new],
-        scheduled_cached_reqs=NS(req_ids=[r for r, _ in cached], num_computed_tokens=[c for _, c in cached]),
+        scheduled_cached_reqs=NS(
+            req_ids=[r for r, _ in cached], num_computed_tokens=[c for _, c in cached], resumed_req_ids=set()
+        ),
         num_scheduled_tokens=nst,
         total_num_scheduled_tokens=sum(nst.values()),
+        scheduled_spec_decode_tokens=drafts or {},
         finished_req_ids=set(finished),
     )
 
@@ -77,6 +83,7 @@ def _reference(gov, requests: dict, out) -> dict[int, tuple[float, float]]:
         t = gov.ledger.tenant(gov.resolver.resolve(req))
         p = out.num_scheduled_tokens[rid]
         sums.setdefault(t, TenantSums()).add(p, c, c < req.num_prompt_tokens or p > 1)
+    sums = dict(sorted(sums.items()))
     shares = gov.verdict.pricer.shares(list(sums.values()), out.total_num_scheduled_tokens)
     cfg = gov.config
     return {t: (s.vtc_tokens(cfg.w_p, cfg.w_q), shares[j]) for j, (t, s) in enumerate(sums.items())}
@@ -97,74 +104,174 @@ def _charged_as_the_rule(gov, requests: dict, out) -> None:
 @pytest.mark.parametrize("seed", range(6))
 def test_random_steps_charge_as_the_per_row_rule_on_every_path(seed):
     rng = random.Random(seed)
-    requests = {f"r{i}": _request(i, rng) for i in range(400)}
-    gov = _governor(requests)
+    requests = {f"r{i}": _request(i, rng) for i in range(600)}
+    gov = _governor(requests)  # the roster however many arrivals per row (``test_a_batch_...``: not)
     ids = list(requests)
     running = rng.sample(ids, rng.choice((3, 40, 200)))
     for r in running[: len(running) // 2]:  # the rest are first seen in a step (lookup path)
         gov.facts_of(requests[r])
     computed = {r: requests[r].num_prompt_tokens + rng.randrange(0, 50) for r in running}
     assert any(r not in gov.facts for r in running)
-    folded = passes = 0
-    for _ in range(60):
+    preempted: list[str] = []  # left out while back in the waiting queue; come back as new rows
+    folded_with_gaps = 0
+    for _ in range(80):
         kind = rng.random()
-        nst = {r: 1 for r in running}
-        cached = [(r, computed[r]) for r in running]
+        scheduled = list(running)
+        drafts = None
         new = []
-        if kind < 0.15:  # a chunk: a running row behind its prompt
+        if kind < 0.15 and len(running) > 2:  # left out of this step (budget, last token in flight)
+            for r in rng.sample(running, rng.choice((1, 2))):
+                scheduled.remove(r)
+        elif kind < 0.2 and len(running) > 2:  # preempted: left out, back in the waiting queue
             r = rng.choice(running)
+            running.remove(r)
+            scheduled.remove(r)
+            if r in gov.facts:
+                gov.facts[r].running = False
+            preempted.append(r)
+        nst = {r: 1 for r in scheduled}
+        cached = [(r, computed[r]) for r in scheduled]
+        if 0.2 <= kind < 0.3:  # a chunk: a running row behind its prompt (recomputed from 0)
+            r = rng.choice(scheduled)
             cached = [(x, 0 if x == r else c) for x, c in cached]
             nst[r] = rng.choice((1, 5))
-        elif kind < 0.25:  # a multi-token row past its prompt (speculative tokens)
-            nst[rng.choice(running)] = 3
-        elif kind < 0.35:  # arrivals and a finish: the rows change
+        elif 0.3 <= kind < 0.35:  # a multi-token row past its prompt
+            nst[rng.choice(scheduled)] = 3
+        elif 0.35 <= kind < 0.4:  # draft tokens
+            r = rng.choice(scheduled)
+            nst[r], drafts = 3, {r: [1, 2]}
+        elif 0.4 <= kind < 0.5:  # arrivals (and a preempted request back) and a finish: the rows change
             fresh = rng.sample([i for i in ids if i not in computed], 2)
             new = [(r, 0) for r in fresh]
             nst.update({r: requests[r].num_prompt_tokens for r in fresh})
-        elif kind < 0.4:  # same rows, another order
-            rng.shuffle(running)
-            cached = [(r, computed[r]) for r in running]
-        layout = gov._layout
-        used = layout is not None and [r for r, _ in cached] == layout.rids
-        out = _out(new, cached, nst)
+            if preempted:
+                r = preempted.pop()
+                new.append((r, 0))
+                nst[r] = computed[r]
+        elif 0.5 <= kind < 0.55:  # same rows, another order
+            rng.shuffle(cached)
+        folds = gov.roster.folds
+        out = _out(new, cached, nst, drafts=drafts)
         _charged_as_the_rule(gov, requests, out)
+        folded_with_gaps += len(scheduled) < len(running) and gov.roster.folds > folds
         assert all(r in gov.facts for r, _ in cached)  # first seen in the pass: facts made
-        folded += used and all(c >= requests[r].num_prompt_tokens for r, c in cached)
-        passes += not used
-        for r, c in cached:
-            computed[r] = max(c, computed[r]) + nst[r]
+        for r, c in cached:  # as vLLM: a context moves by what was scheduled, from where it was
+            computed[r] = c + nst[r]
         for r, _ in new:
-            computed[r] = requests[r].num_prompt_tokens
+            computed[r] = max(computed.get(r, 0), requests[r].num_prompt_tokens)
             running.append(r)
-        if new:
+        for r in running:  # what the queue's pop did for them (once the governor has seen them)
+            if r in gov.facts:
+                gov.facts[r].running = True
+        if len(new) > 1:
             done = running.pop(0)
             gov.on_schedule(_out([], [], {}, finished=[done]))
             computed.pop(done)
-    assert folded > 5 and passes > 5, (folded, passes)
+    roster = gov.roster
+    assert roster.folds > 10 and roster.rebuilds > 5 and folded_with_gaps > 0, (roster.folds, roster.rebuilds)
 
 
-def test_the_layout_fold_refuses_other_rows_and_rows_behind_their_prompts():
-    from shadowd.govern.governor import RowLayout
+def _facts(n: int):
     from shadowd.govern.queue import RequestFacts
 
-    facts = {f"r{i}": RequestFacts(i % 3, 10 * (i + 1), i, []) for i in range(5)}
-    rids = list(facts)
-    layout = RowLayout(rids, facts)
-    assert layout.prompt_max == 50 and [t for t, _, _ in layout.groups] == [0, 1, 2]
+    return {f"r{i}": RequestFacts(i % 3, 10 * (i + 1), i, []) for i in range(n)}
+
+
+def _fold(roster, rows: dict, nst: dict | None = None) -> tuple[bool, dict]:
+    """``roster.fold`` of a step with ``rows`` (rid -> context), one token each unless ``nst``."""
+    nst = nst or dict.fromkeys(rows, 1)
     sums: dict[int, TenantSums] = {}
-    assert not layout.fold(rids[::-1], [60] * 5, sums, lambda t: TenantSums())
-    assert not layout.fold(rids, [60, 60, 60, 60, 49], sums, lambda t: TenantSums())
-    assert not layout.fold(rids, [10, 20, 29, 40, 50], sums, lambda t: TenantSums())
-    assert not layout.fold(rids[:4], [60] * 4, sums, lambda t: TenantSums())
-    assert sums == {}
-    for computed in ([50, 51, 52, 53, 54], [10, 20, 30, 40, 50]):  # past the longest; each its own
-        sums = {}
-        assert layout.fold(rids, computed, sums, lambda t: TenantSums())
-        want: dict[int, TenantSums] = {}
-        for rid, c in zip(rids, computed):
-            want.setdefault(facts[rid].tenant, TenantSums()).add(1, c, False)
-        assert list(sums) == list(want)
-        for t in want:
-            assert [getattr(sums[t], k) for k in TenantSums.__slots__] == [
-                getattr(want[t], k) for k in TenantSums.__slots__
-            ]
+    ok = roster.fold(list(rows), list(rows.values()), nst, sum(nst.values()), sums, lambda t: TenantSums())
+    return ok, sums
+
+
+def test_the_roster_folds_only_the_rows_it_expects():
+    from shadowd.govern.roster import DecodeRoster
+
+    facts = _facts(5)  # prompts 10, 20, ..., 50; tenants 0, 1, 2, 0, 1
+    roster = DecodeRoster()
+    ctx = {rid: f.prompt + 3 for rid, f in facts.items()}
+    roster.rebuild(list(ctx), list(ctx.values()), dict.fromkeys(ctx, 1), facts)
+    roster.end_step([], {}, facts)
+    for f in facts.values():
+        f.running = True
+    ctx = {rid: c + 1 for rid, c in ctx.items()}  # the next step: every context one more
+    assert not _fold(roster, {**ctx, "r0": ctx["r0"] - 1})[0]  # a context lowered (and another raised)
+    assert not _fold(roster, {**ctx, "r1": ctx["r1"] - 1})[0]  # a context lowered
+    assert not _fold(roster, ctx, {**dict.fromkeys(ctx, 1), "r2": 2})[0]  # two tokens past its prompt
+    assert not _fold(roster, {**ctx, "x": 9})[0]  # a row it does not know
+    swapped = {k: v for k, v in ctx.items() if k != "r4"}
+    assert not _fold(roster, {**swapped, "x": ctx["r4"]})[0]  # one left out, an unknown in its place
+    ok, sums = _fold(roster, ctx)
+    assert ok
+    assert {t: (s.n, s.dn, s.dc) for t, s in sums.items()} == {
+        0: (2, 2, ctx["r0"] + ctx["r3"]),
+        1: (2, 2, ctx["r1"] + ctx["r4"]),
+        2: (1, 1, ctx["r2"]),
+    }
+    roster.end_step([], {}, facts)
+    # r1 left out of the next step: its context holds; r4 preempted: it leaves the roster
+    facts["r4"].running = False
+    nxt = {rid: c + 1 for rid, c in ctx.items() if rid not in ("r1", "r4")}
+    ok, sums = _fold(roster, nxt)
+    assert ok and 1 not in sums and "r4" not in roster.decode and "r1" in roster.decode
+    roster.end_step([], {}, facts)
+    held = ctx["r1"] + 1  # what it would have had in the step it was left out of
+    back = {rid: c + 1 for rid, c in nxt.items()} | {"r1": held}
+    assert not _fold(roster, {**back, "r1": held + 1})[0]  # as if it had been scheduled
+    ok, sums = _fold(roster, back)
+    assert ok and (sums[1].n, sums[1].dc) == (1, held)
+
+
+def test_a_prompt_in_chunks_is_charged_as_prefill_and_then_decodes():
+    from shadowd.govern.roster import DecodeRoster
+
+    facts = _facts(2)  # r1's prompt: 20 tokens
+    roster = DecodeRoster()
+    roster.rebuild([], [], {}, facts)
+    roster.end_step([NS(req_id="r1", num_computed_tokens=0)], {"r1": 8}, facts)  # chunk 0-8
+    assert "r1" in roster.chunks
+    ok, sums = _fold(roster, {"r1": 8}, {"r1": 8})  # chunk 8-16
+    assert ok and (sums[1].pn, sums[1].pp, sums[1].pc, sums[1].dn) == (1, 8, 8, 0)
+    roster.end_step([], {}, facts)
+    ok, sums = _fold(roster, {"r1": 16}, {"r1": 4})  # the last chunk: 16-20
+    assert ok and (sums[1].pn, sums[1].pp) == (1, 4)
+    roster.end_step([], {}, facts)
+    assert "r1" in roster.decode
+    ok, sums = _fold(roster, {"r1": 20})
+    assert ok and (sums[1].dn, sums[1].dc, sums[1].pn) == (1, 20, 0)
+
+
+def test_a_batch_with_many_arrivals_per_row_is_charged_by_the_pass_and_a_steady_one_by_the_roster():
+    """Where arrivals and finishes come at more than one per ``ROWS_PER_CHANGE`` running rows, the
+    roster is dropped (no bookkeeping per arrival and finish) and the per-row pass charges; once
+    the batch runs steady it is rebuilt and folds."""
+    from shadowd.govern.governor import ROWS_PER_CHANGE
+    from shadowd.govern.roster import DECODE
+
+    rng = random.Random(7)
+    requests = {f"r{i}": _request(i, rng) for i in range(400)}
+    gov = _governor(requests, rows_per_change=ROWS_PER_CHANGE)
+    rows = list(requests)[:ROWS_PER_CHANGE]
+    waiting = list(requests)[ROWS_PER_CHANGE:]
+    computed = {r: requests[r].num_prompt_tokens for r in rows}
+    for _ in range(40):  # two arrivals and two finishes a step among 16 rows: churn
+        fresh = [waiting.pop(), waiting.pop()]
+        nst = {**dict.fromkeys(rows, 1), **{r: requests[r].num_prompt_tokens for r in fresh}}
+        out = _out([(r, 0) for r in fresh], [(r, computed[r]) for r in rows], nst, finished=rows[:2])
+        _charged_as_the_rule(gov, requests, out)
+        for r in rows:
+            computed[r] += 1
+        rows = rows[2:] + fresh
+        computed.update({r: requests[r].num_prompt_tokens for r in fresh})
+    # (its first steps, while the smoothed churn was still low, went through the roster)
+    assert not gov.roster.valid and gov.churn > 1
+    assert not any(f.member for f in gov.facts.values())  # no member flags left behind
+    rebuilds, folds = gov.roster.rebuilds, gov.roster.folds
+    for _ in range(60):  # the same rows, step after step: the smoothed churn falls
+        out = _out([], [(r, computed[r]) for r in rows], dict.fromkeys(rows, 1))
+        _charged_as_the_rule(gov, requests, out)
+        for r in rows:
+            computed[r] += 1
+    assert gov.roster.valid and gov.roster.folds - folds > 40 and gov.roster.rebuilds == rebuilds + 1
+    assert all(gov.facts[r].member == DECODE for r in rows)
