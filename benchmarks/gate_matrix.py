@@ -729,7 +729,10 @@ PROTOCOL = {
             "req/s as tenant c; every source used before, this mix, model and these rates not; "
             "arXiv-summarisation length statistics at 1.5 req/s as the new heavy tenant"
         ],
-        "seeds": "2601-2612 (2611 and 2612 reserved for the accuracy study's saturated and light runs)",
+        "seeds": (
+            "2601-2612 (2611 and 2612 reserved for the accuracy study's saturated and light runs); "
+            "2613 for H25-steady-xl"
+        ),
         "regimes": SATURATING_REGIMES,
         "note": (
             "Named after design r27 (a newcomer's share is of the last 1,000 attributed steps) was "
@@ -743,7 +746,10 @@ PROTOCOL = {
             "its verdict was not read. H25-steady-long: H25-steady (seed 2601) run 605,000 steps, "
             "for the false alarms per judged step on a held-out healthy scenario (as "
             "H8-steady-long), declared after the set's other rows had run under r27 and before "
-            "its own run; no design was changed after it was declared."
+            "its own run; no design was changed after it was declared. H25-steady-xl: H25-steady's "
+            "load with a seed of its own (2613) run 1,000,000 steps, declared under r27 after "
+            "H25-steady-long's run (whose false-alarm bound ended just above the target: too few "
+            "judged steps) and before its own; no design was changed after it was declared."
         ),
     },
 }
@@ -1482,6 +1488,16 @@ def _scenarios() -> list[Scenario]:
                 seed=seed,
             )
         )
+    out.append(
+        Scenario(
+            "H25-steady-xl",
+            "held_out_25",
+            "healthy",
+            "steady, 1,000,000 steps, its own seed: the false-alarm bound",
+            **{**HELD25_BASE, "steps": 1_000_000},
+            seed=2613,
+        )
+    )
     for tag, base, seed in (
         ("3", HELD3_BASE, 410),
         ("4", HELD4_BASE, 510),
@@ -1671,7 +1687,7 @@ def _long_run_line(rows: list[dict[str, Any]]) -> list[str]:
     """Each long healthy run's false-alarm bound, measured on the held-out engine itself."""
     out = []
     for r in rows:
-        if not r["scenario"]["name"].endswith("-long") or r.get("false_alarm_upper95") is None:
+        if not r["scenario"]["name"].endswith(("-long", "-xl")) or r.get("false_alarm_upper95") is None:
             continue
         bound = r["false_alarm_upper95"]
         out.append(

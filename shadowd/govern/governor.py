@@ -2,8 +2,8 @@
 
 ``on_schedule`` runs after vLLM's ``schedule`` returns.  It sums each tenant's rows of the step
 (new requests row by row; running rows from the rows it expected, :mod:`shadowd.govern.roster`,
-or where a step is not what it expected, row by row), then charges every tenant in the step once: VTC token units always, and its LLMVisor share of the step's
-predicted latency whenever coefficients for this engine's platform are known.  Admission follows
+or, where a step is not what it expected, row by row), then charges every tenant in the step
+once: VTC token units always, and its LLMVisor share of the step's predicted latency whenever coefficients for this engine's platform are known.  Admission follows
 the attributed counter while the gate says GO and fresh, the VTC counter otherwise; a change of
 that choice is logged with its reason and counted (``switches``); the counters reach the daemon
 through a status file, written at most once a second by a thread of its own
@@ -152,13 +152,13 @@ class Governor:
         churn = self.churn = self.churn + CHURN_SMOOTHING * (
             len(new_reqs) + len(out.finished_req_ids) - self.churn
         )
+        # Tokens beyond one per cached row: prompt chunks (found by the tally, whose rows are
+        # behind their prompt) or, rarely, speculative or recomputed output tokens.
+        extra = total - new_tokens - len(rids)
         if len(rids) <= self.rows_per_change * churn:  # the pass costs less than the bookkeeping
             if roster.valid:
                 roster.invalidate()
-            if self._charge_cached(rids, computed, nst, sums) != total - new_tokens - len(rids):
-                sums = {}  # a multi-token row past its prompt: charge the step row by row instead
-                self._charge_new(new_reqs, nst, sums)
-                self._charge_each(rids, computed, nst, sums)
+            sums = self._charge_by_pass(new_reqs, rids, computed, nst, extra, sums)
         elif (
             rejoined  # a member among the new rows: the roster's count would not prove the rows
             or cached.resumed_req_ids  # preempted requests back: not members
@@ -167,16 +167,22 @@ class Governor:
         ):
             sums = {}  # the fold's partial sums, if any, are not the step's
             self._charge_new(new_reqs, nst, sums)
-            # Tokens beyond one per cached row: prompt chunks (found by the tally, whose rows
-            # are behind their prompt) or, rarely, speculative or recomputed output tokens.
-            if self._charge_cached(rids, computed, nst, sums) != total - new_tokens - len(rids):
-                sums = {}  # a multi-token row past its prompt: charge the step row by row instead
-                self._charge_new(new_reqs, nst, sums)
-                self._charge_each(rids, computed, nst, sums)
+            sums = self._charge_by_pass(new_reqs, rids, computed, nst, extra, sums)
             roster.rebuild(rids, computed, nst, facts)
         if roster.valid:
             roster.end_step(new_reqs, nst, facts)
         self._charge_sums(sums, total)
+        return sums
+
+    def _charge_by_pass(
+        self, new_reqs: list, rids: list[str], computed: list[int], nst: dict, extra: int, sums: dict
+    ) -> dict[int, TenantSums]:
+        """The step's running rows added to ``sums`` (which holds its new rows) by the per-row
+        pass; the step's sums.  ``extra``: the step's tokens beyond one per running row."""
+        if self._charge_cached(rids, computed, nst, sums) != extra:
+            sums = {}  # a multi-token row past its prompt: charge the step row by row instead
+            self._charge_new(new_reqs, nst, sums)
+            self._charge_each(rids, computed, nst, sums)
         return sums
 
     def _charge_new(self, new_reqs: list, nst: dict, sums: dict[int, TenantSums]) -> tuple[int, bool]:
