@@ -49,6 +49,9 @@ class DecodeRoster:
         self.count: dict[int, int] = {}  # tenant -> decode members (tenants with none absent)
         self.base: dict[int, int] = {}  # tenant -> Σ base of its decode members
         self.valid = False  # False until rebuilt from a step's rows (and after an error)
+        # The last folded step's rows, in its order, while the members are exactly those rows
+        # (None once a member joins or leaves): the same rows again need no keys comparison.
+        self._rows: list[str] | None = None
         self.folds = 0  # steps charged from the roster
         self.rebuilds = 0  # steps charged by the per-row pass, the roster rebuilt after
 
@@ -91,6 +94,7 @@ class DecodeRoster:
             f = facts.get(rid)
             if f is None or not f.member:
                 continue
+            self._rows = None
             if f.member == DECODE:
                 t = f.tenant
                 del decode[rid]
@@ -113,6 +117,7 @@ class DecodeRoster:
         step = self.step = self.step + 1
         if not new_reqs:
             return
+        self._rows = None
         count, base, decode = self.count, self.base, self.decode
         for new in new_reqs:
             rid = new.req_id
@@ -171,7 +176,9 @@ class DecodeRoster:
         # so the rows are exactly the members present if and only if the counts agree.
         if rows == len(decode):
             out_of_step: Iterable[str] = ()
-            if not decode.keys() <= nst.keys():  # an unknown row in a member's place
+            # The same rows as the last step's, all members then and now (compared by identity,
+            # cheaper than by hash), or every member among the step's.
+            if rids != self._rows and not decode.keys() <= nst.keys():  # an unknown row
                 return False
         else:
             out_of_step = decode.keys() - nst.keys()
@@ -202,8 +209,11 @@ class DecodeRoster:
             context += c
         if context != sum(computed):
             return False
-        if out_of_step or self.chunks:  # steady decode: nothing moves but the step
+        if out_of_step or self.chunks:
             self._advance(out_of_step, nst)
+            self._rows = None
+        elif self._rows is None:  # steady decode: the members are these rows
+            self._rows = rids.copy()  # a copy: the scheduler's list is not ours to keep
         self.folds += 1
         return True
 
@@ -251,4 +261,5 @@ class DecodeRoster:
         for f in self.chunks.values():
             f.member = 0
         self.decode, self.chunks, self.count, self.base = {}, {}, {}, {}
+        self._rows = None
         self.valid = False

@@ -275,3 +275,31 @@ def test_a_batch_with_many_arrivals_per_row_is_charged_by_the_pass_and_a_steady_
             computed[r] += 1
     assert gov.roster.valid and gov.roster.folds - folds > 40 and gov.roster.rebuilds == rebuilds + 1
     assert all(gov.facts[r].member == DECODE for r in rows)
+
+
+def test_the_same_rows_again_are_trusted_only_while_no_member_joined_or_left():
+    """A steady step's rows are compared by identity with the last folded step's (no keys
+    comparison) only while the members are still exactly those rows: a finish and an arrival
+    between (the count unchanged) must not let last step's rows through."""
+    from shadowd.govern.roster import DecodeRoster
+
+    facts = _facts(6)
+    roster = DecodeRoster()
+    rows = [f"r{i}" for i in range(5)]
+    ctx = {r: facts[r].prompt + 3 for r in rows}
+    roster.rebuild(rows, [ctx[r] for r in rows], dict.fromkeys(rows, 1), facts)
+    roster.end_step([], {}, facts)
+    for _ in range(2):
+        ctx = {r: c + 1 for r, c in ctx.items()}
+        assert _fold(roster, ctx)[0]
+        roster.end_step([], {}, facts)
+    assert roster._rows == rows  # steady: kept
+    ctx = {r: c + 1 for r, c in ctx.items()}  # a step with r5 new beside them; then r0 finishes
+    assert _fold(roster, ctx)[0]
+    roster.end_step([NS(req_id="r5", num_computed_tokens=0)], {"r5": facts["r5"].prompt}, facts)
+    roster.leave(["r0"], facts)  # five members again
+    assert roster._rows is None
+    ctx = {r: c + 1 for r, c in ctx.items()}
+    assert not _fold(roster, ctx)[0]  # last step's rows, r0 among them: refused
+    ok, _ = _fold(roster, {**{r: c for r, c in ctx.items() if r != "r0"}, "r5": facts["r5"].prompt})
+    assert ok and roster._rows is not None
