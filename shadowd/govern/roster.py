@@ -254,8 +254,8 @@ class DecodeRoster:
         self.rebuilds += 1
 
     def invalidate(self) -> None:
-        """Expect nothing until the next rebuild: a step went uncharged (an error), or the
-        batches are too small for the roster to pay (``Governor._charge``)."""
+        """Expect nothing until the next rebuild: a step went uncharged (an error), or arrivals
+        and finishes are too many per running row for the roster to pay (``Governor._charge``)."""
         for f in self.decode.values():
             f.member = 0
         for f in self.chunks.values():
