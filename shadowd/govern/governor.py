@@ -105,7 +105,8 @@ class Governor:
         try:
             self._refresh()
             charged = self._charge(out)
-            self._retire(out.finished_req_ids)
+            if out.finished_req_ids:
+                self._retire(out.finished_req_ids)
         except Exception as exc:
             for cs in self._contexts:  # a pass cut short leaves contexts behind: not next step's
                 cs.clear()
@@ -139,7 +140,7 @@ class Governor:
     def _charge(self, out: Any) -> Iterable[int]:
         """Charge the step; the tenants charged."""
         roster, facts = self.roster, self.facts
-        if roster.valid:  # finished before this step: not among its rows
+        if roster.valid and out.finished_req_ids:  # finished before this step: not among its rows
             roster.leave(out.finished_req_ids, facts)
         total = out.total_num_scheduled_tokens
         if not total:
@@ -147,11 +148,21 @@ class Governor:
         nst = out.num_scheduled_tokens
         new_reqs, cached = out.scheduled_new_reqs, out.scheduled_cached_reqs
         rids, computed = cached.req_ids, cached.num_computed_tokens
-        sums: dict[int, TenantSums] = {}
-        new_tokens, rejoined = self._charge_new(new_reqs, nst, sums)
         churn = self.churn = self.churn + CHURN_SMOOTHING * (
             len(new_reqs) + len(out.finished_req_ids) - self.churn
         )
+        if (
+            not new_reqs  # steady decode: the same rows as the last step, one token each
+            and roster.valid
+            and len(rids) > self.rows_per_change * churn
+            and not cached.resumed_req_ids
+            and not out.scheduled_spec_decode_tokens
+        ):
+            steady = roster.repeat(rids, computed, total)
+            if steady is not None:
+                return self._charge_decode(*steady, total)
+        sums: dict[int, TenantSums] = {}
+        new_tokens, rejoined = self._charge_new(new_reqs, nst, sums)
         # Tokens beyond one per cached row: prompt chunks (found by the tally, whose rows are
         # behind their prompt) or, rarely, speculative or recomputed output tokens.
         extra = total - new_tokens - len(rids)
@@ -321,12 +332,22 @@ class Governor:
         self.ledger.charge(tenants, rows, self.config.w_p, self.config.w_q, shares)
         self.steps_charged["vtc" if verdict.pricer is None else "attributed"] += 1
 
+    def _charge_decode(
+        self, tenants: list[int], counts: list[int], contexts: list[int], total_tokens: int
+    ) -> list[int]:
+        """``_charge_sums`` for a step of one-token decode rows only (``counts[j]`` rows of
+        ``tenants[j]``, in index order, ``contexts[j]`` their summed context); the tenants."""
+        verdict = self.verdict
+        pricer = verdict.pricer or (self.reader.pricer if self.reader is not None else None)
+        shares = pricer.decode_shares(counts, contexts, total_tokens) if pricer is not None else None
+        self.ledger.charge_decode(tenants, counts, self.config.w_q, shares)
+        self.steps_charged["vtc" if verdict.pricer is None else "attributed"] += 1
+        return tenants
+
     def _retire(self, finished: Any) -> None:
         """Forget finished requests.  ``Ledger.deactivate``'s common case (the tenant still has
         others) is written out: a call per finished request less (``benchmarks/govern_cost.py``,
         workload ``churn``)."""
-        if not finished:
-            return
         pop, ledger = self.facts.pop, self.ledger
         active = ledger.active
         for rid in finished:

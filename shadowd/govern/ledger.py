@@ -114,6 +114,24 @@ class Ledger:
                 self._drain(t)
                 self.bucket[t] += ms
 
+    def charge_decode(
+        self, tenants: Sequence[int], rows: Sequence[int], w_q: float, attributed_ms: Sequence[float] | None
+    ) -> None:
+        """``charge`` for a step of one-token decode rows only (``rows[j]`` of ``tenants[j]``):
+        the same sums, without sums objects (``Governor``'s steady-decode step)."""
+        vtc = self.service[VTC]
+        if attributed_ms is None:
+            for t, m in zip(tenants, rows):
+                vtc[t] += w_q * m
+            return
+        attributed, cap = self.service[ATTRIBUTED], self.cap
+        for t, m, ms in zip(tenants, rows, attributed_ms):
+            vtc[t] += w_q * m
+            attributed[t] += ms
+            if cap[t]:
+                self._drain(t)
+                self.bucket[t] += ms
+
     def _drain(self, t: int) -> None:
         now = self.clock()
         self.bucket[t] = max(0.0, self.bucket[t] - (now - self._bucket_t[t]) * self.cap[t])

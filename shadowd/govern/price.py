@@ -127,3 +127,28 @@ class StepPricer:
         scale = (predicted - floor) / sum_price if sum_price > 0 else 0.0
         each = floor / n
         return [each * s.n + scale * price for s, price in zip(tenants, prices)]
+
+    def decode_shares(self, counts: Sequence[int], contexts: Sequence[int], total_tokens: int) -> list[float]:
+        """``shares`` of a step made only of one-token decode rows, given per tenant its rows
+        and their summed context: the same operations in the same order, so the same floats bit
+        for bit (``tests/govern/test_step_paths.py``), without sums objects: the steady decode
+        step, the common one (``benchmarks/govern_cost.py``, workload ``steady``)."""
+        k = 1 if total_tokens > self.breakpoint else 0
+        d_c, d_1, _ = self.decode[0]
+        e_c, e_1, _ = self.decode[k]
+        n = 0
+        sum_v = sum_price = 0.0
+        prices = []
+        for m, c in zip(counts, contexts):
+            price = d_c * c + d_1 * m
+            sum_v += price if k == 0 else e_c * c + e_1 * m
+            sum_price += price
+            prices.append(price)
+            n += m
+        if n == 0:
+            return [0.0] * len(counts)
+        predicted = self.beta[k] + sum_v
+        floor = min(self.beta[0], predicted) if sum_price > 0 else predicted
+        scale = (predicted - floor) / sum_price if sum_price > 0 else 0.0
+        each = floor / n
+        return [each * m + scale * price for m, price in zip(counts, prices)]

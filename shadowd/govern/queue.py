@@ -130,16 +130,20 @@ class FairRequestQueue(RequestQueue):
         """A step was charged: forget the estimates and re-key the tenants whose counters moved
         (``charged``; ``None``: any may have, re-key all)."""
         self._head = None
-        touched = set(self.pending)
-        self.pending.clear()
-        for f in self._popped:
-            f.estimate = 0.0
-        self._popped.clear()
+        touched: set[int] = set()
+        if self.pending or self._popped:  # admissions this step
+            touched.update(self.pending)
+            self.pending.clear()
+            for f in self._popped:
+                f.estimate = 0.0
+            self._popped.clear()
+        fifo = self._fifo
+        if not fifo:  # nothing waiting: no key to move (steady decode, the common step)
+            return
         if charged is None:
             self._rebuild()
             return
         touched.update(charged)
-        fifo = self._fifo
         for t in touched:
             if t in fifo and t not in self._held:
                 self._rekey(t)

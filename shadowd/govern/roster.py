@@ -52,7 +52,11 @@ class DecodeRoster:
         # The last folded step's rows, in its order, while the members are exactly those rows
         # (None once a member joins or leaves): the same rows again need no keys comparison.
         self._rows: list[str] | None = None
+        # With ``_rows``: its tenants in index order and their member counts (see ``repeat``).
+        self._tenants: list[int] = []
+        self._counts: list[int] = []
         self.folds = 0  # steps charged from the roster
+        self.repeats = 0  # of which steady decode steps, charged from ``repeat``
         self.rebuilds = 0  # steps charged by the per-row pass, the roster rebuilt after
 
     # -- membership ------------------------------------------------------------------------------
@@ -214,8 +218,31 @@ class DecodeRoster:
             self._rows = None
         elif self._rows is None:  # steady decode: the members are these rows
             self._rows = rids.copy()  # a copy: the scheduler's list is not ours to keep
+            self._tenants = sorted(count)
+            self._counts = [count[t] for t in self._tenants]
         self.folds += 1
         return True
+
+    def repeat(
+        self, rids: list[str], computed: list[int], tokens: int
+    ) -> tuple[list[int], list[int], list[int]] | None:
+        """Steady decode: if the step's rows are the last folded step's (the same list, every
+        row a decode member then and now, none joined or left since), one token each, their
+        tenants in index order, each one's rows and their summed context; else None (``fold``
+        then decides).  On success the step is closed (no ``end_step``: a steady step has no
+        new rows).  The caller charges the step from these without sums objects: a steady batch
+        is the common step, and its fixed cost per step counts most at small batches
+        (``benchmarks/govern_cost.py``, workload ``steady``)."""
+        if tokens != len(rids) or rids != self._rows:
+            return None
+        k, base, counts = self.step, self.base, self._counts
+        contexts = [base[t] + n * k for t, n in zip(self._tenants, counts)]
+        if sum(contexts) != sum(computed):
+            return None
+        self.step = k + 1
+        self.folds += 1
+        self.repeats += 1
+        return self._tenants, counts, contexts
 
     def _advance(self, out_of_step: Iterable[str], nst: Mapping[str, int]) -> None:
         """After a folded step: chunks move on (decode members once past their prompt); members

@@ -169,6 +169,7 @@ def test_random_steps_charge_as_the_per_row_rule_on_every_path(seed):
             computed.pop(done)
     roster = gov.roster
     assert roster.folds > 10 and roster.rebuilds > 5 and folded_with_gaps > 0, (roster.folds, roster.rebuilds)
+    assert 0 < roster.repeats < roster.folds  # steady steps by ``repeat``, the others by ``fold``
 
 
 def _facts(n: int):
@@ -274,6 +275,7 @@ def test_a_batch_with_many_arrivals_per_row_is_charged_by_the_pass_and_a_steady_
         for r in rows:
             computed[r] += 1
     assert gov.roster.valid and gov.roster.folds - folds > 40 and gov.roster.rebuilds == rebuilds + 1
+    assert gov.roster.repeats > 40  # the same rows each step: steady decode
     assert all(gov.facts[r].member == DECODE for r in rows)
 
 
@@ -303,3 +305,65 @@ def test_the_same_rows_again_are_trusted_only_while_no_member_joined_or_left():
     assert not _fold(roster, ctx)[0]  # last step's rows, r0 among them: refused
     ok, _ = _fold(roster, {**{r: c for r, c in ctx.items() if r != "r0"}, "r5": facts["r5"].prompt})
     assert ok and roster._rows is not None
+
+
+def test_the_steady_decode_step_is_repeated_only_as_it_was():
+    """``repeat`` (steady decode, no sums objects) takes a step only if its rows are the last
+    folded step's list, one token each, with the contexts one more each; anything else goes to
+    ``fold``.  Its charges are the rule's bit for bit (``test_random_steps_...``)."""
+    from shadowd.govern.roster import DecodeRoster
+
+    facts = _facts(6)
+    roster = DecodeRoster()
+    rows = [f"r{i}" for i in range(5)]
+    ctx = {r: facts[r].prompt + 3 for r in rows}
+    roster.rebuild(rows, [ctx[r] for r in rows], dict.fromkeys(rows, 1), facts)
+    roster.end_step([], {}, facts)
+    ctx = {r: c + 1 for r, c in ctx.items()}
+    assert roster.repeat(rows, list(ctx.values()), 5) is None  # not folded yet: no rows to repeat
+    assert _fold(roster, ctx)[0]
+    roster.end_step([], {}, facts)
+    ctx = {r: c + 1 for r, c in ctx.items()}
+    step = list(ctx.values())
+    assert roster.repeat(rows, [*step[:-1], step[-1] - 1], 5) is None  # a context lowered
+    assert roster.repeat(rows, step, 6) is None  # a row with two tokens
+    assert roster.repeat(rows[::-1], step[::-1], 5) is None  # another order: ``fold`` decides
+    sums = [ctx["r0"] + ctx["r3"], ctx["r1"] + ctx["r4"], ctx["r2"]]  # tenants 0, 1, 2
+    assert roster.repeat(rows, step, 5) == ([0, 1, 2], [2, 2, 1], sums)
+    ctx = {r: c + 1 for r, c in ctx.items()}  # the step closed by ``repeat``: the next one repeats
+    got = roster.repeat(rows, list(ctx.values()), 5)
+    assert got is not None and got[2] == [s + m for s, m in zip(sums, [2, 2, 1])]
+    roster.leave(["r0"], facts)  # a member left: the rows are not the members any more
+    ctx = {r: c + 1 for r, c in ctx.items() if r != "r0"}
+    assert roster.repeat(rows[1:], list(ctx.values()), 4) is None
+
+
+@pytest.mark.parametrize("tokens", [40, 500])  # both segments of ``COEF``
+def test_decode_shares_and_charges_are_the_sums_objects_ones(tokens):
+    """``StepPricer.decode_shares`` and ``Ledger.charge_decode`` give ``shares`` and ``charge``
+    of the same one-token decode rows bit for bit, caps included."""
+    from shadowd.govern.ledger import Ledger
+
+    rng = random.Random(tokens)
+    pricer = StepPricer(COEF)
+    counts = [rng.randrange(1, 60) for _ in range(4)]
+    contexts = [m * rng.randrange(10, 30000) + rng.randrange(m) for m in counts]
+    sums = []
+    for m, c in zip(counts, contexts):
+        s = TenantSums()
+        for j in range(m):  # rows whose contexts add up to ``c``
+            s.add(1, c // m + (j < c % m), False)
+        sums.append(s)
+    shares = pricer.decode_shares(counts, contexts, tokens)
+    assert shares == pricer.shares(sums, tokens)
+    policy = TenantPolicy.parse("a=2,b=1:5,c=1,d=3:1")
+    ledgers = [Ledger(policy, clock=lambda: 7.0) for _ in range(2)]
+    for ledger in ledgers:
+        for name in "abcd":
+            ledger.tenant(name)
+    ledgers[0].charge(range(4), sums, 1.0, 2.0, shares)
+    ledgers[1].charge_decode(range(4), counts, 2.0, shares)
+    assert ledgers[0].service == ledgers[1].service and ledgers[0].bucket == ledgers[1].bucket
+    ledgers[0].charge(range(4), sums, 1.0, 2.0, None)
+    ledgers[1].charge_decode(range(4), counts, 2.0, None)
+    assert ledgers[0].service == ledgers[1].service
