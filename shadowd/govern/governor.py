@@ -24,7 +24,7 @@ from shadowd.govern.handoff import StateReader, Verdict
 from shadowd.govern.ledger import ATTRIBUTED, VTC, Ledger
 from shadowd.govern.price import TenantSums
 from shadowd.govern.queue import FairRequestQueue, RequestFacts
-from shadowd.govern.roster import DecodeRoster
+from shadowd.govern.roster import DecodeRoster, Folded
 from shadowd.govern.status_file import StatusFile
 from shadowd.tap.tenant import TenantResolver
 
@@ -170,20 +170,42 @@ class Governor:
             if roster.valid:
                 roster.invalidate()
             sums = self._charge_by_pass(new_reqs, rids, computed, nst, extra, sums)
-        elif (
-            rejoined  # a member among the new rows: the roster's count would not prove the rows
-            or cached.resumed_req_ids  # preempted requests back: not members
-            or out.scheduled_spec_decode_tokens  # draft tokens: contexts move by acceptance
-            or not roster.fold(rids, computed, nst, total - new_tokens, sums, self._sums_of)
-        ):
-            sums = {}  # the fold's partial sums, if any, are not the step's
-            self._charge_new(new_reqs, nst, sums)
-            sums = self._charge_by_pass(new_reqs, rids, computed, nst, extra, sums)
-            roster.rebuild(rids, computed, nst, facts)
+        else:
+            # Not folded: a member among the new rows (the roster's count would not prove the
+            # rows), preempted requests back (not members), draft tokens (contexts move by
+            # acceptance).
+            folded = None
+            if not (rejoined or cached.resumed_req_ids or out.scheduled_spec_decode_tokens):
+                folded = roster.fold(rids, computed, nst, total - new_tokens)
+            if folded is None:
+                sums = self._charge_by_pass(new_reqs, rids, computed, nst, extra, sums)
+                roster.rebuild(rids, computed, nst, facts)
+            elif new_reqs or folded[3]:
+                self._add_folded(folded, sums)
+            else:  # decode rows only: priced without sums objects
+                roster.end_step(new_reqs, nst, facts)
+                return self._charge_decode(*folded[:3], total)
         if roster.valid:
             roster.end_step(new_reqs, nst, facts)
         self._charge_sums(sums, total)
         return sums
+
+    def _add_folded(self, folded: Folded, sums: dict[int, TenantSums]) -> None:
+        """The roster's answer for the step's running rows, added to ``sums`` (its new rows)."""
+        tenants, counts, contexts, chunk_rows = folded
+        for t, n, c in zip(tenants, counts, contexts):
+            s = sums.get(t)
+            if s is None:
+                s = sums[t] = self._sums_of(t)
+            s.n += n
+            s.dn += n
+            s.dc += c
+        # Every field of a ``TenantSums`` is a sum of integers, exact in any order.
+        for t, q, c in chunk_rows:  # behind their prompt: prefill-like, as the per-row rule has it
+            s = sums.get(t)
+            if s is None:
+                s = sums[t] = self._sums_of(t)
+            s.add(q, c, True)
 
     def _charge_by_pass(
         self, new_reqs: list, rids: list[str], computed: list[int], nst: dict, extra: int, sums: dict

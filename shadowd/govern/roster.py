@@ -30,13 +30,15 @@ step (``benchmarks/govern_cost.py``, workloads ``trace`` and ``churn``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from shadowd.govern.price import TenantSums
 from shadowd.govern.queue import RequestFacts
 
 DECODE, CHUNK = 1, 2  # ``RequestFacts.member``: not a member (0), or which kind
+# ``DecodeRoster.fold``'s answer: decode members per tenant (tenants in index order, their rows,
+# their summed context) and the chunk rows (tenant, tokens, context).
+Folded = tuple[list[int], list[int], list[int], list[tuple[int, int, int]]]
 
 
 class DecodeRoster:
@@ -146,21 +148,17 @@ class DecodeRoster:
 
     # -- per step ------------------------------------------------------------------------------------
     def fold(
-        self,
-        rids: list[str],
-        computed: list[int],
-        nst: Mapping[str, int],
-        tokens: int,
-        sums: dict[int, TenantSums],
-        sums_of: Callable[[int], TenantSums],
-    ) -> bool:
-        """Add the step's running rows (``rids`` with their ``computed`` contexts, ``tokens`` in
-        all) to ``sums`` from the roster, if they are the roster's; whether they were.  On False,
-        ``sums`` may hold partial sums and the roster must be rebuilt (``rebuild``)."""
+        self, rids: list[str], computed: list[int], nst: Mapping[str, int], tokens: int
+    ) -> Folded | None:
+        """The step's running rows (``rids`` with their ``computed`` contexts, ``tokens`` in all)
+        from the roster, if they are the roster's, else None (the roster must then be rebuilt,
+        ``rebuild``): the decode members present, per tenant in index order (tenants, rows,
+        summed context), and the chunk members present as (tenant, tokens, context) rows."""
         if not self.valid:
-            return False
+            return None
         k = self.step
         present = chunk_context = chunk_tokens = 0
+        chunk_rows: list[tuple[int, int, int]] = []
         for rid, f in self.chunks.items():  # few: requests in their prompts
             q = nst.get(rid)
             if q is None:  # not scheduled this step: expected again next step
@@ -169,10 +167,7 @@ class DecodeRoster:
             present += 1
             chunk_context += c
             chunk_tokens += q
-            s = sums.get(f.tenant)
-            if s is None:
-                s = sums[f.tenant] = sums_of(f.tenant)
-            s.add(q, c, True)  # behind its prompt: prefill-like, as the per-row rule has it
+            chunk_rows.append((f.tenant, q, c))
         decode = self.decode
         rows = len(rids) - present
         # Members left out of this step (a keys comparison, in C).  Every other member is
@@ -183,45 +178,42 @@ class DecodeRoster:
             # The same rows as the last step's, all members then and now (compared by identity,
             # cheaper than by hash), or every member among the step's.
             if rids != self._rows and not decode.keys() <= nst.keys():  # an unknown row
-                return False
+                return None
         else:
             out_of_step = decode.keys() - nst.keys()
             if rows != len(decode) - len(out_of_step):
-                return False
+                return None
         if tokens != chunk_tokens + rows:  # a decode member with more than one token
-            return False
+            return None
         count, base = self.count, self.base
         held: dict[int, tuple[int, int]] = {}  # tenant -> (members, Σ context) left out
         for rid in out_of_step:
             f = decode[rid]
             n, c = held.get(f.tenant, (0, 0))
             held[f.tenant] = (n + 1, c + f.at + k)
+        tenants, counts, contexts = [], [], []
         context = chunk_context
-        for t, n in count.items():
+        for t in sorted(count):
+            n = count[t]
             c = base[t] + n * k
             if held:
                 m, hc = held.get(t, (0, 0))
                 n, c = n - m, c - hc
-            if not n:
-                continue
-            s = sums.get(t)
-            if s is None:
-                s = sums[t] = sums_of(t)
-            s.n += n
-            s.dn += n
-            s.dc += c
-            context += c
+            if n:
+                tenants.append(t)
+                counts.append(n)
+                contexts.append(c)
+                context += c
         if context != sum(computed):
-            return False
+            return None
         if out_of_step or self.chunks:
             self._advance(out_of_step, nst)
             self._rows = None
         elif self._rows is None:  # steady decode: the members are these rows
             self._rows = rids.copy()  # a copy: the scheduler's list is not ours to keep
-            self._tenants = sorted(count)
-            self._counts = [count[t] for t in self._tenants]
+            self._tenants, self._counts = tenants, counts
         self.folds += 1
-        return True
+        return tenants, counts, contexts, chunk_rows
 
     def repeat(
         self, rids: list[str], computed: list[int], tokens: int

@@ -181,9 +181,17 @@ def _facts(n: int):
 def _fold(roster, rows: dict, nst: dict | None = None) -> tuple[bool, dict]:
     """``roster.fold`` of a step with ``rows`` (rid -> context), one token each unless ``nst``."""
     nst = nst or dict.fromkeys(rows, 1)
+    folded = roster.fold(list(rows), list(rows.values()), nst, sum(nst.values()))
     sums: dict[int, TenantSums] = {}
-    ok = roster.fold(list(rows), list(rows.values()), nst, sum(nst.values()), sums, lambda t: TenantSums())
-    return ok, sums
+    if folded is not None:
+        tenants, counts, contexts, chunk_rows = folded
+        assert tenants == sorted(tenants)  # index order, as the pricer's sums need
+        for t, n, c in zip(tenants, counts, contexts):
+            s = sums.setdefault(t, TenantSums())
+            s.n, s.dn, s.dc = s.n + n, s.dn + n, s.dc + c
+        for t, q, c in chunk_rows:
+            sums.setdefault(t, TenantSums()).add(q, c, True)
+    return folded is not None, sums
 
 
 def test_the_roster_folds_only_the_rows_it_expects():
