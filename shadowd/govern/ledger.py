@@ -118,7 +118,7 @@ class Ledger:
         self, tenants: Sequence[int], rows: Sequence[int], w_q: float, attributed_ms: Sequence[float] | None
     ) -> None:
         """``charge`` for a step of one-token decode rows only (``rows[j]`` of ``tenants[j]``):
-        the same sums, without sums objects (``Governor``'s steady-decode step)."""
+        the same sums, without sums objects (``Governor``'s decode-only steps, the common ones)."""
         vtc = self.service[VTC]
         if attributed_ms is None:
             for t, m in zip(tenants, rows):

@@ -131,8 +131,8 @@ class StepPricer:
     def decode_shares(self, counts: Sequence[int], contexts: Sequence[int], total_tokens: int) -> list[float]:
         """``shares`` of a step made only of one-token decode rows, given per tenant its rows
         and their summed context: the same operations in the same order, so the same floats bit
-        for bit (``tests/govern/test_step_paths.py``), without sums objects: the steady decode
-        step, the common one (``benchmarks/govern_cost.py``, workload ``steady``)."""
+        for bit (``tests/govern/test_step_paths.py``), without sums objects: decode-only steps
+        are the common ones (``benchmarks/govern_cost.py``, workloads ``steady`` and ``pressure``)."""
         k = 1 if total_tokens > self.breakpoint else 0
         d_c, d_1, _ = self.decode[0]
         e_c, e_1, _ = self.decode[k]

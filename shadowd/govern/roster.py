@@ -21,7 +21,9 @@ members less those left out (count), its tokens are one per decode member plus t
 charges the step with its per-row pass and rebuilds the roster from that step's rows.  vLLM only
 ever lowers a running request's context against this expectation (rejected draft tokens, a
 recomputation), never raises it, so a sum that matches means every row matches; steps carrying
-draft tokens or resumed requests are never folded.  ``tests/govern/test_step_paths.py`` checks
+draft tokens or resumed requests are never folded.  The roster answers per tenant (rows, summed
+context), so a step of decode rows only is priced without sums objects; the same rows as the
+last step's, in the same order, are a steady step (``repeat``) and skip the keys comparison.  ``tests/govern/test_step_paths.py`` checks
 the charges are the per-row rule's bit for bit on made-up steps, ``tests/govern/test_queue.py``
 on the real scheduler.
 Why: the per-row pass was the governor's largest cost at large batches whose rows change every
@@ -52,7 +54,8 @@ class DecodeRoster:
         self.base: dict[int, int] = {}  # tenant -> Σ base of its decode members
         self.valid = False  # False until rebuilt from a step's rows (and after an error)
         # The last folded step's rows, in its order, while the members are exactly those rows
-        # (None once a member joins or leaves): the same rows again need no keys comparison.
+        # (None once a member joins or leaves): the same rows again need no keys comparison,
+        # and are a steady decode step (``repeat``).
         self._rows: list[str] | None = None
         # With ``_rows``: its tenants in index order and their member counts (see ``repeat``).
         self._tenants: list[int] = []
