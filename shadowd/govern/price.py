@@ -122,10 +122,7 @@ class StepPricer:
             n += s.n
         if n == 0:
             return [0.0] * len(tenants)
-        predicted = self.beta[k] + sum_v
-        floor = min(self.beta[0], predicted) if sum_price > 0 else predicted
-        scale = (predicted - floor) / sum_price if sum_price > 0 else 0.0
-        each = floor / n
+        each, scale = self._split(k, n, sum_v, sum_price)
         return [each * s.n + scale * price for s, price in zip(tenants, prices)]
 
     def decode_shares(self, counts: Sequence[int], contexts: Sequence[int], total_tokens: int) -> list[float]:
@@ -147,8 +144,13 @@ class StepPricer:
             n += m
         if n == 0:
             return [0.0] * len(counts)
+        each, scale = self._split(k, n, sum_v, sum_price)
+        return [each * m + scale * price for m, price in zip(counts, prices)]
+
+    def _split(self, k: int, n: int, sum_v: float, sum_price: float) -> tuple[float, float]:
+        """Of ``T̂ = β_k + Σv`` over ``n > 0`` rows: the fixed term's part per row, and the rest's
+        per unit of price (one place for both ``shares`` and ``decode_shares``)."""
         predicted = self.beta[k] + sum_v
         floor = min(self.beta[0], predicted) if sum_price > 0 else predicted
         scale = (predicted - floor) / sum_price if sum_price > 0 else 0.0
-        each = floor / n
-        return [each * m + scale * price for m, price in zip(counts, prices)]
+        return floor / n, scale

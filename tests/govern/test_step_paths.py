@@ -287,10 +287,9 @@ def test_a_batch_with_many_arrivals_per_row_is_charged_by_the_pass_and_a_steady_
     assert all(gov.facts[r].member == DECODE for r in rows)
 
 
-def test_the_same_rows_again_are_trusted_only_while_no_member_joined_or_left():
-    """A steady step's rows are compared by identity with the last folded step's (no keys
-    comparison) only while the members are still exactly those rows: a finish and an arrival
-    between (the count unchanged) must not let last step's rows through."""
+def _five_rows_rebuilt():
+    """Six requests' facts and a roster rebuilt from a step of r0-r4 (r5 not among them); the
+    rows and their contexts in that step."""
     from shadowd.govern.roster import DecodeRoster
 
     facts = _facts(6)
@@ -299,6 +298,14 @@ def test_the_same_rows_again_are_trusted_only_while_no_member_joined_or_left():
     ctx = {r: facts[r].prompt + 3 for r in rows}
     roster.rebuild(rows, [ctx[r] for r in rows], dict.fromkeys(rows, 1), facts)
     roster.end_step([], {}, facts)
+    return facts, roster, rows, ctx
+
+
+def test_the_same_rows_again_are_trusted_only_while_no_member_joined_or_left():
+    """A steady step's rows are compared by identity with the last folded step's (no keys
+    comparison) only while the members are still exactly those rows: a finish and an arrival
+    between (the count unchanged) must not let last step's rows through."""
+    facts, roster, rows, ctx = _five_rows_rebuilt()
     for _ in range(2):
         ctx = {r: c + 1 for r, c in ctx.items()}
         assert _fold(roster, ctx)[0]
@@ -319,14 +326,7 @@ def test_the_steady_decode_step_is_repeated_only_as_it_was():
     """``repeat`` (steady decode, no sums objects) takes a step only if its rows are the last
     folded step's list, one token each, with the contexts one more each; anything else goes to
     ``fold``.  Its charges are the rule's bit for bit (``test_random_steps_...``)."""
-    from shadowd.govern.roster import DecodeRoster
-
-    facts = _facts(6)
-    roster = DecodeRoster()
-    rows = [f"r{i}" for i in range(5)]
-    ctx = {r: facts[r].prompt + 3 for r in rows}
-    roster.rebuild(rows, [ctx[r] for r in rows], dict.fromkeys(rows, 1), facts)
-    roster.end_step([], {}, facts)
+    facts, roster, rows, ctx = _five_rows_rebuilt()
     ctx = {r: c + 1 for r, c in ctx.items()}
     assert roster.repeat(rows, list(ctx.values()), 5) is None  # not folded yet: no rows to repeat
     assert _fold(roster, ctx)[0]
