@@ -3,11 +3,11 @@
 ``on_schedule`` runs after vLLM's ``schedule`` returns.  It sums each tenant's rows of the step
 (new requests row by row; running rows from the rows it expected, :mod:`shadowd.govern.roster`,
 or, where a step is not what it expected, row by row), then charges every tenant in the step
-once: VTC token units always, and its LLMVisor share of the step's predicted latency whenever coefficients for this engine's platform are known.  Admission follows
-the attributed counter while the gate says GO and fresh, the VTC counter otherwise; a change of
-that choice is logged with its reason and counted (``switches``); the counters reach the daemon
-through a status file, written at most once a second by a thread of its own
-(:mod:`shadowd.govern.status_file`).  Any
+once: VTC token units always, and its LLMVisor share of the step's predicted latency whenever
+coefficients for this engine's platform are known.  Admission follows the attributed counter
+while the gate says GO and fresh, the VTC counter otherwise; a change of that choice is logged
+with its reason and counted (``switches``); the counters reach the daemon through a status file,
+written at most once a second by a thread of its own (:mod:`shadowd.govern.status_file`).  Any
 exception is counted in ``errors`` and swallowed: the engine never sees one.
 """
 
