@@ -285,7 +285,7 @@ def render(r: dict[str, Any]) -> str:
         "Two versions of the timing engine ran, each on its own lease of the same kind of machine:",
         "",
     ]
-    lines += [f"- **{name}**: {ENGINES[name]}." for name in r["runs"]]
+    lines += [f"- **{name}** (`--engine {name}`): {ENGINES[name]}." for name in r["runs"]]
     lines += [
         "",
         "v2 was written after v1's run, to run a step as vLLM runs it; it takes nothing from LLMVisor's",

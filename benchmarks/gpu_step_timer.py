@@ -36,9 +36,10 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-# v1 (2026-12-04): every row through the causal varlen call, no padding.  v2: decode rows first
-# through FlashAttention's one-query path, tokens padded to vLLM's CUDA-graph sizes, as vLLM runs them.
-ENGINE = "v2"
+# v1: every row through the causal varlen call, no padding.  v2: decode rows first through
+# FlashAttention's one-query path, tokens padded to vLLM's CUDA-graph sizes, as vLLM runs them.
+ENGINES = ("v2", "v1")
+ENGINE = ENGINES[0]
 KV_BUFFER_TOKENS = 2_000_000  # per K and V; larger than any step's KV history in the export
 
 
@@ -200,13 +201,20 @@ class StepInputs:
     """
 
     def __init__(
-        self, m: Decoder, new: list[int], ctx: list[int], sample: list[bool], padded: int = 0
+        self,
+        m: Decoder,
+        new: list[int],
+        ctx: list[int],
+        sample: list[bool],
+        padded: int = 0,
+        engine: str = ENGINE,
     ) -> None:
         dev, s = m.device, m.s
-        order = sorted(range(len(new)), key=lambda i: new[i] != 1)  # decode rows first, stable
+        v2 = engine == "v2"
+        order = sorted(range(len(new)), key=lambda i: v2 and new[i] != 1)  # decode rows first, stable
         new, ctx, sample = [new[i] for i in order], [ctx[i] for i in order], [sample[i] for i in order]
         self.t = t = sum(new)
-        self.nd = nd = sum(1 for n in new if n == 1)
+        self.nd = nd = sum(1 for n in new if n == 1) if v2 else 0  # v1: every row in the causal call
         klen = [c + n for c, n in zip(ctx, new)]
         self.total_k = sum(klen)
         if self.total_k > m.kv_tokens:
@@ -239,7 +247,7 @@ class StepInputs:
         self.sample = torch.tensor(
             [cu_q[i + 1] - 1 for i, f in enumerate(sample) if f], device=dev, dtype=torch.long
         )
-        self.rows = max(padded, t)
+        self.rows = max(padded, t) if v2 else t
         self.x = m.x_pool[
             : self.rows
         ].clone()  # no random draw per step (a failed capture would poison the RNG)
@@ -353,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-s", type=float, default=300.0)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tiny", action="store_true", help="a small model of the same structure (CPU check)")
+    ap.add_argument("--engine", choices=ENGINES, default=ENGINE, help="how a step is run (see ENGINES)")
     ap.add_argument("--limit", type=int, default=0)
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
@@ -368,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     kv_tokens = KV_BUFFER_TOKENS if not args.tiny else 1_000_000
     m = Decoder(shape, args.device, kv_tokens)
     facts = {
-        "engine": ENGINE,
+        "engine": args.engine,
         "shape": shape.__dict__,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -398,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
         for st in steps:
             if time.perf_counter() - t_start > args.budget_s:
                 break
-            si = StepInputs(m, st["new"], st["ctx"], st["sample"], st.get("padded", 0))
+            si = StepInputs(m, st["new"], st["ctx"], st["sample"], st.get("padded", 0), args.engine)
             if args.device == "cuda":
                 mode, ms = time_step(m, si, args.reps)
             else:

@@ -39,19 +39,20 @@ def test_every_timed_step_is_an_exported_step_with_its_rows():
             assert float(r["ms_min"]) <= float(r["ms_median"]) <= float(r["ms_max"])
 
 
-def _step(new, ctx, padded=0):
+def _step(new, ctx, padded=0, engine="v2"):
     shape = timer.Shape(256, 512, 8, 2, 2, 1000, 10000.0)
     torch.manual_seed(0)
     m = timer.Decoder(shape, "cpu", kv_tokens=4096)
-    return m, timer.StepInputs(m, new, ctx, [True] * len(new), padded)
+    return m, timer.StepInputs(m, new, ctx, [True] * len(new), padded, engine)
 
 
+@pytest.mark.parametrize("engine", timer.ENGINES)
 @pytest.mark.parametrize(
     "new,ctx",
     [([5, 1, 1, 3], [0, 40, 7, 20]), ([1, 1, 1], [40, 7, 300]), ([7, 2], [0, 9]), ([1, 4, 1], [12, 0, 3])],
 )
-def test_decode_first_calls_equal_one_masked_call_over_the_step(new, ctx):
-    m, si = _step(new, ctx)
+def test_decode_first_calls_equal_one_masked_call_over_the_step(new, ctx, engine):
+    m, si = _step(new, ctx, engine=engine)
     t, hd = si.t, m.s.head_dim
     g = torch.Generator().manual_seed(1)
     q = torch.randn(t, m.s.heads, hd, generator=g).to(torch.bfloat16)
@@ -61,7 +62,7 @@ def test_decode_first_calls_equal_one_masked_call_over_the_step(new, ctx):
     cu_k = torch.cat((si.decode[1], si.chunks[1][1:] + si.kd))
     one = timer.reference_attention(q, kb, vb, cu_q, cu_k)
     assert torch.equal(timer.step_attention(m, si, q, kb, vb), one)
-    assert si.nd == sum(n == 1 for n in new)
+    assert si.nd == (sum(n == 1 for n in new) if engine == "v2" else 0)
 
 
 def test_new_kv_lands_after_each_rows_history_and_padding_reaches_only_the_mlp():
@@ -72,6 +73,8 @@ def test_new_kv_lands_after_each_rows_history_and_padding_reaches_only_the_mlp()
     assert si.rows == 8 and si.t == 4 and si.x.shape[0] == 8
     logits = timer.forward(m, si)
     assert logits.shape == (2, m.s.vocab) and torch.isfinite(logits.float()).all()
+    _, v1 = _step([3, 1], [4, 6], padded=8, engine="v1")  # v1: rows as given, no padding
+    assert v1.write.tolist() == [4, 5, 6, 13] and v1.rows == 4 and v1.nd == 0
 
 
 def test_the_timer_runs_stored_export_steps_on_cpu(tmp_path):
