@@ -134,7 +134,7 @@ def calibrate(
     as_json: bool,
 ) -> None:
     """Fit LLMVisor and the token model on stored steps; store the model version."""
-    from shadowd.daemon.calibrator import calibrate_db
+    from shadowd.daemon.calibrator import calibrate_db, zero_priced_warnings
     from shadowd.daemon.config import TENANT_NAMES
 
     problem = TENANT_NAMES(tenants) or ("empty name" if "" in tenants else None)
@@ -148,6 +148,8 @@ def calibrate(
             f"model version {result['model_version']} for {result['platform_key']} "
             f"({result['fit_window']['steps']} steps); stored in {db_path}"
         )
+    for line in zero_priced_warnings(result["fit_metrics"]):
+        click.echo(f"warning: {line}", err=True)
 
 
 @main.command()

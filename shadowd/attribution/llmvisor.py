@@ -310,6 +310,30 @@ class LLMVisorModel:
         """Segment per step: 0 memory-bound (N ≤ breakpoint), 1 compute-bound."""
         return (batch.per_step_sum(batch.new_tokens.astype(np.float64)) > self.breakpoint).astype(np.int8)
 
+    def zero_priced(self, batch: StepBatch) -> list[dict[str, Any]]:
+        """Work terms fitted at zero in a segment whose steps in ``batch`` carry that work.
+
+        NNLS sets a coefficient to zero when the window cannot tell its work apart from the rest
+        (few decode steps in a segment full of mixed ones, say); every row of that segment then
+        gets that work for free, the same price whatever its KV.  Checked for the terms that are
+        physical work: a prefill row's new tokens (``prefill.p``), a decode row's KV reads
+        (``decode.c``).  Found on steps timed on a GPU (``benchmarks/gpu_steps.py``).
+        """
+        seg = self.segment(batch)[batch.req_step]
+        pre, dec = batch.prefill, ~batch.prefill
+        work = {
+            "prefill.p": (1, pre & (batch.new_tokens > 0)),
+            "decode.c": (1 + _NP, dec & (batch.context_tokens > 0)),
+        }
+        out = []
+        for k in range(2 if math.isfinite(self.breakpoint) else 1):
+            for term, (col, rows) in work.items():
+                held = rows & (seg == k)
+                if self.coef[k, col] == 0.0 and held.any():
+                    n_steps = int(np.unique(batch.req_step[held]).size)
+                    out.append({"segment": k, "term": term, "rows": int(held.sum()), "steps": n_steps})
+        return out
+
     def predict(self, batch: StepBatch) -> np.ndarray:
         """Predicted step latency T̂ (ms), float64[S]."""
         return self.decompose(batch)[2]

@@ -156,7 +156,9 @@ def fit(
     """Fit LLMVisor and the token baseline on ``batch`` (one platform) into a :class:`ModelVersion`.
 
     ``fit_metrics`` holds the in-sample accuracy per step class (see
-    :func:`shadowd.attribution.error_metrics.accuracy_by_class`) and the breakpoint search summary.
+    :func:`shadowd.attribution.error_metrics.accuracy_by_class`), the breakpoint search summary
+    and the work terms fitted at zero where the window carried that work
+    (:meth:`LLMVisorModel.zero_priced`).
     """
     _canonical(platform_key)  # fail early on a key that cannot be hashed
     llmvisor = LLMVisorModel.fit(
@@ -172,5 +174,6 @@ def fit(
             "segment_steps": np.bincount(llmvisor.segment(batch), minlength=2).tolist(),
         },
         "weighting": weighting,
+        "zero_priced": llmvisor.zero_priced(batch),
     }
     return ModelVersion(dict(platform_key), llmvisor, baseline, fit_window(batch), metrics)

@@ -190,6 +190,22 @@ class CalibrationSettings:
     expected_tenants: tuple[str, ...] = ()
 
 
+def zero_priced_warnings(fit_metrics: dict[str, Any]) -> list[str]:
+    """One line per work term the fit priced at zero where its window carried that work.
+
+    What ``shadowd calibrate`` prints and the daemon logs for a new version; shares of such rows
+    carry none of that work, which an operator should know before attribution governs anything.
+
+    >>> zero_priced_warnings({"zero_priced": [{"segment": 1, "term": "decode.c", "rows": 40, "steps": 12}]})
+    ['segment 1: decode.c fitted at zero, though the window held 40 such rows in 12 steps (their shares carry none of that work; widen the window or recalibrate)']
+    """
+    return [
+        f"segment {z['segment']}: {z['term']} fitted at zero, though the window held {z['rows']} such rows "
+        f"in {z['steps']} steps (their shares carry none of that work; widen the window or recalibrate)"
+        for z in fit_metrics.get("zero_priced", [])
+    ]
+
+
 def calibrate(
     batch: StepBatch, platform_key: dict[str, Any], settings: CalibrationSettings = CalibrationSettings()
 ) -> Calibration:
@@ -271,6 +287,8 @@ def calibrate(
     log.info(
         "calibrated %s on %d steps; drift thresholds for %s", model.version, batch.num_steps, sorted(drift)
     )
+    for line in zero_priced_warnings(model.fit_metrics):
+        log.warning("%s: %s", model.version, line)
     return Calibration(
         model=model,
         drift=drift,
