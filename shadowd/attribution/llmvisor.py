@@ -315,21 +315,22 @@ class LLMVisorModel:
 
         NNLS sets a coefficient to zero when the window cannot tell its work apart from the rest
         (few decode steps in a segment full of mixed ones, say); every row of that segment then
-        gets that work for free, the same price whatever its KV.  Checked for the terms that are
-        physical work: a prefill row's new tokens (``prefill.p``), a decode row's KV reads
-        (``decode.c``).  Found on steps timed on a GPU (``benchmarks/gpu_steps.py``).
+        gets that work for free, the same price whatever its KV.  Checked: a decode row's KV reads
+        (``decode.c``), and a prefill row's new tokens with no price at all (``p``, ``p2`` and
+        ``pc`` all zero; ``p`` alone may be zero while GEMMs are flat).  Found on steps timed on a
+        GPU (``benchmarks/gpu_steps.py``).
         """
         seg = self.segment(batch)[batch.req_step]
         pre, dec = batch.prefill, ~batch.prefill
-        work = {
-            "prefill.p": (1, pre & (batch.new_tokens > 0)),
-            "decode.c": (1 + _NP, dec & (batch.context_tokens > 0)),
+        work = {  # term -> (its columns in COLUMNS, the rows that carry that work)
+            "prefill.p+p2+pc": ((1, 3, 4), pre & (batch.new_tokens > 0)),
+            "decode.c": ((1 + _NP,), dec & (batch.context_tokens > 0)),
         }
         out = []
         for k in range(2 if math.isfinite(self.breakpoint) else 1):
-            for term, (col, rows) in work.items():
+            for term, (cols, rows) in work.items():
                 held = rows & (seg == k)
-                if self.coef[k, col] == 0.0 and held.any():
+                if not self.coef[k, list(cols)].any() and held.any():
                     n_steps = int(np.unique(batch.req_step[held]).size)
                     out.append({"segment": k, "term": term, "rows": int(held.sum()), "steps": n_steps})
         return out

@@ -63,3 +63,36 @@ def test_the_report_counts_only_the_rows_of_that_segment(segment):
         assert found[0]["steps"] == np.unique(batch.req_step[held]).size
     else:
         assert not found
+
+
+def _coef(**named):
+    c = np.zeros(len(COLUMNS))
+    c[0] = 1.0
+    for name, v in named.items():
+        c[COLUMNS.index(name)] = v
+    return np.vstack([c, c])
+
+
+@pytest.mark.parametrize(
+    "named,flagged",
+    [
+        ({"prefill_pc": 1e-6, "decode_c": 1e-5}, []),  # p alone at zero: GEMMs flat while memory-bound
+        ({"prefill_request": 0.3, "decode_c": 1e-5}, ["prefill.p+p2+pc"]),  # no per-token price at all
+        ({"prefill_p": 1e-3}, ["decode.c"]),
+    ],
+)
+def test_prefill_is_flagged_only_when_its_tokens_have_no_price(named, flagged):
+    from shadowd.attribution.llmvisor import LLMVisorModel
+    from shadowd.steps.batch import StepBatch
+
+    batch = StepBatch.from_rows(
+        steps=[dict(latency_ms=10.0)],
+        requests=[
+            [
+                dict(new_tokens=512, context_tokens=0, prompt_tokens=600, prefill=True),
+                dict(new_tokens=1, context_tokens=900, prompt_tokens=800, prefill=False),
+            ]
+        ],
+    )
+    model = LLMVisorModel(float("inf"), _coef(**named))
+    assert [z["term"] for z in model.zero_priced(batch)] == flagged
