@@ -19,7 +19,19 @@ from typing import Any
 import numpy as np
 
 from benchmarks.accuracy_study import _f
-from benchmarks.gpu_steps import ANALYZE_CMD, EXPORT_CMD, JSON_PATH, MD_PATH, MODEL, PLATFORM, TIMER_CMD
+from benchmarks.gpu_step_timer import REPS
+from benchmarks.gpu_steps import (
+    ANALYZE_CMD,
+    CAPACITY,
+    EXPORT_CMD,
+    JSON_PATH,
+    MD_PATH,
+    MODEL,
+    PLATFORM,
+    SEEDS,
+    STRIDE,
+    TIMER_CMD,
+)
 
 CLASSES = ("prefill", "decode", "mixed", "all")
 QUANTS = (5, 50, 95)
@@ -210,6 +222,7 @@ def analyze(export_path: Path, docs: Path) -> dict[str, Any]:
         "platform_tables": PLATFORM,
         "model": MODEL,
         "exported_steps": len(doc["steps"]),
+        "export": {"stride": STRIDE, "capacity": CAPACITY, "seeds": SEEDS},
         "runs": {
             name: timing_run(doc, docs / csv_name) for name, csv_name in RUNS if (docs / csv_name).exists()
         },
@@ -244,7 +257,7 @@ ENGINES = {
 
 
 def render(r: dict[str, Any]) -> str:
-    c = r["commands"]
+    c, x = r["commands"], r["export"]
     first = next(iter(r["runs"].values()))
     lines = [
         "# LLMVisor on real GPU step times",
@@ -259,15 +272,16 @@ def render(r: dict[str, Any]) -> str:
         "## What was timed",
         "",
         f"The real vLLM scheduler ran the accuracy study's two load regimes for {r['model']} against the",
-        f"reference engine on the {r['platform_tables']} kernel tables (the tenants' rates ×2, since the",
-        "H200 serves more than the H100 they are set for); every 10th (saturated) and 12th (light) step",
-        "was exported: each request row's new tokens, KV history and whether it samples a token.",
+        f"reference engine on the {r['platform_tables']} kernel tables (the tenants' rates ×{x['capacity']:g}, since",
+        f"the H200 serves more than the H100 they are set for; seeds {x['seeds']['saturated']} and",
+        f"{x['seeds']['light']}); every {x['stride']['saturated']}th (saturated) and {x['stride']['light']}th",
+        "(light) step was exported: each request row's new tokens, KV history and whether it samples a token.",
         "`benchmarks/gpu_step_timer.py` builds a decoder of the model's shape with random bf16 weights",
         "(no checkpoint) and times each step as one forward pass: projections and MLP over the step's",
         "tokens, FlashAttention (PyTorch's variable-length op, checked against a masked SDPA reference on",
         "the device) over each row's KV history and new tokens, the new K/V written into a KV buffer, the",
         "LM head on sampling rows. Each step is captured as a CUDA graph and replayed; the figure is the",
-        "median of 3 replays after one warm replay (CUDA events). Not modelled: vLLM's fused kernels",
+        f"median of {first['device'].get('reps', REPS)} replays after one warm replay (CUDA events). Not modelled: vLLM's fused kernels",
         "(RoPE, norms, activation are plain PyTorch ops here), paged KV, sampling, host time.",
         "",
         "| regime | timed steps | prefill / decode / mixed | batch size p50 / max | KV tokens p50 / max |",

@@ -40,6 +40,7 @@ import torch.nn.functional as F
 # FlashAttention's one-query path, tokens padded to vLLM's CUDA-graph sizes, as vLLM runs them.
 ENGINES = ("v2", "v1")
 ENGINE = ENGINES[0]
+REPS = 3  # timed replays per step, after one warm replay
 KV_BUFFER_TOKENS = 2_000_000  # per K and V; larger than any step's KV history in the export
 
 
@@ -357,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", required=True, help="the JSON written by `benchmarks.gpu_steps export`")
     ap.add_argument("--out", required=True, help="CSV to write (facts go beside it as .json)")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=REPS)
     ap.add_argument("--budget-s", type=float, default=300.0)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--tiny", action="store_true", help="a small model of the same structure (CPU check)")
@@ -378,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     m = Decoder(shape, args.device, kv_tokens)
     facts = {
         "engine": args.engine,
+        "reps": args.reps,
         "shape": shape.__dict__,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
