@@ -6,13 +6,14 @@ compositions the scheduler really forms, when one model's layers run back to bac
 decoder of the model's shape from its ``config.json`` with random bf16 weights (no checkpoint, no
 tokenizer, nothing downloaded), and for each exported step runs one forward pass over the step's
 request rows the way a vLLM worker does: the projections and MLP on all of the step's tokens at
-once, variable-length FlashAttention (``torch.nn.attention.varlen``) over each row's KV history plus
-its new tokens (causal, bottom-right aligned, grouped-query), new K/V written into a KV buffer, and
+once, variable-length FlashAttention (``aten._flash_attention_forward``, the op that
+``torch.nn.attention.varlen`` wraps) over each row's KV history plus its new tokens
+(bottom-right aligned, grouped-query), new K/V written into a KV buffer, and
 the LM head only on rows that sample a token.  Each step is captured as a CUDA graph (vLLM replays
 graphs too, so host launch overhead is not what is timed) and replayed; CUDA events time the
 replays.  If capture fails the step is timed eagerly and the row says so.
 
-It imports only torch and numpy (what the device image has), writes one CSV row per step as it
+It imports only torch (which the device image has), writes one CSV row per step as it
 goes and stops at ``--budget-s``, so a cut-off run still leaves both regimes (steps are timed in a
 shuffled order).  ``--device cpu --tiny`` runs the same code path on a small model without a GPU,
 to check the indexing before device time is spent.
@@ -137,7 +138,7 @@ def reference_attention(q, k, v, cu_q, cu_k):
 
 
 def _aten_flash(q, k, v, cu_q, cu_k, max_q, max_k, causal=True):
-    """PyTorch's varlen FlashAttention op (what ``torch.nn.attention.varlen`` wraps in every version)."""
+    """PyTorch's varlen FlashAttention op (what ``torch.nn.attention.varlen`` wraps)."""
     return torch.ops.aten._flash_attention_forward(q, k, v, cu_q, cu_k, max_q, max_k, 0.0, causal, False)[0]
 
 
