@@ -373,8 +373,9 @@ def _segment_bullets(r: dict[str, Any]) -> list[str]:
                     out.append(
                         f"- Engine {name}, {g} fit: the segment{side} has every decode coefficient zero "
                         "(NNLS, with few decode steps beside the other classes there), so a decode step there "
-                        f"is priced at the segment's constant {seg['beta_ms']:.2f} ms whatever its KV: an "
-                        "unidentified coefficient reaching a prediction."
+                        f"is predicted at the segment's constant {seg['beta_ms']:.2f} ms whatever its KV: an "
+                        "unidentified coefficient reaching a prediction (shares of decode rows in such steps "
+                        "are priced by segment 0's decode terms)."
                     )
     return out
 

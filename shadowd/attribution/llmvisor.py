@@ -314,8 +314,10 @@ class LLMVisorModel:
         """Work terms fitted at zero in a segment whose steps in ``batch`` carry that work.
 
         NNLS sets a coefficient to zero when the window cannot tell its work apart from the rest
-        (few decode steps in a segment full of mixed ones, say); every row of that segment then
-        gets that work for free, the same price whatever its KV.  Checked: a decode row's KV reads
+        (few decode steps in a segment full of mixed ones, say); the segment's predictions then
+        carry none of that work, whatever the KV read, and so do the shares wherever that
+        segment sets the price (decode rows of compute-bound steps are priced at segment 0's
+        decode terms, see "Shares" above).  Checked: a decode row's KV reads
         (``decode.c``), and a prefill row's new tokens with no price at all (``p``, ``p2`` and
         ``pc`` all zero; ``p`` alone may be zero while GEMMs are flat).  Found on steps timed on a
         GPU (``benchmarks/gpu_steps.py``).

@@ -193,15 +193,16 @@ class CalibrationSettings:
 def zero_priced_warnings(fit_metrics: dict[str, Any]) -> list[str]:
     """One line per work term the fit priced at zero where its window carried that work.
 
-    What ``shadowd calibrate`` prints and the daemon logs for a new version; shares of such rows
-    carry none of that work, which an operator should know before attribution governs anything.
+    What ``shadowd calibrate`` prints and the daemon logs for a new version: the model's
+    predictions there (and its shares, where that segment sets the price) carry none of that work,
+    which an operator should know before attribution governs anything.
 
     >>> zero_priced_warnings({"zero_priced": [{"segment": 1, "term": "decode.c", "rows": 40, "steps": 12}]})
-    ['segment 1: decode.c fitted at zero, though the window held 40 such rows in 12 steps (their shares carry none of that work; widen the window or recalibrate)']
+    ['segment 1: decode.c fitted at zero, though the window held 40 such rows in 12 steps (the model prices none of that work there; widen the window or recalibrate)']
     """
     return [
         f"segment {z['segment']}: {z['term']} fitted at zero, though the window held {z['rows']} such rows "
-        f"in {z['steps']} steps (their shares carry none of that work; widen the window or recalibrate)"
+        f"in {z['steps']} steps (the model prices none of that work there; widen the window or recalibrate)"
         for z in fit_metrics.get("zero_priced", [])
     ]
 
