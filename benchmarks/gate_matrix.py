@@ -753,7 +753,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r27"
+DESIGN_REVISION = "r28"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -827,6 +827,20 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r28: a step class is also barely held (r17: the gate does not vouch for it; an "
+    "accuracy miss is INCONCLUSIVE naming the reason, not a page) where the calibration's fit "
+    "priced a work term at zero in a segment whose fit-part steps of that class carried that "
+    "work: a decode row's KV reads, or a prefill row's new tokens with no per-token price at all "
+    "(`LLMVisorModel.zero_priced`, `Calibration.barely_held`). A finding of whole steps timed on "
+    "an H200 (`docs/gpu.md`, `benchmarks/gpu_steps.py`), not of any matrix run: a window of the "
+    "light run's first 421 timed steps (engine v2) fits a breakpoint at 9 tokens and a segment "
+    "above it whose decode KV term is zero while its fit part held 368 decode rows with KV in "
+    "45 steps, so those decode steps are predicted at the segment's constant whatever their KV "
+    "(`tests/daemon/test_identification.py`). The rule has no parameter chosen on any run. "
+    "Tried on held-out 21 and 25's short rows (rows marked r28; 12 rows, the same runs as "
+    "their r27 rows): every row ended as under r27 with the same first GO, drift and not-GO "
+    "delays and judged steps (no reference-engine window there fits a zero-priced term). Not "
+    "confirmed on a held-out set declared after it: none was run.",
     "Design r27: a newcomer's share (`coverage.new_tenants`, and what leaves its steps out of "
     "the accuracy evidence and stops a re-fit) is of the last `new_tenant_recent_steps` (1,000) "
     "attributed steps, not of the whole evidence window (`tenant_time_share` in "
@@ -2053,7 +2067,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines += [
         "",
         "CI: `tests/demo/test_gate_held_out.py` runs two held-out 21 scenarios as declared (H21-steady",
-        "and F21-step5, the same runs as their rows, designs r23 to r27) and asserts their targets: the healthy",
+        "and F21-step5, the same runs as their rows, designs r23 to r28) and asserts their targets: the healthy",
         "run reaches GO without a page or a residual drift event; the 5 % slowdown comes after a GO,",
         "ends not GO with a drift event within 500 steps, and no re-fit takes it in (F21-step8 was never",
         "GO before its fault, so it tests nothing). Held-out 18's H18-steady and F18-step8 ran in CI",

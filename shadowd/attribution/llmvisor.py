@@ -64,7 +64,7 @@ the light A100 llama run (those p99s: ``docs/accuracy.md``, "Targets missed").  
 function, but small.  A separate prefix-attention term is not needed: ``c`` and ``p·c`` carry it.
 
 >>> import numpy as np
->>> from shadowd.steps.batch import StepBatch
+>>> from shadowd.steps.batch import KIND_NAMES, StepBatch
 >>> m = LLMVisorModel.from_dict({"breakpoint_tokens": 256, "segments": [
 ...     {"beta_ms": 4.0, "prefill": {"p": 0.001, "pc": 1e-6}, "decode": {"c": 4e-5}},
 ...     {"beta_ms": 1.0, "prefill": {"p": 0.02, "pc": 1e-6}, "decode": {"c": 4e-5, "request": 0.02}}]})
@@ -89,7 +89,7 @@ import numpy as np
 from shadowd.attribution.regression import weighted_nnls
 from shadowd.attribution.shares import DEFAULT_POLICY, split_fixed_term
 from shadowd.attribution.steprows import StepRows
-from shadowd.steps.batch import StepBatch
+from shadowd.steps.batch import KIND_NAMES, StepBatch
 
 PREFILL_FEATURES = ("p", "c", "p2", "pc", "request")
 DECODE_FEATURES = ("c", "request", "extra_tokens")
@@ -333,8 +333,10 @@ class LLMVisorModel:
             for term, (cols, rows) in work.items():
                 held = rows & (seg == k)
                 if not self.coef[k, list(cols)].any() and held.any():
-                    n_steps = int(np.unique(batch.req_step[held]).size)
-                    out.append({"segment": k, "term": term, "rows": int(held.sum()), "steps": n_steps})
+                    steps = np.unique(batch.req_step[held])
+                    kinds = sorted({KIND_NAMES[int(c)] for c in np.unique(batch.kind[steps])})
+                    z = {"segment": k, "term": term, "rows": int(held.sum()), "steps": int(steps.size)}
+                    out.append({**z, "classes": kinds})
         return out
 
     def predict(self, batch: StepBatch) -> np.ndarray:

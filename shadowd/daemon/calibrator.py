@@ -66,8 +66,9 @@ class Calibration:
     _dull: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)  # ``dull``
 
     def barely_held(self, min_steps: int) -> dict[str, str]:
-        """Classes the window's fit part held fewer than ``min_steps`` of: their coefficients were
-        not identified there, so the gate does not vouch for them (INCONCLUSIVE, not NO_GO).
+        """Classes the window's fit part held fewer than ``min_steps`` of, or (design r28) with
+        steps where the fit priced their work at zero: their coefficients were not identified
+        there, so the gate does not vouch for them (INCONCLUSIVE, not NO_GO).
 
         Design r17 counts the fit part (before, the whole window): on held-out 15 a saturated
         window's decode-only steps came late, in its held-out part, so the decode class looked
@@ -77,11 +78,27 @@ class Calibration:
             where, counts = "the calibration window's fit part", self.fit_class_steps
         else:
             where, counts = "the calibration window", self.class_steps
-        return {
+        held = {
             cls: f"{where} held {n} {cls} steps (< {min_steps})"
             for cls, n in sorted(counts.items())
             if n < min_steps
         }
+        return {**self._zero_priced_classes(), **held}
+
+    def _zero_priced_classes(self) -> dict[str, str]:
+        """Design r28: classes with steps in a segment whose work term the fit priced at zero
+        (``LLMVisorModel.zero_priced``): the window held that work but never identified its
+        price, so the gate does not vouch for those classes either.  Seen on whole steps timed
+        on a GPU (``benchmarks/gpu_steps.py``, ``DESIGN`` in ``benchmarks/gate_matrix.py``)."""
+        out: dict[str, str] = {}
+        for z in self.model.fit_metrics.get("zero_priced", []):
+            for cls in z.get("classes", ()):
+                out.setdefault(
+                    str(cls),
+                    f"segment {z['segment']}'s {z['term']} was fitted at zero, though the fit part "
+                    f"held {z['rows']} such rows in {z['steps']} steps",
+                )
+        return out
 
     def dull(self) -> dict[str, str]:
         """Watched classes whose detectors would not raise the smallest slowdown the gate must

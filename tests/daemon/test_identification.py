@@ -88,3 +88,41 @@ def test_decode_steps_are_judged_on_what_the_fit_part_read():
     assert residual_shifts(window, cal, settings.min_shift)["decode"].steps == int(judged.sum())
     again = calibration_from_body(model_body(cal))
     assert again.envelope == cal.envelope  # what is stored is what the gate's SQL reads
+
+
+def test_a_class_whose_work_the_fit_priced_at_zero_is_barely_held():
+    """Design r28, on whole steps timed on a GPU (``docs/gpu-steps.csv``): a window of the light
+    run's first 421 steps fits a segment above a few tokens whose decode KV term is zero, so the
+    decode steps there are predicted at a constant; the gate then does not vouch for decode (an
+    accuracy miss is INCONCLUSIVE, naming the zero term, not a page)."""
+    import gzip
+
+    from benchmarks.gpu_report import load_timings, step_batch
+    from benchmarks.gpu_steps import DOCS, EXPORT_PATH
+    from checks.evidence import ClassAccuracy, Evidence
+    from checks.policy import GatePolicy
+    from checks.rules import accuracy
+
+    with gzip.open(EXPORT_PATH, "rt") as fh:
+        timed, _ = load_timings(json.load(fh), DOCS / "gpu-steps.csv")
+    window = step_batch([r for r in timed if r["regime"] == "light"][:421])
+    settings = CalibrationSettings(min_class_steps=150, drift_sim_steps=20_000, adwin_sim_steps=20_000)
+    cal = calibrate(window, KEY, settings)
+    (zero,) = [z for z in cal.model.fit_metrics["zero_priced"] if z["term"] == "decode.c"]
+    assert "decode" in zero["classes"] and cal.fit_class_steps["decode"] >= settings.min_class_steps
+    held = cal.barely_held(settings.min_class_steps)
+    assert "decode.c was fitted at zero" in held["decode"]
+    assert calibration_from_body(model_body(cal)).barely_held(settings.min_class_steps) == held
+    pol = GatePolicy()
+    miss = ClassAccuracy(steps=10_000, p50=0.2, p90=0.5, p99=0.9, r2=0.5)
+    ev = Evidence(accuracy={"decode": miss}, barely_held=held)
+    (p99,) = [r for r in accuracy(ev, pol, 0.0) if r.name.endswith("decode.p99")]
+    assert p99.status == "inconclusive" and "fitted at zero" in p99.reason
+    assert (
+        next(
+            r
+            for r in accuracy(Evidence(accuracy={"decode": miss}), pol, 0.0)
+            if r.name.endswith("decode.p99")
+        ).status
+        == "fail"
+    )
