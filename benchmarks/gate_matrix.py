@@ -752,6 +752,33 @@ PROTOCOL = {
             "judged steps) and before its own; no design was changed after it was declared."
         ),
     },
+    "held_out_26": {
+        "platforms": ["H200 SXM tables (as in held-out 1-25: no other unseen tables exist)"],
+        "models": [
+            "qwen2.5-32b tp4 (public config, benchmarks/models/qwen2.5-32b; never in a declared set, "
+            "once in an early tp2 machinery check of the demo): 64 layers of hidden 5120, 40 query "
+            "heads over 8 KV heads, an MLP of 27,648, a 152,064 vocabulary"
+        ],
+        "tenants": [
+            "ServeGen client 40 at 4 req/s as tenant a, the Azure 2023 conversation trace at 1.5 "
+            "req/s as tenant b, ShareGPT length statistics at 0.6 req/s as tenant c; every source "
+            "used before, this mix, model, parallelism and these rates not; the Mooncake synthetic "
+            "trace at 0.3 req/s as the new heavy tenant"
+        ],
+        "seeds": "2701-2712 (2711 and 2712 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r28 (a class whose work the fit priced at zero is barely held) was "
+            "committed and tried on held-out 21 and 25's short rows, and before any run of this "
+            "set. Fault runs as held-out 9's: 9000 steps, the fault at 7000, `--horizon 6000`. "
+            "Rates sized from the sources' lengths only (mean prompts from `load_stream`, limit "
+            "3000, cut to the demo's 31,744 tokens: ServeGen client 40 496, Azure conversation "
+            "1,150, ShareGPT 2,427 tokens): about 5.2k prompt tokens/s at the base rate, for a 32B "
+            "model on four GPUs; the newcomer (Mooncake synthetic, 11,714) about 3.5k more. No "
+            "machinery check was run on the new config before the set's rows; no long run is "
+            "declared for this set."
+        ),
+    },
 }
 DESIGN_REVISION = "r28"
 
@@ -1270,6 +1297,11 @@ HELD25_BASE = _h200(
     2,
     ("a=mooncake-conversation:0.4", "b=servegen:0:6", "c=azure-code:1.5"),
 )
+HELD26_BASE = _h200(
+    "benchmarks/models/qwen2.5-32b",
+    4,
+    ("a=servegen:40:4", "b=azure-conv:1.5", "c=lengths:sharegpt:0.6"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -1313,6 +1345,7 @@ LONG_FAULT_SETS = {
     "23",
     "24",
     "25",
+    "26",
 }  # sets whose fault runs are 9000 steps
 # Sets whose 9000-step fault runs are scheduled as 6000-step runs (``--horizon``): their first GO
 # can come where the healthy runs' does, before the fault at 7000 (declared with held-out 9).
@@ -1334,6 +1367,7 @@ HORIZON_SETS = {
     "23": 6000,
     "24": 6000,
     "25": 6000,
+    "26": 6000,
 }
 
 
@@ -1427,6 +1461,7 @@ def _scenarios() -> list[Scenario]:
         ("23", HELD23_BASE, 2400, "mooncake-conversation:1"),
         ("24", HELD24_BASE, 2500, "azure-conv:3"),
         ("25", HELD25_BASE, 2600, "lengths:arxiv:1.5"),
+        ("26", HELD26_BASE, 2700, "mooncake-synthetic:0.3"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -1536,6 +1571,7 @@ def _scenarios() -> list[Scenario]:
         ("23", HELD23_BASE, 2410),
         ("24", HELD24_BASE, 2510),
         ("25", HELD25_BASE, 2610),
+        ("26", HELD26_BASE, 2710),
     ):
         out.append(
             Scenario(

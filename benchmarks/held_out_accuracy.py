@@ -72,6 +72,7 @@ SETS = {
     "held_out_23": ("HELD23_BASE", {"saturated": 2411, "light": 2412}, "held_out_23"),
     "held_out_24": ("HELD24_BASE", {"saturated": 2511, "light": 2512}, "held_out_24"),
     "held_out_25": ("HELD25_BASE", {"saturated": 2611, "light": 2612}, "held_out_25"),
+    "held_out_26": ("HELD26_BASE", {"saturated": 2711, "light": 2712}, "held_out_26"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)
