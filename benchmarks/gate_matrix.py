@@ -866,8 +866,14 @@ DESIGN = [
     "(`tests/daemon/test_identification.py`). The rule has no parameter chosen on any run. "
     "Tried on held-out 21 and 25's short rows (rows marked r28; 12 rows, the same runs as "
     "their r27 rows): every row ended as under r27 with the same first GO, drift and not-GO "
-    "delays and judged steps (no reference-engine window there fits a zero-priced term). Not "
-    "confirmed on a held-out set declared after it: none was run.",
+    "delays and judged steps (no reference-engine window there fits a zero-priced term). Run "
+    "on held-out 26 (declared after it; no stored reason of its rows names a zero-priced term, "
+    "so the rule did not act there either): three healthy runs of five reached GO (steady 4221, "
+    "tenant mix 5427, saturated 4422) and none paged, ramp and swing ended INCONCLUSIVE (steps "
+    "beyond the envelope 0.067 and 0.193 > 0.05); every fault run ended not GO, the 8 and 15 % "
+    "slowdowns and the platform swap after a GO with drift events 280, 223 and 412 steps after "
+    "them, while F26-step5 and F26-tenant were no tests (INCONCLUSIVE from 5828 and 6231, before "
+    "the fault at 7000). What r28 does on a GPU's fits remains shown by the test above only.",
     "Design r27: a newcomer's share (`coverage.new_tenants`, and what leaves its steps out of "
     "the accuracy evidence and stops a re-fit) is of the last `new_tenant_recent_steps` (1,000) "
     "attributed steps, not of the whole evidence window (`tenant_time_share` in "
