@@ -64,7 +64,7 @@ the light A100 llama run (those p99s: ``docs/accuracy.md``, "Targets missed").  
 function, but small.  A separate prefix-attention term is not needed: ``c`` and ``p·c`` carry it.
 
 >>> import numpy as np
->>> from shadowd.steps.batch import KIND_NAMES, StepBatch
+>>> from shadowd.steps.batch import StepBatch
 >>> m = LLMVisorModel.from_dict({"breakpoint_tokens": 256, "segments": [
 ...     {"beta_ms": 4.0, "prefill": {"p": 0.001, "pc": 1e-6}, "decode": {"c": 4e-5}},
 ...     {"beta_ms": 1.0, "prefill": {"p": 0.02, "pc": 1e-6}, "decode": {"c": 4e-5, "request": 0.02}}]})
