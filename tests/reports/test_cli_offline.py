@@ -27,8 +27,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def raw_db(tmp_path):
     """1,200 steps written with plain SQL (INSERT ... SELECT) into ``steps``/``step_requests``."""
-    b = synthetic_batch(steps=1200, seed=7)
-    path = str(tmp_path / "imported.duckdb")
+    return _write_db(synthetic_batch(steps=1200, seed=7), str(tmp_path / "imported.duckdb"))
+
+
+def _write_db(b, path: str) -> str:
     con = duckdb.connect(path)
     migrate(con)
     t0 = np.datetime64("2026-11-01T00:00:00")
@@ -133,3 +135,26 @@ def test_report_over_parquet_exports(raw_db, tmp_path):
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout)
     assert rep["steps"] == 1200 and rep["accuracy"]["all"]["steps"] == 600
+
+
+def test_calibrate_warns_when_its_fit_prices_work_at_zero(tmp_path):
+    """The light steps timed on a GPU (``docs/gpu-steps.csv``), first 421: the fit leaves a
+    segment whose decode KV term is zero (design r28); the operator is told on stderr."""
+    import gzip
+
+    from benchmarks.gpu_report import load_timings, step_batch
+    from benchmarks.gpu_steps import DOCS, EXPORT_PATH
+
+    with gzip.open(EXPORT_PATH, "rt") as fh:
+        timed, _ = load_timings(json.load(fh), DOCS / "gpu-steps.csv")
+    db = _write_db(
+        step_batch([r for r in timed if r["regime"] == "light"][:421]), str(tmp_path / "gpu.duckdb")
+    )
+    out = _cli("calibrate", "--db", db, "--platform", "gpu=h200")
+    assert out.returncode == 0, out.stderr
+    assert "model version" in out.stdout
+    assert "warning: segment 1: decode.c fitted at zero" in out.stderr and "recalibrate" in out.stderr
+    quiet = _cli(
+        "calibrate", "--db", _write_db(synthetic_batch(steps=1200, seed=7), str(tmp_path / "s.duckdb"))
+    )
+    assert quiet.returncode == 0 and "warning:" not in quiet.stderr
