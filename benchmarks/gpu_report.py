@@ -375,7 +375,9 @@ def _segment_bullets(r: dict[str, Any]) -> list[str]:
                         "(NNLS, with few decode steps beside the other classes there), so a decode step there "
                         f"is predicted at the segment's constant {seg['beta_ms']:.2f} ms whatever its KV: an "
                         "unidentified coefficient reaching a prediction (shares of decode rows in such steps "
-                        "are priced by segment 0's decode terms)."
+                        "are priced by segment 0's decode terms). `fit` reports such terms "
+                        "(`fit_metrics.zero_priced`) and design r28 has the gate not vouch for the "
+                        "classes they touch (`docs/validation.md`)."
                     )
     return out
 
