@@ -167,5 +167,7 @@ class Gate:
                 "previous_verdict": prev,
                 "scale": pol.describe_scale(),
                 "advantage": advantage_report(ev, pol),
+                # classes the calibration never identified (r17, r28): the gate does not vouch
+                "not_vouched": dict(sorted(ev.barely_held.items())),
             },
         )

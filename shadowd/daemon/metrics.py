@@ -242,6 +242,15 @@ def _gate_metrics(decision: dict[str, Any] | None) -> Iterator[Any]:
         if a.get("ratio") is not None and math.isfinite(a["ratio"]):
             adv.add_metric([cls], float(a["ratio"]))
     yield adv
+    held = GaugeMetricFamily(
+        "shadowd_gate_class_not_vouched",
+        "1 for a step class the calibration never identified (too few fit steps, or work priced "
+        "at zero): the gate does not vouch for it; recalibrate on a window holding it",
+        labels=["step_class"],
+    )
+    for cls in ((decision or {}).get("details") or {}).get("not_vouched", {}):
+        held.add_metric([str(cls)], 1.0)
+    yield held
 
 
 def _governor_metrics(files: GovernorFiles) -> Iterator[Any]:

@@ -140,6 +140,8 @@ def test_a_class_calibration_barely_held_is_inconclusive_not_a_page():
     check = next(c for c in d.checks if c.name == "accuracy.decode.p90")
     assert d.verdict == "INCONCLUSIVE" and check.status == "inconclusive"
     assert "12 decode steps" in check.reason and "recalibrate" in check.reason
+    assert d.details["not_vouched"] == {"decode": "the calibration window held 12 decode steps (< 300)"}
+    assert Gate(GatePolicy()).evaluate(bad, 0.0).details["not_vouched"] == {}
     # only a failure is excused: the other classes are still judged and may page
     both = with_(held, "accuracy.mixed.p99", 0.9)
     assert Gate(GatePolicy()).evaluate(both, 0.0).verdict == "NO_GO"
