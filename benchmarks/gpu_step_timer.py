@@ -355,6 +355,47 @@ def gemm_tflops(device: str) -> float:
     return 10 * 2 * 8192**3 / (time.perf_counter() - t0) / 1e12
 
 
+COLUMNS = (
+    "step_id",
+    "regime",
+    "mode",
+    "ms_median",
+    "ms_min",
+    "ms_max",
+    "rows",
+    "tokens",
+    "padded",
+    "kv_tokens",
+)
+
+
+def load_steps(path: str, limit: int = 0) -> tuple[dict, list[dict]]:
+    """(the export document, its steps in a fixed shuffled order: both regimes, all sizes, spread
+    over the run, so a run cut off at its budget still holds a sample of every kind)."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as fh:
+        doc = json.load(fh)
+    steps = list(doc["steps"])
+    random.Random(doc.get("seed", 0)).shuffle(steps)
+    return doc, steps[:limit] if limit else steps
+
+
+def measure(m: Decoder, st: dict, engine: str, reps: int) -> list:
+    """One CSV row for one exported step (CUDA: graph replays; CPU: one checked eager pass)."""
+    si = StepInputs(m, st["new"], st["ctx"], st["sample"], st.get("padded", 0), engine)
+    if m.device == "cuda":
+        mode, ms = time_step(m, si, reps)
+    else:
+        t0 = time.perf_counter()
+        logits = forward(m, si)
+        ms, mode = [1e3 * (time.perf_counter() - t0)], "cpu"
+        assert logits.shape[0] == sum(st["sample"]) and torch.isfinite(logits.float()).all()
+    ms.sort()
+    med = ms[len(ms) // 2]
+    return [st["id"], st["regime"], mode, f"{med:.4f}", f"{ms[0]:.4f}", f"{ms[-1]:.4f}",
+            len(st["new"]), sum(st["new"]), si.rows, si.total_k]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", required=True, help="the JSON written by `benchmarks.gpu_steps export`")
@@ -367,24 +408,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0)
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
-    opener = gzip.open if args.steps.endswith(".gz") else open
-    with opener(args.steps, "rt") as fh:
-        doc = json.load(fh)
+    doc, steps = load_steps(args.steps, args.limit)
     shape = Shape.from_config(doc["config"], tiny=args.tiny)
-    steps = list(doc["steps"])
-    random.Random(doc.get("seed", 0)).shuffle(steps)  # both regimes, all sizes, spread over the run
-    if args.limit:
-        steps = steps[: args.limit]
     torch.manual_seed(0)
-    kv_tokens = KV_BUFFER_TOKENS if not args.tiny else 1_000_000
-    m = Decoder(shape, args.device, kv_tokens)
+    m = Decoder(shape, args.device, KV_BUFFER_TOKENS if not args.tiny else 1_000_000)
     facts = {
         "engine": args.engine,
         "reps": args.reps,
         "shape": shape.__dict__,
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **device_facts(),
     }
-    facts.update(device_facts())
     if args.device == "cuda":
         facts.update(check_flash())
         print(json.dumps(facts), flush=True)
@@ -393,47 +427,12 @@ def main(argv: list[str] | None = None) -> int:
     done = 0
     with out.open("w", newline="") as f:
         wr = csv.writer(f)
-        wr.writerow(
-            [
-                "step_id",
-                "regime",
-                "mode",
-                "ms_median",
-                "ms_min",
-                "ms_max",
-                "rows",
-                "tokens",
-                "padded",
-                "kv_tokens",
-            ]
-        )
+        wr.writerow(COLUMNS)
         for st in steps:
             if time.perf_counter() - t_start > args.budget_s:
                 break
-            si = StepInputs(m, st["new"], st["ctx"], st["sample"], st.get("padded", 0), args.engine)
-            if args.device == "cuda":
-                mode, ms = time_step(m, si, args.reps)
-            else:
-                t0 = time.perf_counter()
-                logits = forward(m, si)
-                ms, mode = [1e3 * (time.perf_counter() - t0)], "cpu"
-                assert logits.shape[0] == sum(st["sample"]) and torch.isfinite(logits.float()).all()
-            ms.sort()
-            wr.writerow(
-                [
-                    st["id"],
-                    st["regime"],
-                    mode,
-                    f"{ms[len(ms) // 2]:.4f}",
-                    f"{ms[0]:.4f}",
-                    f"{ms[-1]:.4f}",
-                    len(st["new"]),
-                    sum(st["new"]),
-                    si.rows,
-                    si.total_k,
-                ]
-            )
-            f.flush()
+            wr.writerow(measure(m, st, args.engine, args.reps))
+            f.flush()  # a run cut off by its lease keeps every row timed so far
             done += 1
     facts.update(timed_steps=done, exported_steps=len(steps), seconds=round(time.perf_counter() - t_start, 1))
     if args.device == "cuda":
