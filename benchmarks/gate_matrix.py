@@ -877,7 +877,9 @@ DESIGN = [
     "beyond the envelope 0.067 and 0.193 > 0.05); every fault run ended not GO, the 8 and 15 % "
     "slowdowns and the platform swap after a GO with drift events 280, 223 and 412 steps after "
     "them, while F26-step5 and F26-tenant were no tests (INCONCLUSIVE from 5828 and 6231, before "
-    "the fault at 7000). What r28 does on a GPU's fits remains shown by the test above only.",
+    "the fault at 7000); H26-steady-long (800,000 steps, declared before its run) raised no "
+    "drift event in 399,811 judged steps (95 % bound 7.5e-6, within the 1e-5 target) and was GO "
+    "from 512,147 to its end. What r28 does on a GPU's fits remains shown by the test above only.",
     "Design r27: a newcomer's share (`coverage.new_tenants`, and what leaves its steps out of "
     "the accuracy evidence and stops a re-fit) is of the last `new_tenant_recent_steps` (1,000) "
     "attributed steps, not of the whole evidence window (`tenant_time_share` in "
