@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -79,11 +80,13 @@ def platform_key(facts: dict) -> dict[str, Any]:
     }
 
 
-def score(fit_on, score_on, key: dict[str, Any], timed: list[dict] | None = None) -> dict[str, Any]:
+def score(
+    fit_on, score_on, key: dict[str, Any], timed: list[dict] | None = None, **fit_kwargs: Any
+) -> dict[str, Any]:
     from shadowd.attribution import fit
     from shadowd.attribution.accuracy import accuracy_report
 
-    version = fit(fit_on, key)
+    version = fit(fit_on, key, **fit_kwargs)
     report = accuracy_report(version, score_on, "equal")
     return {
         "worst": worst_steps(version, score_on, timed) if timed else [],
@@ -209,6 +212,8 @@ def timing_run(doc: dict, csv_path: Path) -> dict[str, Any]:
             "both": score(both_fit, both_score, key),
             "saturated -> light": score(batches["saturated"], batches["light"], key),
             "light -> saturated": score(batches["light"], batches["saturated"], key),
+            # diagnostic: what the light fit's split costs, the same halves fitted as one segment
+            "light, one segment": score(*halves["light"], key, breakpoints=[math.inf]),
         },
     }
 
@@ -245,6 +250,7 @@ NAMES = {
     "both": "both 1st halves → 2nd halves",
     "saturated -> light": "saturated → light",
     "light -> saturated": "light → saturated",
+    "light, one segment": "light 1st half → 2nd half, one segment (diagnostic)",
 }
 ENGINES = {
     "v1": "every request row through one causal variable-length FlashAttention call; a step's tokens "
@@ -377,9 +383,23 @@ def _segment_bullets(r: dict[str, Any]) -> list[str]:
                         "unidentified coefficient reaching a prediction (shares of decode rows in such steps "
                         "are priced by segment 0's decode terms). `fit` reports such terms "
                         "(`fit_metrics.zero_priced`) and design r28 has the gate not vouch for the "
-                        "classes they touch (`docs/validation.md`)."
+                        "classes they touch (`docs/validation.md`)." + _one_segment(run, g)
                     )
     return out
+
+
+def _one_segment(run: dict[str, Any], g: str) -> str:
+    """The diagnostic fit of the same halves as one segment, beside the searched one."""
+    one = run["fits"].get(f"{g}, one segment")
+    if one is None:
+        return ""
+    a, b = run["fits"][g]["accuracy"], one["accuracy"]
+    q = lambda acc, c, k: _f(acc[c]["llmvisor"][k], 3, True)  # noqa: E731
+    return (
+        f" Fitted as one segment instead (a diagnostic row, not the model), the same halves score "
+        f"decode p99 {q(b, 'decode', 'p99')} (searched split: {q(a, 'decode', 'p99')}) and mixed p90 "
+        f"{q(b, 'mixed', 'p90')} ({q(a, 'mixed', 'p90')})."
+    )
 
 
 def _engine_bullet(r: dict[str, Any]) -> list[str]:
