@@ -324,15 +324,19 @@ class LLMVisorModel:
         """
         seg = self.segment(batch)[batch.req_step]
         pre, dec = batch.prefill, ~batch.prefill
+        col = COLUMNS.index
         work = {  # term -> (its columns in COLUMNS, the rows that carry that work)
-            "prefill.p+p2+pc": ((1, 3, 4), pre & (batch.new_tokens > 0)),
-            "decode.c": ((1 + _NP,), dec & (batch.context_tokens > 0)),
+            "prefill.p+p2+pc": (
+                [col("prefill_p"), col("prefill_p2"), col("prefill_pc")],
+                pre & (batch.new_tokens > 0),
+            ),
+            "decode.c": ([col("decode_c")], dec & (batch.context_tokens > 0)),
         }
         out = []
         for k in range(2 if math.isfinite(self.breakpoint) else 1):
             for term, (cols, rows) in work.items():
                 held = rows & (seg == k)
-                if not self.coef[k, list(cols)].any() and held.any():
+                if not self.coef[k, cols].any() and held.any():
                     steps = np.unique(batch.req_step[held])
                     kinds = sorted({KIND_NAMES[int(c)] for c in np.unique(batch.kind[steps])})
                     z = {"segment": k, "term": term, "rows": int(held.sum()), "steps": int(steps.size)}
