@@ -780,7 +780,14 @@ PROTOCOL = {
             "held-out healthy engine (about 40 % of a run is judged, the demo's calibration window "
             "growing with it, so about 320,000 judged steps: enough for a bound below 1e-5 with "
             "no alarm), declared after the set's other rows had run under r28 and before its own "
-            "run; no design was changed after it was declared."
+            "run; no design was changed after it was declared. H26-ramp-30k and H26-swing-30k: "
+            "H26-ramp and H26-swing (seeds 2702, 2703) run 30,000 steps, so that the ramp (300 "
+            "simulated s; a 6000-step run simulates about 72 s of it) reaches its top and holds, "
+            "and the swing (period 150 s) turns more than twice: the evidence time to a first GO "
+            "where load moves. H26-swing-long: H26-swing (seed 2703) run 800,000 steps, for the "
+            "false alarms per judged step on the swinging held-out scenario (as H26-steady-long). "
+            "All three declared under r28 after H26-steady-long's run and before their own; no "
+            "design was changed after they were declared."
         ),
     },
 }
@@ -1560,6 +1567,42 @@ def _scenarios() -> list[Scenario]:
             seed=2613,
         )
     )
+    # Where load moves: the evidence time once a ramp holds or a swing has turned (30,000 steps),
+    # and the false-alarm bound on the swinging scenario (held-out 26's note).
+    for name, what, steps, seed, load in (
+        (
+            "H26-ramp-30k",
+            "load ramps light -> saturated, 30,000 steps: ramp done, then held",
+            30000,
+            2702,
+            "ramp:0.3:3:300",
+        ),
+        (
+            "H26-swing-30k",
+            "load swings light <-> saturated, 30,000 steps: over two periods",
+            30000,
+            2703,
+            "swing:0.3:3:150",
+        ),
+        (
+            "H26-swing-long",
+            "load swings, 800,000 steps: the false-alarm bound",
+            800000,
+            2703,
+            "swing:0.3:3:150",
+        ),
+    ):
+        out.append(
+            Scenario(
+                name,
+                "held_out_26",
+                "healthy",
+                what,
+                **{**HELD26_BASE, "steps": steps},
+                seed=seed,
+                loads=(load,),
+            )
+        )
     for tag, base, seed in (
         ("3", HELD3_BASE, 410),
         ("4", HELD4_BASE, 510),
