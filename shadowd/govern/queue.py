@@ -154,15 +154,43 @@ class FairRequestQueue(RequestQueue):
     # -- RequestQueue ----------------------------------------------------------------------------
     def add_request(self, request: Any) -> None:
         f = self._facts(request)
-        fifo = self._fifo.get(f.tenant)
-        if fifo is None or f.running:
+        t = f.tenant
+        fifo = self._fifo.get(t)
+        if f.running:  # preempted: back to the front of its tenant's list (``_push``)
             self._push(f, request, left=False)
             return
-        # The common case: the tenant already has requests waiting, so it is active, and its
-        # key, its first request and the queue's choice all stand.
-        self.ledger.active[f.tenant] += 1
-        fifo.append((f.seq, request, f))
+        if fifo is not None:
+            # The tenant already has requests waiting, so it is active, and its key, its first
+            # request and the queue's choice all stand.
+            self.ledger.active[t] += 1
+            fifo.append((f.seq, request, f))
+            self._size += 1
+            return
+        self._arrive(t, f, request)
+
+    def _arrive(self, t: int, f: RequestFacts, request: Any) -> None:
+        """A new request of a tenant with none waiting (most arrivals where admission keeps up):
+        ``_push`` and ``_rekey`` written out for it, and the queue's choice kept unless the
+        newcomer's key comes first, then made at once as ``pop_request`` makes it (a ``_choose``
+        less in the scheduler's next ``peek_request``: ``benchmarks/govern_cost.py``, workload
+        ``churn``)."""
+        ledger = self.ledger
+        if ledger.active[t]:
+            ledger.active[t] += 1
+        else:
+            ledger.activate(t)  # idle until now: the lift
+        self._fifo[t] = deque(((f.seq, request, f),))
         self._size += 1
+        # t has no live entry (it had nothing waiting); stale ones are skipped by ``_choose``.
+        e = self._entry[t] = ((self._service[t] + self.pending.get(t, 0.0)) / ledger.weight[t], f.seq, t)
+        heap = self._heap
+        heappush(heap, e)
+        if heap[0] is e:  # first now: the choice (unless a cap must be checked on choosing)
+            self._head = t if not self._held and not ledger.cap[t] else None
+        # else the choice, if made, stands: its entry is still first
+        if len(heap) > 2 * len(self._entry) + 32:  # too many stale entries: compact
+            self._heap = list(self._entry.values())
+            heapify(self._heap)
 
     def _push(self, f: RequestFacts, request: Any, *, left: bool) -> None:
         t = f.tenant
