@@ -126,3 +126,47 @@ def test_admissions_and_charges_follow_the_plain_rule(llama_dir, tmp_path):
     assert all(s.done for s in driver.service.values())
     # The charges above came mostly from the roster (no pass over the rows), the rest row by row.
     assert gov.roster.rebuilds >= 1 and gov.roster.folds >= 0.9 * charged_steps[0]
+
+
+def test_an_arrival_takes_the_choice_only_when_its_key_comes_first():
+    """``_arrive`` (a tenant with none waiting) keeps a choice already made unless the newcomer's
+    key is first; then the newcomer is the choice at once, or, capped, the choice is left to
+    ``_choose``.  After every arrival and pop the queue's answer is the plain rule's."""
+    from types import SimpleNamespace as NS
+
+    from shadowd.govern.governor import Governor
+
+    cfg = GovernConfig(mode="vtc", tenant_key="tenant", tenants=TenantPolicy.parse("a=1,b=1,c=1:5"))
+    gov = Governor(cfg, {})
+    queue, ledger = gov.queue, gov.ledger
+    for name in ("a", "b", "c", "d"):
+        ledger.tenant(name)
+    ledger.active[:] = [1, 1, 1, 1]  # all active: no lift moves the counters set below
+    ledger.service[VTC][:] = [10.0, 5.0, 0.0, 20.0]  # c (capped, not held) least served
+    arrivals = ("a", "d", "b", "a", "c", "d")
+    kept = took = 0
+    for i, name in enumerate(arrivals):
+        before = queue._head
+        request = NS(
+            request_id=f"r{i}",
+            num_prompt_tokens=8,
+            num_computed_tokens=0,
+            sampling_params=NS(extra_args={"tenant": name}),
+            lora_request=None,
+        )
+        queue.add_request(request)
+        t, want = ledger.index[name], _rule(queue)
+        if want == t and queue._fifo[t][0][1] is request:  # the newcomer's key is first
+            assert queue._head == (None if ledger.cap[t] else t)
+            took += 1
+        elif before is not None:
+            assert queue._head == before
+            kept += 1
+        assert queue._facts(queue.peek_request()).tenant == want
+    assert kept >= 2 and took >= 3
+    popped = []
+    while queue:
+        want = _rule(queue)
+        popped.append(queue._facts(queue.pop_request()).tenant)
+        assert popped[-1] == want
+    assert sorted(popped) == sorted(ledger.index[n] for n in arrivals)
