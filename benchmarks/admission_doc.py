@@ -208,6 +208,66 @@ def _cost_history(section: dict[str, Any]) -> list[str]:
     return lines
 
 
+FCFS_CALLS = ("add_request", "pop_request", "peek_request", "__bool__")
+
+
+def _breakdown(section: dict[str, Any]) -> str:
+    """Each part of the governor timed alone (``benchmarks/govern_cost.py --breakdown``)."""
+    data = section["data"]
+    cols = [f"{r['requests_per_step']} {r['workload']}" for r in data]
+    head = "| part | called from | " + " | ".join(f"{c} µs/step (calls)" for c in cols) + " |"
+    rows = [head, "|---|---|" + "---:|" * len(cols)]
+
+    def cell(p: dict[str, Any]) -> str:
+        return f"{p['us_per_step']} ({p['calls_per_step']})" if p["calls_per_step"] else "–"
+
+    for i, p in enumerate(data[0]["parts"]):
+        rows.append(
+            f"| `{p['part']}` | {p['inside']} | " + " | ".join(cell(r["parts"][i]) for r in data) + " |"
+        )
+    for i, p in enumerate(data[0]["fcfs"]):
+        rows.append(
+            f"| `{p['part']}` (untouched scheduler) | vLLM | "
+            + " | ".join(cell(r["fcfs"][i]) for r in data)
+            + " |"
+        )
+    reading = []
+    for r, c in zip(data, cols):
+        by = {p["part"]: p for p in r["parts"]}
+        fcfs = {p["part"].split(".", 1)[1]: p for p in r["fcfs"]}
+        queue = sum(by[f"queue.{m}"]["us_per_step"] for m in FCFS_CALLS)
+        inside = [p for p in r["parts"] if p["inside"] == "governor.on_schedule"]
+        top = max(inside, key=lambda p: p["us_per_step"])
+        calls = ", ".join(
+            f"{m} {by[f'queue.{m}']['us_per_call']} against {fcfs[m]['us_per_call']}"
+            for m in ("add_request", "pop_request")
+            if by[f"queue.{m}"]["us_per_call"] and fcfs[m]["us_per_call"]
+        )
+        reading.append(
+            f"- {c} ({r['arrivals_per_step']} arrivals/step): the queue's calls {queue:.1f} µs/step "
+            f"against FCFS's {sum(p['us_per_step'] for p in fcfs.values()):.1f} (µs per call: {calls}); "
+            f"the step's charge (`on_schedule`) {by['governor.on_schedule']['us_per_step']} µs, its "
+            f"largest part `{top['part']}` ({top['us_per_step']} µs)."
+        )
+    return "\n".join(
+        [
+            "### Where the governor's time goes",
+            "",
+            "Each part timed alone over its own stretch of "
+            f"{data[0]['steps_per_part']} steps of the same workload (one timer at a time, its cost",
+            "per call subtracted), so a part and the part it is called from are two readings, not a sum;",
+            "the untouched scheduler's FCFS queue answers the same calls at the bottom.  A dash: the part",
+            "was not called on that workload.",
+            "",
+            *rows,
+            "",
+            *reading,
+            "",
+            _meta(section),
+        ]
+    )
+
+
 def page_name(section: str) -> str:
     """The file, beside the .md, of a section's ``shadowd replay --html`` page."""
     return f"admission-{section.replace(':', '-')}.html"
@@ -427,6 +487,8 @@ def render(doc: dict[str, Any]) -> str:
     parts = [INTRO, SCENARIOS]
     if "govern_cost" in sections:
         parts.append(_cost(sections["govern_cost"]))
+    if "govern_cost_breakdown" in sections:
+        parts.append(_breakdown(sections["govern_cost_breakdown"]))
     for key in sorted(k for k in sections if k.startswith("replay:")):
         parts.append(_replay(key.split(":", 1)[1], sections[key]))
     parts.append(RECORDED)

@@ -26,7 +26,8 @@ are reported.  That is the cost *beyond the tap* (the tap is off here; its own c
 ``benchmarks/tap_cost.py``).  The scheduler's own CPU time per step (governor off, same
 workload) is reported beside it as the yardstick.  Median over blocks of the per-block mean.
 
-    .venv/bin/python -m benchmarks.govern_cost          # writes its section of docs/admission.json
+    .venv/bin/python -m benchmarks.govern_cost              # writes its section of docs/admission.json
+    .venv/bin/python -m benchmarks.govern_cost --breakdown  # where the time goes, part by part
 """
 
 from __future__ import annotations
@@ -192,17 +193,13 @@ def _instrument(sched: Any, timer: _Timer) -> None:
     q.__class__ = cls
 
 
-def measure(
-    n: int, workload: str, *, blocks: int = 12, block_steps: int = 120, warmup: int = 60
-) -> dict[str, Any]:
+def _governed_config(workload: str) -> Any:
+    """The governor's configuration for ``workload``: mode ``on`` with a GO state file for the
+    engine's platform (so both counters are charged every step)."""
     from shadowd.daemon.gatekeeper import published_model, write_state_file
     from shadowd.govern.config import GovernConfig
-    from shadowd.govern.vllm import GovernedAsyncScheduler
-    from shadowd.paths import models_dir
 
-    model_dir = str(models_dir() / "llama-3.1-8b")
-    tmp = tempfile.mkdtemp(prefix="shd-gov-")
-    state = os.path.join(tmp, "gate.json")
+    state = os.path.join(tempfile.mkdtemp(prefix="shd-gov-"), "gate.json")
     coef = {
         "breakpoint_tokens": 512,
         "segments": [
@@ -223,13 +220,28 @@ def measure(
             "model": published_model("bench", KEY, coef, "equal", now, 3600),
         },
     )
-    total = warmup + blocks * block_steps
     preempt = "over-served" if workload == "pressure" else "vllm"
-    on = GovernConfig(mode="on", state_file=state, platform_key=KEY, preempt=preempt)
+    return GovernConfig(mode="on", state_file=state, platform_key=KEY, preempt=preempt)
+
+
+def _engine(n: int, workload: str, cfg: Any, steps: int) -> _Engine:
+    from shadowd.govern.vllm import GovernedAsyncScheduler
+    from shadowd.paths import models_dir
+
+    cls = type("BenchScheduler", (GovernedAsyncScheduler,), {"governor_config": cfg})
+    return _Engine(n, cls, workload, str(models_dir() / "llama-3.1-8b"), steps)
+
+
+def measure(
+    n: int, workload: str, *, blocks: int = 12, block_steps: int = 120, warmup: int = 60
+) -> dict[str, Any]:
+    from shadowd.govern.config import GovernConfig
+
+    on = _governed_config(workload)
+    preempt = on.preempt
+    total = warmup + blocks * block_steps
     engines = {
-        name: _Engine(
-            n, type(name, (GovernedAsyncScheduler,), {"governor_config": cfg}), workload, model_dir, total
-        )
+        name: _engine(n, workload, cfg, total)
         for name, cfg in (("governed", on), ("fcfs", GovernConfig()), ("plain", GovernConfig()))
     }
     governed, plain = engines["governed"], engines["plain"]
@@ -279,6 +291,101 @@ def measure(
     }
 
 
+# The governor's parts, each timed alone over its own stretch of steps (one wrapper at a time, so
+# no part's figure carries another part's timer): (owner, method, the part it sits in).
+PARTS = (
+    ("queue", "add_request", "vLLM"),
+    ("queue", "_facts", "queue.add_request"),
+    ("queue", "pop_request", "vLLM"),
+    ("queue", "peek_request", "vLLM"),
+    ("queue", "__bool__", "vLLM"),
+    ("governor", "on_schedule", "vLLM"),
+    ("governor", "_refresh", "governor.on_schedule"),
+    ("governor", "_charge_new", "governor.on_schedule"),
+    ("governor", "_charge_by_pass", "governor.on_schedule"),
+    ("roster", "fold", "governor.on_schedule"),
+    ("roster", "repeat", "governor.on_schedule"),
+    ("roster", "leave", "governor.on_schedule"),
+    ("roster", "end_step", "governor.on_schedule"),
+    ("governor", "_charge_sums", "governor.on_schedule"),
+    ("pricer", "shares", "governor._charge_sums"),
+    ("ledger", "charge", "governor._charge_sums"),
+    ("governor", "_charge_decode", "governor.on_schedule"),
+    ("governor", "_retire", "governor.on_schedule"),
+    ("queue", "invalidate", "governor.on_schedule"),
+)
+FCFS_PARTS = ("add_request", "pop_request", "peek_request", "__bool__")
+BREAKDOWN = ((32, "churn"), (32, "trace"), (256, "churn"), (256, "trace"))
+
+
+def _time_part(eng: _Engine, obj: Any, name: str, steps: int, per_call: float) -> dict[str, Any]:
+    """``obj.name`` timed over ``steps`` steps of ``eng`` (then unwrapped): µs and calls per step."""
+    t = _Timer()
+    if name == "__bool__":  # looked up on the type: a subclass for the stretch
+        cls = type(obj)
+        obj.__class__ = type("Timed" + cls.__name__, (cls,), {"__bool__": t.wrap(cls.__bool__)})
+        try:
+            eng.steps(steps)
+        finally:
+            obj.__class__ = cls
+    else:
+        own = name in vars(obj)  # an instance attribute (the queue's ``_facts``) or a method
+        orig = getattr(obj, name)
+        setattr(obj, name, t.wrap(orig))
+        try:
+            eng.steps(steps)
+        finally:
+            if own:
+                setattr(obj, name, orig)
+            else:
+                delattr(obj, name)
+    us = max(0.0, (t.ns - t.calls * per_call) / steps / 1e3)
+    calls = t.calls / steps
+    return {
+        "us_per_step": round(us, 2),
+        "calls_per_step": round(calls, 2),
+        "us_per_call": round(us / calls, 2) if calls else None,
+    }
+
+
+def breakdown(n: int, workload: str, *, steps: int = 300, warmup: int = 60) -> dict[str, Any]:
+    """Where the governor's time goes on ``workload``: each part of it timed alone (``PARTS``),
+    and vLLM's FCFS queue's answers to the same calls on the untouched scheduler beside them."""
+    from shadowd.govern.config import GovernConfig
+
+    total = warmup + steps * (len(PARTS) + 1)
+    governed = _engine(n, workload, _governed_config(workload), total)
+    fcfs = _engine(n, workload, GovernConfig(), warmup + steps * len(FCFS_PARTS))
+    governed.steps(warmup)
+    fcfs.steps(warmup)
+    per_call = _Timer().overhead_ns()
+    gov = governed.sched.shadowd_governor
+    owners = {"queue": gov.queue, "governor": gov, "roster": gov.roster, "ledger": gov.ledger}
+    gc.collect()
+    made = governed.made
+    parts = []
+    for owner, name, inside in PARTS:
+        obj = gov.verdict.pricer if owner == "pricer" else owners[owner]
+        parts.append(
+            {"part": f"{owner}.{name}", "inside": inside, **_time_part(governed, obj, name, steps, per_call)}
+        )
+    arrivals = (governed.made - made) / (steps * len(PARTS))
+    fcfs_parts = [
+        {"part": f"fcfs.{name}", **_time_part(fcfs, fcfs.sched.waiting, name, steps, per_call)}
+        for name in FCFS_PARTS
+    ]
+    assert gov.verdict.go and gov.errors == 0, gov.status()
+    return {
+        "requests_per_step": n,
+        "workload": workload,
+        "arrivals_per_step": round(arrivals, 2),
+        "steps_per_part": steps,
+        "timer_overhead_ns_per_call": round(per_call, 1),
+        "parts": parts,
+        "fcfs": fcfs_parts,
+    }
+
+
 def _params(workload: str) -> dict[str, Any]:
     if workload == "trace":
         return {"traces": list(TRACES), "max_prompt": TRACE_MAX_PROMPT, "max_output": TRACE_MAX_OUTPUT}
@@ -303,4 +410,8 @@ def run(quick: bool = False) -> dict[str, Any]:
 if __name__ == "__main__":
     from benchmarks.admission import store_section
 
-    store_section("govern_cost", run(quick="--quick" in sys.argv)["govern_cost"], sys.argv, keep_history=True)
+    if "--breakdown" in sys.argv:
+        store_section("govern_cost_breakdown", [breakdown(n, w) for n, w in BREAKDOWN], sys.argv)
+    else:
+        quick = "--quick" in sys.argv
+        store_section("govern_cost", run(quick=quick)["govern_cost"], sys.argv, keep_history=True)

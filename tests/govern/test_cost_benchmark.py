@@ -29,3 +29,55 @@ def test_trace_workload_churns_and_nets_like_for_like():
     gov_queue_calls = r["governor_calls_per_step"] - 1  # less its on_schedule
     assert abs(gov_queue_calls - r["fcfs_calls_per_step"]) <= 0.25 * r["fcfs_calls_per_step"]
     assert r["governor_cpu_us_per_step"] > 0 and r["fcfs_queue_us_per_step"] > 0
+
+
+def test_a_part_is_timed_alone_and_unwrapped_after():
+    """``_time_part`` counts the calls of one method (or ``__bool__``, looked up on the type) over
+    the stretch and leaves the object as it found it."""
+
+    class Part:
+        def work(self) -> int:
+            return 1
+
+        def __bool__(self) -> bool:
+            return True
+
+    class Engine:
+        def __init__(self, obj: Part) -> None:
+            self.obj = obj
+
+        def steps(self, k: int) -> None:
+            for _ in range(k):
+                self.obj.work()
+                self.obj.work()
+                bool(self.obj)
+
+    obj = Part()
+    eng = Engine(obj)
+    work = govern_cost._time_part(eng, obj, "work", 10, per_call=0.0)
+    truth = govern_cost._time_part(eng, obj, "__bool__", 10, per_call=0.0)
+    assert work["calls_per_step"] == 2.0 and truth["calls_per_step"] == 1.0
+    assert work["us_per_step"] > 0 and work["us_per_call"] == round(work["us_per_step"] / 2.0, 2)
+    assert "work" not in vars(obj) and type(obj) is Part
+
+
+def test_breakdown_reaches_every_part_its_workload_takes():
+    r = govern_cost.breakdown(32, "churn", steps=12, warmup=10)
+    names = [p["part"] for p in r["parts"]]
+    assert names == [f"{owner}.{name}" for owner, name, _ in govern_cost.PARTS]
+    by = {p["part"]: p for p in r["parts"]}
+    assert by["governor.on_schedule"]["calls_per_step"] == 1.0
+    # Arrivals every step at 32 rows: the per-row pass charges them, and the queue admits them.
+    assert by["governor._charge_by_pass"]["calls_per_step"] > 0 and r["arrivals_per_step"] > 0
+    assert by["queue.add_request"]["calls_per_step"] > 0 and by["queue.pop_request"]["calls_per_step"] > 0
+    assert [p["part"] for p in r["fcfs"]] == [f"fcfs.{m}" for m in govern_cost.FCFS_PARTS]
+    assert all(p["calls_per_step"] > 0 for p in r["fcfs"])
+
+
+def test_admission_doc_is_the_render_of_its_stored_results():
+    import json
+
+    from benchmarks.admission import JSON_PATH, MD_PATH
+    from benchmarks.admission_doc import render
+
+    assert MD_PATH.read_text() == render(json.loads(JSON_PATH.read_text()))
