@@ -11,6 +11,8 @@ Within one ``schedule`` call the counters do not move (charges come after the st
 popped for admission adds an *estimate* of its cost to its tenant's pending service (its remaining
 prompt tokens at the active counter's prefill price) and the next head is chosen with it; a request
 put back takes its estimate back; the estimates are dropped when the step's real charge arrives.
+The last waiting request popped carries none: nothing is left for it to order (arrivals come
+between ``schedule`` calls, never within one).
 """
 
 from __future__ import annotations
@@ -226,7 +228,7 @@ class FairRequestQueue(RequestQueue):
         f.running = True  # counted active as running until it finishes or comes back
         pending = self.pending
         left = f.prompt - request.num_computed_tokens
-        if left > 0:
+        if left > 0 and self._size:  # an estimate orders what still waits; with none, nothing to order
             f.estimate = left * self.price
             pending[t] = pending.get(t, 0.0) + f.estimate
             self._popped.append(f)
