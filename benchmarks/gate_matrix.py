@@ -2190,18 +2190,29 @@ def markdown(res: dict[str, Any]) -> str:
 
 
 def _superseded(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Stored rows replaced by ``rows`` whose scenario changed (e.g. the fault step), plus the
+    """Stored rows that ``rows`` replace (the very same row stored already aside), plus the
     stored document's own superseded rows: what a re-run replaced stays on record."""
     if not out.with_suffix(".json").exists():
         return []
     stored = json.loads(out.with_suffix(".json").read_text())
-    new = {(r["scenario"]["name"], r.get("design", "r1")): r["scenario"] for r in rows}
-    replaced = [
+    # As stored (tuples read back as lists): a row stored already (``--from-partial`` while its
+    # run went on) is the same row, not one it replaced; any other stored row a re-run replaces
+    # stays on record, and says whether its scenario had changed.
+    rows = json.loads(json.dumps(rows, default=str))
+    new = {(r["scenario"]["name"], r.get("design", "r1")): r for r in rows}
+    kept = [
         r
-        for r in stored["rows"]
-        if (key := (r["scenario"]["name"], r.get("design", "r1"))) in new and new[key] != r["scenario"]
+        for r in stored.get("superseded_rows") or []
+        if new.get((r["scenario"]["name"], r.get("design", "r1"))) != r
     ]
-    return list(stored.get("superseded_rows") or []) + replaced
+    for r in stored["rows"]:
+        n = new.get((r["scenario"]["name"], r.get("design", "r1")))
+        if n is None or n == r:
+            continue
+        if n["scenario"] == r["scenario"] and not r.get("superseded_by"):
+            r = {**r, "superseded_by": "a re-run of the same scenario"}
+        kept.append(r)
+    return kept
 
 
 def _merged(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

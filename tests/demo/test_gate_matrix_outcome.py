@@ -54,3 +54,24 @@ def test_a_fault_row_that_ends_go_says_so_even_when_it_is_not_a_test():
         not met
         and why == "ended GO with the fault in force; not a test: the gate was never GO before the fault"
     )
+
+
+def test_a_re_run_keeps_what_it_replaced_on_record_but_not_the_same_row_twice(tmp_path):
+    """``--merge`` after ``--from-partial`` stored a row while its run went on: that row is not
+    superseded by itself (the scenario read back has lists where the run has tuples); a real
+    re-run keeps the row it replaced, saying whether the scenario had changed."""
+    import json
+
+    from benchmarks.gate_matrix import _superseded
+
+    scenario = {"name": "H1-ramp", "loads": ("ramp:0.3:3:300",), "steps": 6000}
+    row = {"scenario": scenario, "design": "r9", "final": "GO"}
+    out = tmp_path / "validation"
+    out.with_suffix(".json").write_text(json.dumps({"rows": [row], "superseded_rows": [row]}))
+    assert _superseded(out, [row]) == []
+    again = {**row, "final": "INCONCLUSIVE"}
+    kept = _superseded(out, [again])
+    assert [r["final"] for r in kept] == ["GO", "GO"]
+    assert kept[-1]["superseded_by"] == "a re-run of the same scenario"
+    longer = {**row, "scenario": {**scenario, "steps": 9000}}
+    assert "superseded_by" not in _superseded(out, [longer])[-1]
