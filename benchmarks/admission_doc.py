@@ -215,40 +215,6 @@ def _breakdown(section: dict[str, Any]) -> str:
     """Each part of the governor timed alone (``benchmarks/govern_cost.py --breakdown``)."""
     data = section["data"]
     cols = [f"{r['requests_per_step']} {r['workload']}" for r in data]
-    head = "| part | called from | " + " | ".join(f"{c} µs/step (calls)" for c in cols) + " |"
-    rows = [head, "|---|---|" + "---:|" * len(cols)]
-
-    def cell(p: dict[str, Any]) -> str:
-        return f"{p['us_per_step']} ({p['calls_per_step']})" if p["calls_per_step"] else "–"
-
-    for i, p in enumerate(data[0]["parts"]):
-        rows.append(
-            f"| `{p['part']}` | {p['inside']} | " + " | ".join(cell(r["parts"][i]) for r in data) + " |"
-        )
-    for i, p in enumerate(data[0]["fcfs"]):
-        rows.append(
-            f"| `{p['part']}` (untouched scheduler) | vLLM | "
-            + " | ".join(cell(r["fcfs"][i]) for r in data)
-            + " |"
-        )
-    reading = []
-    for r, c in zip(data, cols):
-        by = {p["part"]: p for p in r["parts"]}
-        fcfs = {p["part"].split(".", 1)[1]: p for p in r["fcfs"]}
-        queue = sum(by[f"queue.{m}"]["us_per_step"] for m in FCFS_CALLS)
-        inside = [p for p in r["parts"] if p["inside"] == "governor.on_schedule"]
-        top = max(inside, key=lambda p: p["us_per_step"])
-        calls = ", ".join(
-            f"{m} {by[f'queue.{m}']['us_per_call']} against {fcfs[m]['us_per_call']}"
-            for m in ("add_request", "pop_request")
-            if by[f"queue.{m}"]["us_per_call"] and fcfs[m]["us_per_call"]
-        )
-        reading.append(
-            f"- {c} ({r['arrivals_per_step']} arrivals/step): the queue's calls {queue:.1f} µs/step "
-            f"against FCFS's {sum(p['us_per_step'] for p in fcfs.values()):.1f} (µs per call: {calls}); "
-            f"the step's charge (`on_schedule`) {by['governor.on_schedule']['us_per_step']} µs, its "
-            f"largest part `{top['part']}` ({top['us_per_step']} µs)."
-        )
     return "\n".join(
         [
             "### Where the governor's time goes",
@@ -259,12 +225,49 @@ def _breakdown(section: dict[str, Any]) -> str:
             "the untouched scheduler's FCFS queue answers the same calls at the bottom.  A dash: the part",
             "was not called on that workload.",
             "",
-            *rows,
+            *_breakdown_table(data, cols),
             "",
-            *reading,
+            *(_breakdown_reading(r, c) for r, c in zip(data, cols)),
             "",
             _meta(section),
         ]
+    )
+
+
+def _breakdown_table(data: list[dict[str, Any]], cols: list[str]) -> list[str]:
+    """One row per part (then per FCFS call), one column per workload: µs/step (calls/step)."""
+
+    def cell(p: dict[str, Any]) -> str:
+        return f"{p['us_per_step']} ({p['calls_per_step']})" if p["calls_per_step"] else "–"
+
+    rows = ["| part | called from | " + " | ".join(f"{c} µs/step (calls)" for c in cols) + " |"]
+    rows.append("|---|---|" + "---:|" * len(cols))
+    for i, p in enumerate(data[0]["parts"]):
+        cells = " | ".join(cell(r["parts"][i]) for r in data)
+        rows.append(f"| `{p['part']}` | {p['inside']} | {cells} |")
+    for i, p in enumerate(data[0]["fcfs"]):
+        cells = " | ".join(cell(r["fcfs"][i]) for r in data)
+        rows.append(f"| `{p['part']}` (untouched scheduler) | vLLM | {cells} |")
+    return rows
+
+
+def _breakdown_reading(r: dict[str, Any], col: str) -> str:
+    """One workload in a line: the queue's calls against FCFS's, and the step charge's largest part."""
+    by = {p["part"]: p for p in r["parts"]}
+    fcfs = {p["part"].split(".", 1)[1]: p for p in r["fcfs"]}
+    queue = sum(by[f"queue.{m}"]["us_per_step"] for m in FCFS_CALLS)
+    inside = [p for p in r["parts"] if p["inside"] == "governor.on_schedule"]
+    top = max(inside, key=lambda p: p["us_per_step"])
+    calls = ", ".join(
+        f"{m} {by[f'queue.{m}']['us_per_call']} against {fcfs[m]['us_per_call']}"
+        for m in ("add_request", "pop_request")
+        if by[f"queue.{m}"]["us_per_call"] and fcfs[m]["us_per_call"]
+    )
+    return (
+        f"- {col} ({r['arrivals_per_step']} arrivals/step): the queue's calls {queue:.1f} µs/step "
+        f"against FCFS's {sum(p['us_per_step'] for p in fcfs.values()):.1f} (µs per call: {calls}); "
+        f"the step's charge (`on_schedule`) {by['governor.on_schedule']['us_per_step']} µs, its "
+        f"largest part `{top['part']}` ({top['us_per_step']} µs)."
     )
 
 
