@@ -315,8 +315,6 @@ class Governor:
         self, rids: list[str], computed: list[int]
     ) -> tuple[list[int], list[tuple[RequestFacts, str, int]]]:
         facts, contexts = self.facts, self._contexts
-        if len(contexts) > len(rids):  # more tenants than rows: note each row's tenant instead
-            return self._tally_many(rids, computed)
         chunks: list[tuple[RequestFacts, str, int]] = []
         for rid, c in zip(rids, computed):
             f = facts[rid]
@@ -324,33 +322,16 @@ class Governor:
                 chunks.append((f, rid, c))
                 continue
             f.contexts.append(c)
-        # The step's tenants: those with a one-token row (a list no longer empty; no test per
-        # row for it), then those with chunks only (rare).
-        order = [t for t, cs in enumerate(contexts) if cs]
+        # The step's tenants: those whose list is no longer empty (no test per row for it), found
+        # among all tenants, or, where tenants outnumber the rows, among the rows' own; then those
+        # with chunks only (rare).
+        if len(contexts) <= len(rids):
+            order = [t for t, cs in enumerate(contexts) if cs]
+        else:
+            order = [t for t in dict.fromkeys(facts[rid].tenant for rid in rids) if contexts[t]]
         for f, _, _ in chunks:
             if f.tenant not in order:
                 order.append(f.tenant)
-        return order, chunks
-
-    def _tally_many(
-        self, rids: list[str], computed: list[int]
-    ) -> tuple[list[int], list[tuple[RequestFacts, str, int]]]:
-        """``_tally_known`` where tenants outnumber the step's rows: each row's tenant noted as
-        its row is met, not found by a scan of every tenant's list."""
-        facts = self.facts
-        order: list[int] = []
-        chunks: list[tuple[RequestFacts, str, int]] = []
-        for rid, c in zip(rids, computed):
-            f = facts[rid]
-            if c < f.prompt:
-                if f.tenant not in order:
-                    order.append(f.tenant)
-                chunks.append((f, rid, c))
-                continue
-            cs = f.contexts
-            if not cs and f.tenant not in order:  # the tenant's first one-token row this step
-                order.append(f.tenant)
-            cs.append(c)
         return order, chunks
 
     def _sums_of(self, t: int) -> TenantSums:
