@@ -12,6 +12,10 @@
 ``SHADOWD_GOVERN_PREEMPT`` ``over-served``: under KV pressure vLLM preempts a request of the most
                            over-served tenant (the highest normalised service among those running);
                            unset/``vllm`` (default): vLLM's own choice, the last admitted request.
+``SHADOWD_GOVERN_CHARGE``  ``thread`` (default): each step is charged on a thread of the governor's
+                           own while the engine waits on the GPU (:mod:`shadowd.govern.charge_thread`);
+                           ``inline``: in the engine thread, after ``schedule``.  The same charges
+                           and admissions either way.
 ``SHADOWD_GOVERN_TENANTS`` tenant weights and caps: inline ``acme=2,beta=1:500`` (weight, optional
                            cap in attributed ms per second) or the path of a JSON file
                            ``{"weights": {...}, "caps_ms_per_s": {...}, "default_weight": 1}``.
@@ -29,6 +33,7 @@ from pathlib import Path
 
 MODES = ("off", "on", "vtc")
 PREEMPT = ("vllm", "over-served")
+CHARGE = ("inline", "thread")
 MAX_TENANTS = 1024  # configured tenants, and tenants the ledger tracks (the rest share OTHER)
 MAX_FILE_BYTES = 65536
 MAX_WEIGHT = 1e6
@@ -129,12 +134,15 @@ class GovernConfig:
     poll_interval_s: float = 1.0  # the state file is stat'ed at most this often
     status_file: str | None = None  # None: beside the state file in mode "on"; "off": none
     preempt: str = "vllm"  # "over-served": preemption victims from the most over-served tenant
+    charge: str = "inline"  # "thread": steps charged off the engine thread (the environment's default)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"SHADOWD_GOVERN={self.mode!r}: expected one of {MODES}")
         if self.preempt not in PREEMPT:
             raise ValueError(f"SHADOWD_GOVERN_PREEMPT={self.preempt!r}: expected one of {PREEMPT}")
+        if self.charge not in CHARGE:
+            raise ValueError(f"SHADOWD_GOVERN_CHARGE={self.charge!r}: expected one of {CHARGE}")
 
     @property
     def enabled(self) -> bool:
@@ -161,4 +169,5 @@ class GovernConfig:
             tenant_prefix_sep=env.get("SHADOWD_TENANT_PREFIX_SEP") or None,
             status_file=(env.get("SHADOWD_GOVERN_STATUS") or "").strip() or None,
             preempt=(env.get("SHADOWD_GOVERN_PREEMPT") or "vllm").strip().lower(),
+            charge=(env.get("SHADOWD_GOVERN_CHARGE") or "thread").strip().lower(),
         )

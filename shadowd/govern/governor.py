@@ -1,6 +1,9 @@
 """The governor's per-step work: read the gate's verdict, charge the step, keep the queue's order.
 
-``on_schedule`` runs after vLLM's ``schedule`` returns.  It sums each tenant's rows of the step
+``on_schedule`` runs after vLLM's ``schedule`` returns.  It reads the verdict, then has the step
+charged: on the governor's charge thread (``charge="thread"``, :mod:`shadowd.govern.charge_thread`),
+taken in by ``collect`` before the engine thread next reads a counter, or inline.  The charge sums
+each tenant's rows of the step
 (new requests row by row; running rows from the rows it expected, :mod:`shadowd.govern.roster`,
 or, where a step is not what it expected, row by row), then charges every tenant in the step
 once: VTC token units always, and its LLMVisor share of the step's predicted latency whenever
@@ -19,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from shadowd.govern.charge_thread import ChargeThread, ChargeThreadDied
 from shadowd.govern.config import GovernConfig
 from shadowd.govern.handoff import StateReader, Verdict
 from shadowd.govern.ledger import ATTRIBUTED, VTC, Ledger
@@ -64,15 +68,19 @@ class Governor:
         self.roster = DecodeRoster()  # the running rows expected next step
         self.rows_per_change = ROWS_PER_CHANGE  # see ROWS_PER_CHANGE
         self.churn = 0.0  # arrivals and finishes per charged step, smoothed
+        self.step_time = 0.0  # the ledger's clock when the step being charged was scheduled (caps)
         self._seq = itertools.count()
         self.verdict = VTC_ONLY if self.reader is None else Verdict("missing")
-        self.queue = FairRequestQueue(self.ledger, self.facts_of, self.kind(), self.prefill_price())
+        self.queue = FairRequestQueue(
+            self.ledger, self.facts_of, self.kind(), self.prefill_price(), settle=self.collect
+        )
         self.switches: dict[str, int] = {}  # reason -> times the governor switched to it
         self.steps_charged = {"attributed": 0, "vtc": 0}
         self.errors = 0
         self.victim_orderings = 0  # steps whose running list was put in over-served order
         path = config.status_path
         self.status_file = StatusFile(path) if path else None
+        self.charger = ChargeThread(self._charge_step) if config.charge == "thread" else None
 
     # -- per request -----------------------------------------------------------------------------
     def facts_of(self, request: Any) -> RequestFacts:
@@ -101,24 +109,66 @@ class Governor:
 
     # -- per step ----------------------------------------------------------------------------------
     def on_schedule(self, out: Any) -> None:
-        charged: Iterable[int] | None = None  # None: unknown, the queue re-keys every tenant
+        queue = self.queue
+        if queue.owed:  # the last step's charge, if nothing took it in yet
+            self.collect()
         try:
             self._refresh()
-            charged = self._charge(out)
-            if out.finished_req_ids:
-                self._retire(out.finished_req_ids)
-        except Exception as exc:
-            for cs in self._contexts:  # a pass cut short leaves contexts behind: not next step's
-                cs.clear()
-            self.roster.invalidate()
-            self.errors += 1
-            if self.errors == 1 or self.errors % 10000 == 0:
-                log.warning("shadowd governor: step not charged (%d so far): %r", self.errors, exc)
-        finally:
-            self.queue.invalidate(charged)
+        except Exception as exc:  # the step goes uncharged, and every tenant is re-keyed
+            self._fault(exc)
+            queue.invalidate(None)
+        else:
+            if self.ledger.capped:  # the step's time, for the buckets (see ``Ledger.charge``)
+                self.step_time = self.ledger.clock()
+            if self.charger is not None:
+                self.charger.submit(out)
+                queue.owed = True
+            else:
+                queue.invalidate(self._charge_step(out))
         sf = self.status_file
         if sf is not None and sf.due():  # at most once a second: the daemon's view of the counters
             sf.publish(self.published())  # handed to the status file's writer thread
+
+    def collect(self) -> None:
+        """Engine thread: take the owed step's charge in (waiting for the charge thread if it is
+        not done), re-key the tenants it charged and admit the requests that arrived meanwhile.
+        Called before anything reads a counter: the next ``schedule`` and the fair queue's calls."""
+        queue = self.queue
+        if not queue.owed:
+            return
+        try:
+            charged = self.charger.result()  # type: ignore[union-attr]
+        except ChargeThreadDied as exc:  # charge inline from now on
+            self.charger = None
+            self._forget_step()
+            self._fault(exc)
+            charged = None
+        queue.owed = False
+        queue.invalidate(charged)
+        queue.admit_inbox()
+
+    def _charge_step(self, out: Any) -> Iterable[int] | None:
+        """The step's charge (the charge thread's, or inline): the tenants charged, or ``None``
+        where the step could not be charged (the queue then re-keys every tenant)."""
+        try:
+            charged = self._charge(out)
+            if out.finished_req_ids:
+                self._retire(out.finished_req_ids)
+            return charged
+        except Exception as exc:
+            self._forget_step()
+            self._fault(exc)
+            return None
+
+    def _forget_step(self) -> None:
+        for cs in self._contexts:  # a pass cut short leaves contexts behind: not next step's
+            cs.clear()
+        self.roster.invalidate()
+
+    def _fault(self, exc: BaseException) -> None:
+        self.errors += 1
+        if self.errors == 1 or self.errors % 10000 == 0:
+            log.warning("shadowd governor: step not charged (%d so far): %r", self.errors, exc)
 
     def _refresh(self) -> None:
         if self.reader is None:
@@ -356,7 +406,7 @@ class Governor:
         tenants = sorted(sums)
         rows = [sums[t] for t in tenants]
         shares = pricer.shares(rows, total_tokens) if pricer is not None else None
-        self.ledger.charge(tenants, rows, self.config.w_p, self.config.w_q, shares)
+        self.ledger.charge(tenants, rows, self.config.w_p, self.config.w_q, shares, self.step_time)
         self.steps_charged["vtc" if verdict.pricer is None else "attributed"] += 1
 
     def _charge_decode(
@@ -367,7 +417,7 @@ class Governor:
         verdict = self.verdict
         pricer = verdict.pricer or (self.reader.pricer if self.reader is not None else None)
         shares = pricer.decode_shares(counts, contexts, total_tokens) if pricer is not None else None
-        self.ledger.charge_decode(tenants, counts, self.config.w_q, shares)
+        self.ledger.charge_decode(tenants, counts, self.config.w_q, shares, self.step_time)
         self.steps_charged["vtc" if verdict.pricer is None else "attributed"] += 1
         return tenants
 
@@ -398,6 +448,7 @@ class Governor:
         admission follows, least first.  True when reordered."""
         if free_blocks >= blocks_per_step or len(running) < 2:
             return False
+        self.collect()
         service, weight = self.ledger.service[self.kind()], self.ledger.weight
         served = [service[t] / weight[t] for t in range(len(weight))]  # per tenant, once a step
         known, facts_of = self.facts.get, self.facts_of
@@ -412,7 +463,12 @@ class Governor:
         return True
 
     def close(self) -> None:
-        """Engine shutdown: write the last counters and stop the status file's writer."""
+        """Engine shutdown: take the last charge in, stop the charge thread, write the last
+        counters and stop the status file's writer."""
+        self.collect()
+        if self.charger is not None:
+            self.charger.close()
+            self.charger = None
         if self.status_file is not None:
             self.status_file.publish(self.published())
             self.status_file.close()
@@ -433,7 +489,8 @@ class Governor:
 
     def status(self) -> dict[str, Any]:
         """Counters for logs, tests and the replay: what the status file carries, and per-tenant
-        service."""
+        service (the owed charge taken in first)."""
+        self.collect()
         return {
             **self.published(),
             "preempt": self.config.preempt,

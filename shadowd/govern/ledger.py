@@ -39,6 +39,7 @@ class Ledger:
         self.active: list[int] = []  # waiting + running requests per tenant
         self._floor = [0.0, 0.0]  # normalised service of the last active tenants
         self.cap: list[float] = []  # ms/s, 0 = none
+        self.capped = False  # any tenant has a cap
         self.bucket: list[float] = []  # ms
         self._bucket_t: list[float] = []
         self.lifts = 0
@@ -58,6 +59,7 @@ class Ledger:
             s.append(0.0)
         self.active.append(0)
         self.cap.append(self.policy.caps_ms_per_s.get(name, 0.0))
+        self.capped = self.capped or bool(self.cap[-1])
         self.bucket.append(0.0)
         self._bucket_t.append(self.clock())
         return i
@@ -96,11 +98,14 @@ class Ledger:
         w_p: float,
         w_q: float,
         attributed_ms: Sequence[float] | None,
+        now: float | None = None,
     ) -> None:
         """One step's charges: ``tenants[j]`` gets the VTC tokens of ``sums[j]``
         (``TenantSums.vtc_tokens``, written out) and, while coefficients are known,
-        ``attributed_ms[j]``.  One call and one pass per step: the governor's per-step cost
-        (``benchmarks/govern_cost.py``)."""
+        ``attributed_ms[j]``, added to a capped tenant's bucket as of ``now`` (the step's time on
+        ``clock``, read when it was scheduled: a charge made later, on the governor's charge
+        thread, drains the bucket as the inline one would).  One call and one pass per step: the
+        governor's per-step cost (``benchmarks/govern_cost.py``)."""
         vtc = self.service[VTC]
         if attributed_ms is None:
             for t, s in zip(tenants, sums):
@@ -111,11 +116,16 @@ class Ledger:
             vtc[t] += w_p * s.pp + w_q * (s.dn + s.dx)
             attributed[t] += ms
             if cap[t]:
-                self._drain(t)
+                self._drain(t, self.clock() if now is None else now)
                 self.bucket[t] += ms
 
     def charge_decode(
-        self, tenants: Sequence[int], rows: Sequence[int], w_q: float, attributed_ms: Sequence[float] | None
+        self,
+        tenants: Sequence[int],
+        rows: Sequence[int],
+        w_q: float,
+        attributed_ms: Sequence[float] | None,
+        now: float | None = None,
     ) -> None:
         """``charge`` for a step of one-token decode rows only (``rows[j]`` of ``tenants[j]``):
         the same sums, without sums objects (``Governor``'s decode-only steps, the common ones)."""
@@ -129,11 +139,10 @@ class Ledger:
             vtc[t] += w_q * m
             attributed[t] += ms
             if cap[t]:
-                self._drain(t)
+                self._drain(t, self.clock() if now is None else now)
                 self.bucket[t] += ms
 
-    def _drain(self, t: int) -> None:
-        now = self.clock()
+    def _drain(self, t: int, now: float) -> None:
         self.bucket[t] = max(0.0, self.bucket[t] - (now - self._bucket_t[t]) * self.cap[t])
         self._bucket_t[t] = now
 
@@ -141,7 +150,7 @@ class Ledger:
         """Over its cap: its waiting requests are not admitted now."""
         if not self.cap[t] or self.bucket[t] <= self.cap[t]:
             return False
-        self._drain(t)
+        self._drain(t, self.clock())
         return self.bucket[t] > self.cap[t]
 
     def snapshot(self) -> dict[str, dict[str, float]]:

@@ -13,6 +13,12 @@ prompt tokens at the active counter's prefill price) and the next head is chosen
 put back takes its estimate back; the estimates are dropped when the step's real charge arrives.
 The last waiting request popped carries none: nothing is left for it to order (arrivals come
 between ``schedule`` calls, never within one).
+
+While a step's charge is *owed* (being made on the governor's charge thread,
+:mod:`shadowd.govern.charge_thread`), the counters are not the engine thread's to read: an arrival
+waits in an inbox, and any other call first settles the charge (``settle``, the governor's),
+which re-keys and then admits the inbox in arrival order, as the inline charge would have found
+it.
 """
 
 from __future__ import annotations
@@ -53,8 +59,12 @@ class FairRequestQueue(RequestQueue):
         facts: Callable[[Any], RequestFacts],
         kind: int = VTC,
         prefill_price: float = 1.0,
+        settle: Callable[[], None] | None = None,
     ) -> None:
         self.ledger = ledger
+        self.owed = False  # a step's charge is being made off the engine thread: ``settle`` first
+        self._settle = settle or (lambda: None)  # takes the charge in, then calls ``admit_inbox``
+        self._inbox: list[Any] = []  # requests that arrived while a charge was owed, in order
         self._facts = facts  # request -> its facts (created on first sight)
         self.kind = kind  # the counter admission follows now (VTC or ATTRIBUTED); set by ``follow``
         self._service = ledger.service[kind]  # that counter, per tenant (the ledger's own list)
@@ -151,10 +161,15 @@ class FairRequestQueue(RequestQueue):
                 self._rekey(t)
 
     def has_eligible(self) -> bool:
+        if self.owed:
+            self._settle()
         return self._choose() is not None
 
     # -- RequestQueue ----------------------------------------------------------------------------
     def add_request(self, request: Any) -> None:
+        if self.owed:  # its tenant's key may be about to move: placed once the charge is in
+            self._inbox.append(request)
+            return
         f = self._facts(request)
         t = f.tenant
         fifo = self._fifo.get(t)
@@ -169,6 +184,12 @@ class FairRequestQueue(RequestQueue):
             self._size += 1
             return
         self._arrive(t, f, request)
+
+    def admit_inbox(self) -> None:
+        """The requests that arrived while a charge was owed, added now, in arrival order."""
+        inbox, self._inbox = self._inbox, []
+        for request in inbox:
+            self.add_request(request)
 
     def _arrive(self, t: int, f: RequestFacts, request: Any) -> None:
         """A new request of a tenant with none waiting (most arrivals where admission keeps up):
@@ -219,6 +240,8 @@ class FairRequestQueue(RequestQueue):
             self._rekey(t)
 
     def pop_request(self) -> Any:
+        if self.owed:
+            self._settle()
         t = self._head
         if t is None and (t := self._choose()) is None:
             raise IndexError("pop from an empty (or wholly held) queue")
@@ -258,12 +281,16 @@ class FairRequestQueue(RequestQueue):
         return request
 
     def peek_request(self) -> Any:
+        if self.owed:
+            self._settle()
         t = self._head
         if t is None and (t := self._choose()) is None:
             raise IndexError("peek from an empty (or wholly held) queue")
         return self._fifo[t][0][1]
 
     def prepend_request(self, request: Any) -> None:
+        if self.owed:
+            self._settle()
         self._push(self._facts(request), request, left=True)
 
     def prepend_requests(self, requests: Iterable[Any]) -> None:
@@ -274,6 +301,8 @@ class FairRequestQueue(RequestQueue):
         self.remove_requests((request,))
 
     def remove_requests(self, requests: Iterable[Any]) -> None:
+        if self.owed:
+            self._settle()
         for request in requests:
             f = self._facts(request)
             fifo = self._fifo.get(f.tenant)
@@ -289,11 +318,15 @@ class FairRequestQueue(RequestQueue):
         self._head = None
 
     def __bool__(self) -> bool:
+        if self.owed:
+            self._settle()
         return self._head is not None or (self._size > 0 and self._choose() is not None)
 
     def __len__(self) -> int:
-        return self._size
+        return self._size + len(self._inbox)
 
     def __iter__(self) -> Iterator[Any]:
+        if self.owed:
+            self._settle()
         for fifo in list(self._fifo.values()):
             yield from [item[1] for item in fifo]

@@ -25,6 +25,14 @@ def test_preemption_choice_is_off_by_default_and_checked():
         GovernConfig.from_env({"SHADOWD_GOVERN_PREEMPT": "newest"})
 
 
+def test_the_engine_charges_on_a_thread_unless_told_inline():
+    assert GovernConfig.from_env({}).charge == "thread"  # the engine's default
+    assert GovernConfig.from_env({"SHADOWD_GOVERN_CHARGE": " Inline "}).charge == "inline"
+    assert GovernConfig().charge == "inline"  # built in code (the replay, tests): inline
+    with pytest.raises(ValueError, match="SHADOWD_GOVERN_CHARGE"):
+        GovernConfig.from_env({"SHADOWD_GOVERN_CHARGE": "later"})
+
+
 def test_inline_and_file_tenant_policies(tmp_path):
     p = TenantPolicy.parse("acme=2, beta=1:500")
     assert p.weight("acme") == 2 and p.weight("zeta") == 1 and p.caps_ms_per_s == {"beta": 500.0}

@@ -29,6 +29,10 @@ def test_trace_workload_churns_and_nets_like_for_like():
     gov_queue_calls = r["governor_calls_per_step"] - 1  # less its on_schedule
     assert abs(gov_queue_calls - r["fcfs_calls_per_step"]) <= 0.25 * r["fcfs_calls_per_step"]
     assert r["governor_cpu_us_per_step"] > 0 and r["fcfs_queue_us_per_step"] > 0
+    # Charged on the charge thread, as the engine runs it: its CPU is counted apart, and the engine
+    # thread's wait for a charge is measured (the GPU wait emulated gives the thread its turn).
+    assert r["charge"] == "thread" and r["charge_thread_us_per_step"] > 0
+    assert r["engine_wait_us_per_step"] >= 0 and r["gpu_wait_s"] > 0
 
 
 def test_a_part_is_timed_alone_and_unwrapped_after():

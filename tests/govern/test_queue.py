@@ -68,16 +68,20 @@ def _reference_charges(gov, sched, out) -> dict[int, tuple[float, float | None]]
     }
 
 
-def test_admissions_and_charges_follow_the_plain_rule(llama_dir, tmp_path):
+@pytest.mark.parametrize("charge", ["inline", "thread"])
+def test_admissions_and_charges_follow_the_plain_rule(llama_dir, tmp_path, charge):
     state = tmp_path / "gate.json"
     now = 1e9  # the ledger runs on the driver's simulated clock; the gate on wall time
     write_state_file(
         state,
         {"verdict": "GO", "valid_until": 4e9, "model": published_model("m1", KEY, COEF, "equal", now, 3e9)},
     )
-    cfg = GovernConfig(mode="on", state_file=str(state), platform_key=KEY, tenants=TenantPolicy.parse(POLICY))
+    cfg = GovernConfig(
+        mode="on", state_file=str(state), platform_key=KEY, tenants=TenantPolicy.parse(POLICY), charge=charge
+    )
     sched, driver = _engine(llama_dir, _governed(cfg), max_num_seqs=16, num_blocks=1000)
     gov, queue = sched.shadowd_governor, sched.shadowd_governor.queue
+    assert (gov.charger is not None) == (charge == "thread")
     gov.rows_per_change = 0  # the roster whatever the arrivals per row: it is what is checked
     admitted, held_seen, charged_steps, idle = [0], [0], [0], [0]
     # On simulated time, as in the replay: while only a held tenant waits nothing runs, and the
@@ -87,6 +91,7 @@ def test_admissions_and_charges_follow_the_plain_rule(llama_dir, tmp_path):
     pop = queue.pop_request
 
     def checked_pop():
+        gov.collect()  # the owed charge taken in (on the charge thread): what ``pop`` sees
         want = _rule(queue)
         held_seen[0] += any(_held(queue.ledger, t) for t in queue._fifo)
         request = pop()
@@ -99,11 +104,13 @@ def test_admissions_and_charges_follow_the_plain_rule(llama_dir, tmp_path):
 
     def checked_on_schedule(out):
         idle[0] += not out.total_num_scheduled_tokens
+        gov.collect()
         if out.total_num_scheduled_tokens:
             gov._refresh()
             want = _reference_charges(gov, sched, out)
             before = [list(s) for s in gov.ledger.service]
         on_schedule(out)
+        gov.collect()
         if out.total_num_scheduled_tokens:
             for t, (vtc, ms) in want.items():
                 assert gov.ledger.service[VTC][t] == before[VTC][t] + vtc

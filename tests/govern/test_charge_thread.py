@@ -1,0 +1,140 @@
+"""The governor's charge thread: the charges and admissions of the inline charge, off the engine
+thread, on a real vLLM scheduler; and a charge thread that stops leaves the charge inline.
+
+The same arrivals run through two governed schedulers, one charging inline and one on its charge
+thread (``charge="thread"``), with weights, a cap that holds a tenant (on the simulated clock, so
+both runs see the same times) and a small KV cache, so vLLM preempts.  Every step's batch, every
+admission and the counters after every charge must be the same, bit for bit."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from shadowd.daemon.gatekeeper import published_model, write_state_file
+from shadowd.govern.config import GovernConfig, TenantPolicy
+from tests.govern.test_vllm import COEF, KEY, _engine, _governed
+from tests.workloads import mixed_trace_requests
+
+pytestmark = pytest.mark.usefixtures("vllm")
+POLICY = "longdoc=2,coder=1:40"
+
+
+def _run(llama_dir, state, charge: str):
+    cfg = GovernConfig(
+        mode="on", state_file=str(state), platform_key=KEY, tenants=TenantPolicy.parse(POLICY), charge=charge
+    )
+    sched, driver = _engine(llama_dir, _governed(cfg), max_num_seqs=16, num_blocks=1000)
+    gov, queue = sched.shadowd_governor, sched.shadowd_governor.queue
+    gov.ledger.clock = lambda: driver.clock() / 1e9
+    seen = {"charges": [], "threads": set(), "admitted": [], "inboxed": 0}
+    charge_step, pop, admit_inbox = gov._charge_step, queue.pop_request, queue.admit_inbox
+
+    def recorded_charge(out):  # runs where the charge runs: the engine thread, or the charge thread
+        charged = charge_step(out)
+        seen["threads"].add(threading.current_thread().name)
+        seen["charges"].append([list(s) for s in gov.ledger.service])
+        return charged
+
+    def recorded_pop():
+        request = pop()
+        seen["admitted"].append(request.request_id)
+        return request
+
+    def recorded_admit_inbox():
+        seen["inboxed"] += len(queue._inbox)
+        admit_inbox()
+
+    if gov.charger is not None:  # the thread took the bound method at start: hand it the recorder
+        gov.charger.close()
+        gov.charger = type(gov.charger)(recorded_charge)
+    else:
+        gov._charge_step = recorded_charge
+    queue.pop_request, queue.admit_inbox = recorded_pop, recorded_admit_inbox
+    driver.run(mixed_trace_requests(40, seed=9), max_steps=100000)
+    gov.close()
+    return driver, gov, seen
+
+
+def test_the_charge_thread_makes_the_inline_charges_and_admissions(llama_dir, tmp_path):
+    state = tmp_path / "gate.json"
+    write_state_file(
+        state,
+        {"verdict": "GO", "valid_until": 4e9, "model": published_model("m1", KEY, COEF, "equal", 1e9, 3e9)},
+    )
+    (d_in, g_in, inline), (d_th, g_th, threaded) = (_run(llama_dir, state, c) for c in ("inline", "thread"))
+    assert inline["threads"] == {threading.current_thread().name}
+    assert threaded["threads"] == {"shadowd-govern-charge"}
+    assert threaded["inboxed"] > 0, "no arrival came while a charge was owed: the inbox went untested"
+    assert g_in.errors == g_th.errors == 0 and g_th.verdict.go
+    a, b = d_in.steps, d_th.steps
+    assert len(a) == len(b) > 500
+    for x, y in zip(a, b):
+        assert x.req_ids == y.req_ids
+        assert x.new_tokens.tolist() == y.new_tokens.tolist()
+    assert sum(s.preemptions for s in d_in.service.values()) > 0
+    assert inline["admitted"] == threaded["admitted"] and len(inline["admitted"]) >= 40
+    assert len(inline["charges"]) == len(threaded["charges"]) >= len(a)
+    assert inline["charges"] == threaded["charges"]  # bit for bit, after every step
+    assert g_in.ledger.snapshot() == g_th.ledger.snapshot()
+    assert g_in.steps_charged == g_th.steps_charged
+
+
+def test_a_charge_thread_that_stops_leaves_the_charge_inline(llama_dir, tmp_path, monkeypatch):
+    from shadowd.govern import charge_thread
+
+    monkeypatch.setattr(charge_thread, "WAIT_S", 0.05)
+    state = tmp_path / "gate.json"
+    write_state_file(
+        state,
+        {"verdict": "GO", "valid_until": 4e9, "model": published_model("m1", KEY, COEF, "equal", 1e9, 3e9)},
+    )
+    cfg = GovernConfig(mode="on", state_file=str(state), platform_key=KEY, charge="thread")
+    sched, driver = _engine(llama_dir, _governed(cfg))
+    gov = sched.shadowd_governor
+    driver.run(mixed_trace_requests(30, seed=12), max_steps=40)
+    before = sum(gov.steps_charged.values())
+    assert gov.errors == 0 and before >= 35
+    gov.charger._jobs.put(charge_thread._STOP)  # the thread ends; the next step's charge is owed
+    driver.run(max_steps=120)
+    assert gov.charger is None and gov.errors == 1  # the one step it never answered: uncharged
+    assert sum(gov.steps_charged.values()) >= before + 75  # every later step charged inline
+    assert gov.verdict.go
+
+
+def test_a_charge_thread_that_stalls_is_given_up_and_the_charge_goes_inline(llama_dir, tmp_path, monkeypatch):
+    import time
+
+    from shadowd.govern import charge_thread
+
+    monkeypatch.setattr(charge_thread, "WAIT_S", 0.02)
+    monkeypatch.setattr(charge_thread, "MAX_WAIT_S", 0.1)
+    state = tmp_path / "gate.json"
+    write_state_file(
+        state,
+        {"verdict": "GO", "valid_until": 4e9, "model": published_model("m1", KEY, COEF, "equal", 1e9, 3e9)},
+    )
+    cfg = GovernConfig(mode="on", state_file=str(state), platform_key=KEY, charge="thread")
+    sched, driver = _engine(llama_dir, _governed(cfg))
+    gov = sched.shadowd_governor
+    calls, charge = [0], gov._charge_step
+
+    def stalling_charge(out):  # the tenth step's charge never comes back in time
+        calls[0] += 1
+        if calls[0] == 10:
+            time.sleep(1.0)
+            return None
+        return charge(out)
+
+    gov.charger.close()
+    gov.charger = charge_thread.ChargeThread(stalling_charge)
+    stalled = gov.charger
+    t0 = time.monotonic()
+    driver.run(mixed_trace_requests(30, seed=13), max_steps=120)
+    assert time.monotonic() - t0 < 30
+    assert stalled.abandoned and gov.charger is None and gov.errors == 1
+    assert calls[0] == 10  # the thread took no step after the one it stalled on
+    assert sum(gov.steps_charged.values()) >= 110  # the rest charged inline
+    time.sleep(1.0)  # the stalled charge ends: it hands nothing back
+    assert stalled._results.empty()
