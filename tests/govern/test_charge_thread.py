@@ -21,6 +21,23 @@ pytestmark = pytest.mark.usefixtures("vllm")
 POLICY = "longdoc=2,coder=1:40"
 
 
+def _go_state(tmp_path):
+    """A gate state file saying GO for the engine's platform, for as long as the test runs."""
+    state = tmp_path / "gate.json"
+    write_state_file(
+        state,
+        {"verdict": "GO", "valid_until": 4e9, "model": published_model("m1", KEY, COEF, "equal", 1e9, 3e9)},
+    )
+    return state
+
+
+def _threaded(llama_dir, tmp_path):
+    """A governed scheduler charging on its charge thread, and its driver."""
+    cfg = GovernConfig(mode="on", state_file=str(_go_state(tmp_path)), platform_key=KEY, charge="thread")
+    sched, driver = _engine(llama_dir, _governed(cfg))
+    return sched.shadowd_governor, driver
+
+
 def _run(llama_dir, state, charge: str):
     cfg = GovernConfig(
         mode="on", state_file=str(state), platform_key=KEY, tenants=TenantPolicy.parse(POLICY), charge=charge
@@ -58,11 +75,7 @@ def _run(llama_dir, state, charge: str):
 
 
 def test_the_charge_thread_makes_the_inline_charges_and_admissions(llama_dir, tmp_path):
-    state = tmp_path / "gate.json"
-    write_state_file(
-        state,
-        {"verdict": "GO", "valid_until": 4e9, "model": published_model("m1", KEY, COEF, "equal", 1e9, 3e9)},
-    )
+    state = _go_state(tmp_path)
     (d_in, g_in, inline), (d_th, g_th, threaded) = (_run(llama_dir, state, c) for c in ("inline", "thread"))
     assert inline["threads"] == {threading.current_thread().name}
     assert threaded["threads"] == {"shadowd-govern-charge"}
@@ -85,14 +98,7 @@ def test_a_charge_thread_that_stops_leaves_the_charge_inline(llama_dir, tmp_path
     from shadowd.govern import charge_thread
 
     monkeypatch.setattr(charge_thread, "WAIT_S", 0.05)
-    state = tmp_path / "gate.json"
-    write_state_file(
-        state,
-        {"verdict": "GO", "valid_until": 4e9, "model": published_model("m1", KEY, COEF, "equal", 1e9, 3e9)},
-    )
-    cfg = GovernConfig(mode="on", state_file=str(state), platform_key=KEY, charge="thread")
-    sched, driver = _engine(llama_dir, _governed(cfg))
-    gov = sched.shadowd_governor
+    gov, driver = _threaded(llama_dir, tmp_path)
     driver.run(mixed_trace_requests(30, seed=12), max_steps=40)
     before = sum(gov.steps_charged.values())
     assert gov.errors == 0 and before >= 35
@@ -110,14 +116,7 @@ def test_a_charge_thread_that_stalls_is_given_up_and_the_charge_goes_inline(llam
 
     monkeypatch.setattr(charge_thread, "WAIT_S", 0.02)
     monkeypatch.setattr(charge_thread, "MAX_WAIT_S", 0.1)
-    state = tmp_path / "gate.json"
-    write_state_file(
-        state,
-        {"verdict": "GO", "valid_until": 4e9, "model": published_model("m1", KEY, COEF, "equal", 1e9, 3e9)},
-    )
-    cfg = GovernConfig(mode="on", state_file=str(state), platform_key=KEY, charge="thread")
-    sched, driver = _engine(llama_dir, _governed(cfg))
-    gov = sched.shadowd_governor
+    gov, driver = _threaded(llama_dir, tmp_path)
     calls, charge = [0], gov._charge_step
 
     def stalling_charge(out):  # the tenth step's charge never comes back in time
