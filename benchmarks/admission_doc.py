@@ -31,13 +31,15 @@ The governor publishes its counters in a small JSON file, `governor.json` beside
 file (or `SHADOWD_GOVERN_STATUS`; `off` for none), replaced atomically at most once a second by
 a writer thread of its own (the engine thread only hands a snapshot over: a file write costs
 more than a step's charge and would stall the step that found it due): the counter it charges now and the reason, its switches by reason,
-steps charged per counter, errors; no tenant names.  The daemon reads every `governor*.json` in
+steps charged per counter, errors, and where it charges (`charged_on`: its charge thread, or
+inline); no tenant names.  The daemon reads every `governor*.json` in
 its state file's directory at scrape time (bounded: 16 files, 16 KiB each; a malformed file is
 skipped and counted) and serves, labelled `engine` by file name:
 `shadowd_governor_switches_total{reason}`, `shadowd_governor_charging{unit}`,
 `shadowd_governor_steps_charged_total{unit}`, `shadowd_governor_errors_total`,
 `shadowd_governor_status_age_seconds` (a stale file means the engine stopped scheduling or cannot
-write), `shadowd_governor_status_unreadable_total`.  Several engines sharing one state file set
+write), `shadowd_governor_charge_thread` (0 where the environment asked for the thread means its
+thread stopped and the engine thread charges), `shadowd_governor_status_unreadable_total`.  Several engines sharing one state file set
 `SHADOWD_GOVERN_STATUS=.../governor-<name>.json` each.  Proven end to end (real scheduler, real
 daemon) by `tests/daemon/test_governor_status.py`.
 

@@ -22,6 +22,7 @@ MAX_FILES = 16
 MAX_BYTES = 16384
 MAX_REASONS = 32
 CHARGING = ("attributed", "vtc")
+CHARGED_ON = ("thread", "inline")  # where the engine's governor charges its steps
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class GovernorStatus:
     steps_charged: dict[str, int]
     errors: int
     age_s: float
+    charged_on: str = ""  # "thread" or "inline"; "" from a governor that does not say
 
 
 @dataclass
@@ -76,7 +78,9 @@ def _parse(path: Path, now: float) -> GovernorStatus | None:
         errors, written = _count(doc.get("errors")), doc.get("written_at")
         if errors is None or not _finite(written):
             return None
-        reason = doc.get("reason")
+        reason, charged_on = doc.get("reason"), doc.get("charged_on", "")
+        if charged_on not in ("", *CHARGED_ON):
+            return None
         return GovernorStatus(
             engine=path.name[: -len(".json")][:64],
             charging=doc["charging"],
@@ -85,6 +89,7 @@ def _parse(path: Path, now: float) -> GovernorStatus | None:
             steps_charged=steps,
             errors=errors,
             age_s=max(0.0, now - float(written)),
+            charged_on=charged_on,
         )
     except (OSError, ValueError):
         return None

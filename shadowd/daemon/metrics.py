@@ -273,6 +273,12 @@ def _governor_metrics(files: GovernorFiles) -> Iterator[Any]:
     age = GaugeMetricFamily(
         "shadowd_governor_status_age_seconds", "Time since the governor last wrote its status", labels=labels
     )
+    on_thread = GaugeMetricFamily(
+        "shadowd_governor_charge_thread",
+        "1 while the governor charges steps on its own thread, 0 on the engine thread (SHADOWD_GOVERN_CHARGE"
+        "=inline, or its thread stopped)",
+        labels=labels,
+    )
     for g in files.read():
         for reason, n in g.switches.items():
             sw.add_metric([g.engine, reason], float(n))
@@ -281,7 +287,9 @@ def _governor_metrics(files: GovernorFiles) -> Iterator[Any]:
             steps.add_metric([g.engine, unit], float(g.steps_charged.get(unit, 0)))
         errors.add_metric([g.engine], float(g.errors))
         age.add_metric([g.engine], g.age_s)
-    yield from (sw, charging, steps, errors, age)
+        if g.charged_on:
+            on_thread.add_metric([g.engine], 1.0 if g.charged_on == "thread" else 0.0)
+    yield from (sw, charging, steps, errors, age, on_thread)
     yield _counter("shadowd_governor_status_unreadable", "Governor status files skipped", files.unreadable)
 
 

@@ -480,6 +480,7 @@ class Governor:
             "mode": self.config.mode,
             "platform_key": self.config.platform_key,
             "charging": "attributed" if self.verdict.go else "vtc",
+            "charged_on": "thread" if self.charger is not None else "inline",
             "reason": self.verdict.reason,
             "model_version": self.verdict.model_version,
             "switches": dict(self.switches),

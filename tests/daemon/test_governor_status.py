@@ -59,8 +59,41 @@ def test_switches_reach_the_daemons_metrics(llama_dir, ipc_endpoint, db_path):
         assert charged["attributed"] >= 40 and charged["vtc"] >= 40
         assert sum(charged.values()) == sum(gov.steps_charged.values())
         assert m[f"shadowd_governor_errors_total{{{eng}}}"] == 0.0
+        assert m[f"shadowd_governor_charge_thread{{{eng}}}"] == 0.0  # built in code: inline
         assert 0.0 <= m[f"shadowd_governor_status_age_seconds{{{eng}}}"] < 60.0
         assert m["shadowd_governor_status_unreadable_total"] == 1.0  # the bad file: skipped, counted
         assert not any('engine="governor-bad"' in k for k in m)
     finally:
         daemon.stop()
+
+
+def test_a_governor_whose_charge_thread_stops_says_so(tmp_path, monkeypatch):
+    from shadowd.daemon.governor_status import GovernorFiles
+    from shadowd.govern import charge_thread
+    from shadowd.govern.governor import Governor
+
+    monkeypatch.setattr(charge_thread, "WAIT_S", 0.05)
+    cfg = GovernConfig(mode="on", state_file=str(tmp_path / "gate.json"), platform_key=KEY, charge="thread")
+    gov = Governor(cfg, {})
+    gov.status_file.write(gov.published())
+    (status,) = GovernorFiles(str(tmp_path)).read()
+    assert status.charged_on == "thread" and status.errors == 0
+    gov.charger._jobs.put(charge_thread._STOP)  # the thread ends
+    gov.charger._thread.join(timeout=5)
+    gov.queue.owed = True  # a step handed over that it will never answer
+    gov.collect()
+    gov.status_file.write(gov.published())
+    (status,) = GovernorFiles(str(tmp_path)).read()
+    assert status.charged_on == "inline" and status.errors == 1
+    with open(tmp_path / "governor-odd.json", "w") as f:  # a value out of bounds: the file is skipped
+        f.write(_status_file_text(charged_on="elsewhere"))
+    files = GovernorFiles(str(tmp_path))
+    assert [s.engine for s in files.read()] == ["governor"] and files.unreadable == 1
+    gov.close()
+
+
+def _status_file_text(**fields) -> str:
+    import json
+
+    doc = {"charging": "vtc", "switches": {}, "steps_charged": {}, "errors": 0, "written_at": time.time()}
+    return json.dumps({**doc, **fields})
