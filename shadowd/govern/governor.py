@@ -1,9 +1,9 @@
 """The governor's per-step work: read the gate's verdict, charge the step, keep the queue's order.
 
-``on_schedule`` runs after vLLM's ``schedule`` returns.  It reads the verdict, then has the step
-charged: on the governor's charge thread (``charge="thread"``, :mod:`shadowd.govern.charge_thread`),
-taken in by ``collect`` before the engine thread next reads a counter, or inline.  The charge sums
-each tenant's rows of the step
+``on_schedule`` runs after vLLM's ``schedule`` returns and has the step charged: on the
+governor's charge thread (``charge="thread"``, :mod:`shadowd.govern.charge_thread`), taken in by
+``collect`` before the engine thread next reads a counter, or inline.  The charge reads the
+verdict, then sums each tenant's rows of the step
 (new requests row by row; running rows from the rows it expected, :mod:`shadowd.govern.roster`,
 or, where a step is not what it expected, row by row), then charges every tenant in the step
 once: VTC token units always, and its LLMVisor share of the step's predicted latency whenever
@@ -71,6 +71,7 @@ class Governor:
         self.step_time = 0.0  # the ledger's clock when the step being charged was scheduled (caps)
         self._seq = itertools.count()
         self.verdict = VTC_ONLY if self.reader is None else Verdict("missing")
+        self._followed = self.verdict  # the verdict the queue's counter and price follow
         self.queue = FairRequestQueue(
             self.ledger, self.facts_of, self.kind(), self.prefill_price(), settle=self.collect
         )
@@ -112,19 +113,13 @@ class Governor:
         queue = self.queue
         if queue.owed:  # the last step's charge, if nothing took it in yet
             self.collect()
-        try:
-            self._refresh()
-        except Exception as exc:  # the step goes uncharged, and every tenant is re-keyed
-            self._fault(exc)
-            queue.invalidate(None)
+        if self.ledger.capped:  # the step's time, for the buckets (see ``Ledger.charge``)
+            self.step_time = self.ledger.clock()
+        if self.charger is not None:
+            self.charger.submit(out)
+            queue.owed = True
         else:
-            if self.ledger.capped:  # the step's time, for the buckets (see ``Ledger.charge``)
-                self.step_time = self.ledger.clock()
-            if self.charger is not None:
-                self.charger.submit(out)
-                queue.owed = True
-            else:
-                queue.invalidate(self._charge_step(out))
+            self._take_in(self._charge_step(out))
         sf = self.status_file
         if sf is not None and sf.due():  # at most once a second: the daemon's view of the counters
             sf.publish(self.published())  # handed to the status file's writer thread
@@ -144,13 +139,25 @@ class Governor:
             self._fault(exc)
             charged = None
         queue.owed = False
-        queue.invalidate(charged)
+        self._take_in(charged)
         queue.admit_inbox()
 
+    def _take_in(self, charged: Iterable[int] | None) -> None:
+        """Engine thread: the queue re-keys the tenants charged and, where the charge read a new
+        verdict, follows its counter and price."""
+        self.queue.invalidate(charged)
+        if self.verdict is not self._followed:
+            self._followed = self.verdict
+            self.queue.follow(self.kind(), self.prefill_price())
+
     def _charge_step(self, out: Any) -> Iterable[int] | None:
-        """The step's charge (the charge thread's, or inline): the tenants charged, or ``None``
-        where the step could not be charged (the queue then re-keys every tenant)."""
+        """The step's charge (the charge thread's, or inline): the verdict polled (a stat of the
+        state file at most once a poll interval, a read when it changed: off the engine thread
+        with the charge thread), the step charged, its finished requests retired.  The tenants
+        charged, or ``None`` where the step could not be charged (the queue then re-keys every
+        tenant)."""
         try:
+            self._refresh()
             charged = self._charge(out)
             if out.finished_req_ids:
                 self._retire(out.finished_req_ids)
@@ -184,8 +191,7 @@ class Governor:
                 verdict.reason,
                 f", model {verdict.model_version}" if verdict.model_version else "",
             )
-        self.verdict = verdict
-        self.queue.follow(self.kind(), self.prefill_price())
+        self.verdict = verdict  # admission follows it when the charge is taken in (``_take_in``)
 
     def _charge(self, out: Any) -> Iterable[int]:
         """Charge the step; the tenants charged."""

@@ -19,11 +19,13 @@ from tests.workloads import mixed_trace_requests
 
 pytestmark = pytest.mark.usefixtures("vllm")
 POLICY = "longdoc=2,coder=1:40"
+NO_GO_AT = 400
 
 
-def _go_state(tmp_path):
+def _go_state(directory):
     """A gate state file saying GO for the engine's platform, for as long as the test runs."""
-    state = tmp_path / "gate.json"
+    directory.mkdir(exist_ok=True)
+    state = directory / "gate.json"
     write_state_file(
         state,
         {"verdict": "GO", "valid_until": 4e9, "model": published_model("m1", KEY, COEF, "equal", 1e9, 3e9)},
@@ -38,9 +40,16 @@ def _threaded(llama_dir, tmp_path):
     return sched.shadowd_governor, driver
 
 
-def _run(llama_dir, state, charge: str):
+def _run(llama_dir, tmp_path, charge: str):
+    """The identity test's run: GO, then NO_GO from step ``NO_GO_AT`` (a switch to VTC)."""
+    state = _go_state(tmp_path / charge)
     cfg = GovernConfig(
-        mode="on", state_file=str(state), platform_key=KEY, tenants=TenantPolicy.parse(POLICY), charge=charge
+        mode="on",
+        state_file=str(state),
+        platform_key=KEY,
+        tenants=TenantPolicy.parse(POLICY),
+        charge=charge,
+        poll_interval_s=0.0,  # every charge reads the file: the switch comes at a step, not a second
     )
     sched, driver = _engine(llama_dir, _governed(cfg), max_num_seqs=16, num_blocks=1000)
     gov, queue = sched.shadowd_governor, sched.shadowd_governor.queue
@@ -69,18 +78,26 @@ def _run(llama_dir, state, charge: str):
     else:
         gov._charge_step = recorded_charge
     queue.pop_request, queue.admit_inbox = recorded_pop, recorded_admit_inbox
-    driver.run(mixed_trace_requests(40, seed=9), max_steps=100000)
+
+    def switch(step: int) -> None:
+        if step == NO_GO_AT:
+            gov.collect()  # the step in hand charged first, in both runs, under GO
+            model = published_model("m1", KEY, COEF, "equal", 1e9, 3e9)
+            write_state_file(state, {"verdict": "NO_GO", "valid_until": 4e9, "model": model})
+
+    driver.run(mixed_trace_requests(40, seed=9), max_steps=100000, on_step=switch)
     gov.close()
     return driver, gov, seen
 
 
 def test_the_charge_thread_makes_the_inline_charges_and_admissions(llama_dir, tmp_path):
-    state = _go_state(tmp_path)
-    (d_in, g_in, inline), (d_th, g_th, threaded) = (_run(llama_dir, state, c) for c in ("inline", "thread"))
+    (d_in, g_in, inline), (d_th, g_th, threaded) = (
+        _run(llama_dir, tmp_path, c) for c in ("inline", "thread")
+    )
     assert inline["threads"] == {threading.current_thread().name}
     assert threaded["threads"] == {"shadowd-govern-charge"}
     assert threaded["inboxed"] > 0, "no arrival came while a charge was owed: the inbox went untested"
-    assert g_in.errors == g_th.errors == 0 and g_th.verdict.go
+    assert g_in.errors == g_th.errors == 0
     a, b = d_in.steps, d_th.steps
     assert len(a) == len(b) > 500
     for x, y in zip(a, b):
@@ -92,6 +109,9 @@ def test_the_charge_thread_makes_the_inline_charges_and_admissions(llama_dir, tm
     assert inline["charges"] == threaded["charges"]  # bit for bit, after every step
     assert g_in.ledger.snapshot() == g_th.ledger.snapshot()
     assert g_in.steps_charged == g_th.steps_charged
+    assert min(g_th.steps_charged.values()) >= 100  # charged both ways: the switch, at the same step
+    assert g_in.switches == g_th.switches == {"go": 1, "not_go:NO_GO": 1}
+    assert not g_th.verdict.go and g_th.queue.kind == g_in.queue.kind  # admission followed it
 
 
 def test_a_charge_thread_that_stops_leaves_the_charge_inline(llama_dir, tmp_path, monkeypatch):
