@@ -481,14 +481,16 @@ class Governor:
 
     # -- reporting ---------------------------------------------------------------------------------
     def published(self) -> dict[str, Any]:
-        """What the status file carries: the counters, no tenant names (see ``status_file``)."""
+        """What the status file carries: the counters, no tenant names (see ``status_file``).
+        The verdict is read once: the charge thread may replace it meanwhile."""
+        verdict = self.verdict
         return {
             "mode": self.config.mode,
             "platform_key": self.config.platform_key,
-            "charging": "attributed" if self.verdict.go else "vtc",
+            "charging": "attributed" if verdict.go else "vtc",
             "charged_on": "thread" if self.charger is not None else "inline",
-            "reason": self.verdict.reason,
-            "model_version": self.verdict.model_version,
+            "reason": verdict.reason,
+            "model_version": verdict.model_version,
             "switches": dict(self.switches),
             "steps_charged": dict(self.steps_charged),
             "errors": self.errors,
