@@ -194,25 +194,12 @@ class _Timer:
 
 
 class _ChargeThreadClock:
-    """The charge thread's CPU ns (its own clock, in its own thread) and the engine thread's wall
-    ns waiting for a result, over the steps since ``reset``."""
+    """The charge thread's CPU ns (it keeps its own count) and the engine thread's wall ns waiting
+    for a result, over the steps since ``reset``."""
 
     def __init__(self, gov: Any) -> None:
-        from shadowd.govern.charge_thread import ChargeThread
-
-        charge, self.cpu_ns, self.wait_ns = gov._charge_step, 0, 0
-
-        def timed_charge(out: Any) -> Any:
-            c = time.thread_time_ns()
-            try:
-                return charge(out)
-            finally:
-                self.cpu_ns += time.thread_time_ns() - c
-
-        gov.collect()  # nothing owed to the thread being replaced
-        gov.charger.close()  # the thread holds the bound method it was given: a timed one instead
-        charger = gov.charger = ChargeThread(timed_charge)
-        result = charger.result
+        self.charger, self.wait_ns, self._cpu0 = gov.charger, 0, gov.charger.cpu_ns
+        result = self.charger.result
 
         def timed_result() -> Any:
             w = time.perf_counter_ns()
@@ -221,10 +208,14 @@ class _ChargeThreadClock:
             finally:
                 self.wait_ns += time.perf_counter_ns() - w
 
-        charger.result = timed_result
+        self.charger.result = timed_result
+
+    @property
+    def cpu_ns(self) -> int:
+        return self.charger.cpu_ns - self._cpu0
 
     def reset(self) -> None:
-        self.cpu_ns = self.wait_ns = 0
+        self.wait_ns, self._cpu0 = 0, self.charger.cpu_ns
 
 
 def _instrument(sched: Any, timer: _Timer) -> _ChargeThreadClock | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,7 @@ class ChargeThread:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._results: queue.SimpleQueue = queue.SimpleQueue()
         self.abandoned = False  # given up on: it takes no further step, nor hands one back
+        self.cpu_ns = 0  # this thread's CPU time in charges so far (``benchmarks/govern_cost.py``)
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -67,8 +69,10 @@ class ChargeThread:
             self._thread.join(timeout=MAX_WAIT_S)
 
     def _run(self) -> None:
-        jobs, results, charge = self._jobs, self._results, self._charge
+        jobs, results, charge, cpu = self._jobs, self._results, self._charge, time.thread_time_ns
         while (step := jobs.get()) is not _STOP and not self.abandoned:
+            c = cpu()
             result = charge(step)
+            self.cpu_ns += cpu() - c
             if not self.abandoned:
                 results.put(result)

@@ -86,6 +86,7 @@ def _run(llama_dir, tmp_path, charge: str):
             write_state_file(state, {"verdict": "NO_GO", "valid_until": 4e9, "model": model})
 
     driver.run(mixed_trace_requests(40, seed=9), max_steps=100000, on_step=switch)
+    seen["charge_cpu_ns"] = gov.charger.cpu_ns if gov.charger is not None else 0
     gov.close()
     return driver, gov, seen
 
@@ -96,6 +97,7 @@ def test_the_charge_thread_makes_the_inline_charges_and_admissions(llama_dir, tm
     )
     assert inline["threads"] == {threading.current_thread().name}
     assert threaded["threads"] == {"shadowd-govern-charge"}
+    assert threaded["charge_cpu_ns"] > 0  # the thread's own count of its CPU in charges
     assert threaded["inboxed"] > 0, "no arrival came while a charge was owed: the inbox went untested"
     assert g_in.errors == g_th.errors == 0
     a, b = d_in.steps, d_th.steps
