@@ -17,7 +17,10 @@ the traffic left the calibration (a reason to re-fit) and nothing says the engin
    the envelope is extrapolation, the very reason to re-fit, as the gate's own evidence leaves
    those steps out (design r12); a slower engine misses on the steps inside too, and checks 4 and
    5 watch for smaller changes.  A class with too few steps inside is judged on all of them, as
-   before r13 (then its extrapolation must hold);
+   before r13.  Design r29: where such a class misses, its miss is set aside as extrapolation
+   (the reason to re-fit) only if the engine is shown unchanged elsewhere: another class was
+   judged inside its envelope within the limits and a class anchors check 4; otherwise it
+   refuses, as before r29;
 4. on steps that lie inside the batch compositions calibration saw, the residual mean sits
    within the calibration's allowance of where it was (``checks.wander``): a new regime moves
    the model's error only where it extrapolates, a slower engine moves it everywhere (which
@@ -108,7 +111,7 @@ def refit_decision(
             f"{limit:.0%}): a re-fit would take them in unvalidated; recalibrate with them once they "
             "are known to be healthy (shadowd calibrate) (design r9)"
         )
-    judged = []
+    judged, inside, aside = [], [], []
     for cls, e in sorted(ev.accuracy.items()):
         if cls in ev.barely_held or e.steps < min_steps:
             continue
@@ -116,13 +119,14 @@ def refit_decision(
         if p90 is None or p99 is None:
             continue
         if e.p90 > p90 or e.p99 > p99:
-            return False, (
-                f"{cls}: the model in force misses its accuracy limits on the window's steps "
-                f"{'(too few inside its envelope: all of them)' if e.with_beyond else 'inside its envelope'} "
-                f"(p90 {e.p90:.3g}, p99 {e.p99:.3g} vs {p90:g}, {p99:g}; {e.steps} steps): a fault "
-                "or a regime it cannot speak for; check the engine, then recalibrate by hand"
-            )
+            if not e.with_beyond:
+                return False, _missed(cls, e, p90, p99)
+            aside.append(_missed(cls, e, p90, p99))  # design r29: extrapolation, if anchored below
+            continue
         judged.append(f"{cls} {e.steps}" + (" (with those beyond the envelope)" if e.with_beyond else ""))
+        inside += [cls] if not e.with_beyond else []
+    if aside and not inside:
+        return False, aside[0]
     if not judged:
         return False, f"no class has {min_steps} window steps to judge the model in force on"
     for cls, s in sorted(ev.shifts.items()):
@@ -132,8 +136,12 @@ def refit_decision(
                 f"{s.shift:.3g} > allowance {s.allowance:.3g} ({s.steps} steps): drift, not a new regime"
             )
     anchored = [c for c, s in sorted(ev.shifts.items()) if s.steps >= min_in_domain]
+    if aside and not anchored:
+        return False, f"{aside[0]} (no class anchors the residual inside the calibrated compositions)"
     left = ev.beyond_envelope and not all(e.with_beyond for e in ev.accuracy.values())
     beyond = f"; {ev.beyond_envelope} window steps beyond the envelope" if left else ""
+    if aside:
+        beyond += "; set aside as extrapolation (design r29): " + "; ".join(a.split(":")[0] for a in aside)
     return True, (
         f"re-fit: {'; '.join(ev.reasons)} (accuracy within limits on {', '.join(judged)} steps{beyond}; "
         + (
@@ -142,6 +150,15 @@ def refit_decision(
             else "no class had in-domain steps to anchor the residual"
         )
         + "; no unresolved drift)"
+    )
+
+
+def _missed(cls: str, e: ClassError, p90: float, p99: float) -> str:
+    where = "(too few inside its envelope: all of them)" if e.with_beyond else "inside its envelope"
+    return (
+        f"{cls}: the model in force misses its accuracy limits on the window's steps {where} "
+        f"(p90 {e.p90:.3g}, p99 {e.p99:.3g} vs {p90:g}, {p99:g}; {e.steps} steps): a fault "
+        "or a regime it cannot speak for; check the engine, then recalibrate by hand"
     )
 
 

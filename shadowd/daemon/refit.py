@@ -4,11 +4,15 @@ After each gate evaluation, ``RegimeRefit.consider`` looks at what the gate saw.
 has left what the model in force was calibrated on (steps beyond the workload envelope, drift
 detectors blind because recent batch compositions lie outside their calibrated domain, or, design
 r19, too dull to raise the smallest slowdown the gate must catch),
-and the model in force has scored a full calibration window's worth of steps since it was
-installed, it re-fits on the last such window: the same ``calibrate`` as the warm-up (model,
-drift thresholds, domain, envelope, stability baseline), every step of it out of sample for the
-parent. ``checks.refit_guard.refit_decision`` must allow it first; its refusal is kept and reported,
-and the gate stays INCONCLUSIVE with its own way out.
+and the model in force has scored half a calibration window's worth of steps since it was
+installed (design r29; a full window before), it re-fits on the last calibration window's worth
+of steps: the same ``calibrate`` as the warm-up (model, drift thresholds, domain, envelope,
+stability baseline). ``checks.refit_guard.refit_decision`` must allow it first, judging the model
+in force on the window's steps it scored out of sample (those since its install; its own
+calibration window's are in sample); its refusal is kept and reported, and the gate stays
+INCONCLUSIVE with its own way out. Half a window: on held-out 26 (design r28) a ramp that tops
+out, or a swing that turns, right after a re-fit left the gate INCONCLUSIVE for a whole window
+of the new regime before a re-fit could be tried (``benchmarks/gate_matrix.py``, held-out 27).
 
 Each re-fit is a new content-hashed model version whose stored body names its lineage and the
 reason, so ``shadowd report`` and the database say which model governed when, and why it changed.
@@ -37,6 +41,7 @@ from shadowd.steps.log_reader import Window, load_batch
 
 log = logging.getLogger("shadowd.refit")
 MAX_LINEAGE = 16  # versions whose steps count as the gate's evidence (the window bounds it too)
+SCORED_FRACTION = 0.5  # of a calibration window the model in force scores before a re-fit (r29)
 
 
 @dataclass
@@ -97,8 +102,8 @@ class RegimeRefit:
             if self.state != "idle":
                 return
             scored = self._scored_steps(cal.model.version)
-            if scored < cal.window_steps:
-                return  # not yet a full window of steps scored out of sample by this model
+            if scored < cal.window_steps * SCORED_FRACTION:
+                return  # not yet enough steps scored out of sample by this model
             tried = self._tried
             if tried and tried[0] == cal.model.version and scored < tried[1] + cal.window_steps // 2:
                 return  # refused on a window mostly the same as this one
@@ -143,16 +148,17 @@ class RegimeRefit:
         con = self.cursor()
         batch = load_batch(con, Window(last_steps=cal.window_steps))
         settings = self.settings()
-        inside = inside_envelope(batch, cal.envelope)
+        scored = batch.select_steps(scored_by(con, batch, cal.model.version))  # out of sample
+        inside = inside_envelope(scored, cal.envelope)
         evidence = checks.RefitEvidence(
             reasons=reasons,
             failing_checks=failing,
             unresolved_drift=unresolved_drift_events(con),
-            accuracy=class_errors(batch, cal, inside, settings.min_class_steps),
-            shifts=residual_shifts(batch, cal, settings.min_shift),
+            accuracy=class_errors(scored, cal, inside, settings.min_class_steps),
+            shifts=residual_shifts(scored, cal, settings.min_shift),
             barely_held=frozenset(cal.barely_held(settings.min_class_steps)),
             new_tenant_share=new_tenant_share,
-            beyond_envelope=int(batch.num_steps - inside.sum()),
+            beyond_envelope=int(scored.num_steps - inside.sum()),
         )
         ok, why = checks.refit_decision(evidence, self.policy(), min_steps=settings.min_class_steps)
         key = self.platform_key()
@@ -201,6 +207,18 @@ class RegimeRefit:
     def summary(self) -> dict[str, Any]:
         last = self.history[-1].to_dict() if self.history else None
         return {"enabled": self.enabled, "state": self.state, **self.counts, "last": last}
+
+
+def scored_by(con: duckdb.DuckDBPyConnection, batch: StepBatch, version: str) -> np.ndarray:
+    """Per step of ``batch`` (bool[S]), whether it ran once ``version`` was in force: the steps
+    that model scored out of sample (design r29: a re-fit window may reach back into the model's
+    own calibration window, whose steps it was fitted on)."""
+    first = con.execute(
+        "SELECT min(ts) FROM steps WHERE model_version = ? AND latency_ms > 0", [version]
+    ).fetchone()[0]
+    if first is None or batch.ts is None:
+        return np.zeros(batch.num_steps, dtype=bool)
+    return np.asarray(batch.ts) >= np.datetime64(first, "us")
 
 
 def newly_unwatched(parent: Calibration, new: Calibration) -> str:

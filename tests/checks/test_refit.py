@@ -104,3 +104,35 @@ def test_the_reason_says_which_steps_were_judged():
     assert ok and "decode 900 (with those beyond the envelope)" in why and "240 window" not in why, why
     ok, why = decide(dataclasses.replace(every, accuracy={"decode": ClassError(900, 0.2, 0.3, True)}))
     assert not ok and "too few inside its envelope: all of them" in why, why
+
+
+def test_a_class_wholly_beyond_its_envelope_is_set_aside_only_where_the_engine_is_anchored():
+    """Design r29: a class with too few steps inside its envelope, judged on all of them, that
+    misses its limits is the model extrapolating (the reason to re-fit) when another class was
+    judged inside its envelope within the limits and a class anchors the residual; without
+    either, or where the miss is inside the envelope, the re-fit is refused as before r29."""
+    beyond = ClassError(7000, 0.23, 0.26, with_beyond=True)
+    ev = dataclasses.replace(GOOD, accuracy={**GOOD.accuracy, "mixed": beyond}, beyond_envelope=7000)
+    ok, why = decide(ev)
+    assert ok and "set aside as extrapolation (design r29): mixed" in why and "decode 900" in why, why
+    # No class judged inside its envelope: nothing shows the engine unchanged.
+    every = dataclasses.replace(
+        ev,
+        accuracy={"decode": dataclasses.replace(GOOD.accuracy["decode"], with_beyond=True), "mixed": beyond},
+    )
+    ok, why = decide(every)
+    assert not ok and why.startswith("mixed: the model in force misses") and "all of them" in why, why
+    # No class anchors the residual inside the calibrated compositions.
+    loose = dataclasses.replace(ev, shifts={"decode": ResidualShift(40, 0.0, 0.01)})
+    ok, why = decide(loose)
+    assert not ok and "no class anchors the residual" in why, why
+    # A miss on the steps inside the envelope is never set aside.
+    inside = dataclasses.replace(ev, accuracy={**GOOD.accuracy, "mixed": ClassError(7000, 0.23, 0.26)})
+    ok, why = decide(inside)
+    assert (
+        not ok and "mixed: the model in force misses its accuracy limits on the window's steps inside" in why
+    ), why
+    # And an anchored class that moved still refuses (check 4 runs before the set-aside is taken).
+    moved = dataclasses.replace(ev, shifts={"decode": ResidualShift(400, 0.05, 0.01)})
+    ok, why = decide(moved)
+    assert not ok and "moved 0.05 > allowance 0.01" in why, why

@@ -367,3 +367,72 @@ def test_refit_off_in_config_leaves_the_model_alone(ipc_endpoint, db_path):
     assert not daemon.refit.enabled
     daemon.refit.consider({"verdict": "INCONCLUSIVE", "evidence": {"extrapolated_fraction": 0.5}})
     assert daemon.refit.history == [] and daemon.refit.state == "idle"
+
+
+def test_a_refit_comes_after_half_a_window_and_judges_only_the_steps_scored_since_install(
+    ipc_endpoint, db_path
+):
+    """Design r29: the model in force may be re-fitted once it has scored half a calibration
+    window (before r29, a whole one), and the guard judges it on the window's steps it scored out
+    of sample.  Here the window's first 1,400 steps ran before the model was installed (no model
+    scored them) and the last 1,600 after it, beyond its envelope: the re-fit is installed, and
+    the decode steps the guard judged are those of the 1,600 inside the envelope, none earlier."""
+    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
+    assert cal.window_steps == 3000
+    config = daemon_config(
+        ipc_endpoint,
+        db_path,
+        calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM),
+    )
+    daemon = Daemon(config, run_job=lambda fn: fn())
+    daemon.start(http=False, jobs=False)
+    try:
+        push = Pusher(ipc_endpoint)
+        before = synthetic_batch(steps=1400, seed=23, max_seqs=32)
+        frames = frames_from_batch(before)
+        for frame in frames:
+            push.send(frame)
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 1400, timeout=60)
+        daemon.writer.flush()
+        daemon.install_calibration(cal)
+        after = synthetic_batch(steps=1600, seed=22, max_seqs=256)
+        for frame in frames_from_batch(after, start_seq=1401, t0=frames[-1].t_done + 1000):
+            push.send(frame)
+        push.close()
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
+        daemon.writer.flush()
+        decision = daemon.evaluate_gate()
+        assert decision["evidence"]["extrapolated_fraction"] > 0.05
+        assert daemon.refit.counts == {"installed": 1, "refused": 0}, daemon.refit.history
+        inside = inside_envelope(after, cal.envelope)
+        judged = int((inside & (after.kind == 1)).sum())
+        assert f"within limits on decode {judged}," in daemon.calibration.reason, daemon.calibration.reason
+        assert daemon.refit.history[-1].steps == 3000  # fitted on a whole window's worth
+    finally:
+        daemon.stop()
+
+
+def test_no_refit_before_half_a_window_is_scored(ipc_endpoint, db_path):
+    """The same traffic, 1,400 steps of it after the install: fewer than half the window, so
+    the gate stays INCONCLUSIVE and no re-fit is tried."""
+    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
+    config = daemon_config(
+        ipc_endpoint,
+        db_path,
+        calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM),
+    )
+    daemon = Daemon(config, run_job=lambda fn: fn())
+    daemon.start(http=False, jobs=False)
+    try:
+        daemon.install_calibration(cal)
+        push = Pusher(ipc_endpoint)
+        for frame in frames_from_batch(synthetic_batch(steps=1400, seed=22, max_seqs=256)):
+            push.send(frame)
+        push.close()
+        assert wait_until(lambda: daemon.pipeline.steps_observed == 1400, timeout=60)
+        daemon.writer.flush()
+        decision = daemon.evaluate_gate()
+        assert decision["evidence"]["extrapolated_fraction"] > 0.05
+        assert daemon.refit.history == [] and daemon.calibration.model.version == cal.model.version
+    finally:
+        daemon.stop()
