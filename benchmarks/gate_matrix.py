@@ -822,8 +822,39 @@ PROTOCOL = {
             "held-out 26's, for the evidence time where load moves."
         ),
     },
+    "held_out_28": {
+        "platforms": ["H200 SXM tables (as in held-out 1-27: no other unseen tables exist)"],
+        "models": [
+            "smollm2-1.7b tp1 (public config of SmolLM2 1.7B, added for this set as "
+            "benchmarks/models/smollm2-1.7b; never run before, by any set or study): 24 layers "
+            "of hidden 2,048, 32 query heads over 32 KV heads (full multi-head attention), an "
+            "MLP of 8,192, a 49,152 vocabulary, 8,192 positions"
+        ],
+        "tenants": [
+            "ShareGPT length statistics at 3 req/s as tenant a, the Azure 2023 conversation trace "
+            "at 5 req/s as tenant b, the Azure 2023 code trace at 2 req/s as tenant c; every "
+            "source used before, this mix, model and these rates not; the Mooncake synthetic "
+            "trace at 0.5 req/s as the new heavy tenant"
+        ],
+        "seeds": "2901-2912 (2911 and 2912 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r30 (residual detections judged within composition strata; a "
+            "lasting shift where no strata can judge it unsupported, not an alarm) was committed "
+            "and tried on held-out 27's rows, and before any run of this set. Fault runs as "
+            "held-out 9's: 9000 steps, the fault at 7000, `--horizon 6000`. Rates sized from the "
+            "sources' lengths only (mean prompts as stated in earlier sets' notes: ShareGPT "
+            "2,427, Azure conversation 1,150, Azure code 2,006 tokens; the model's 8,192 "
+            "positions cut the longest): about 17k prompt tokens/s at the base rate, for a 1.7B "
+            "model on one GPU (held-out 21's 1.5B model ran a similar load); the newcomer "
+            "(Mooncake synthetic, 11,714, cut) about 5.9k more. One 800-step machinery check of "
+            "the new config on the H100 tables (development platform, seed 99) was run first; its "
+            "verdict was not read. H28-ramp-30k and H28-swing-30k (seeds 2902, 2903) declared "
+            "with the set, as held-out 26's and 27's."
+        ),
+    },
 }
-DESIGN_REVISION = "r29"
+DESIGN_REVISION = "r30"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -897,6 +928,23 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r30 (built on held-out 27's rows under r29, which it was tried on; confirmed on "
+    "held-out 28): a residual detection is judged within composition strata where it can be "
+    "(`checks/alarm_confirmation.py`: a step's stratum is its batch size, exact up to 8 then in "
+    "quarter octaves, with its KV tokens in half octaves). Per stratum, the mean over the "
+    "confirmation window less the stratum's own last 200 judged steps before the reference "
+    "point, weighted by the window's steps; confirmed iff that reaches the allowance. Where "
+    "strata seen on both sides hold less than half the window, the confirmation is as before, "
+    "and a shift that lasts there is not an alarm but *unsupported*: the class's drift evidence "
+    "is missing for its next 1,000 judged steps (INCONCLUSIVE, a re-fit trigger; the way out "
+    "names it), never a page. The calibration's held-out steps prime each stratum. A finding of "
+    "held-out 27 under r29: its fault runs raised drift events on the healthy engine before "
+    "their faults (F27-step5, F27-step8, F27-step15, F27-platform), lasting decode shifts of "
+    "2.6-6.6 % as the mix moved between batch sizes and KV lengths the model prices a few percent "
+    "apart (Mistral Large 2 on four GPUs, one to five requests a step); the first came where "
+    "the mix moved to compositions the calibration window never held. Under r30 on the same "
+    "rows: no drift event before any fault, and the 5, 8 and 15 % slowdowns and the platform "
+    "swap still raised one.",
     "Design r29, two parts, each a finding of held-out 26 under r28 (its 30,000-step ramp and "
     "swing: INCONCLUSIVE to the end once load reached saturation). (a) A re-fit may come once "
     "the model in force has scored half a calibration window (`SCORED_FRACTION` in "
@@ -1373,6 +1421,11 @@ HELD27_BASE = _h200(
     4,
     ("a=azure-code:0.3", "b=azure-conv:0.3", "c=lengths:arxiv:0.2"),
 )
+HELD28_BASE = _h200(
+    "benchmarks/models/smollm2-1.7b",
+    1,
+    ("a=lengths:sharegpt:3", "b=azure-conv:5", "c=azure-code:2"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -1418,6 +1471,7 @@ LONG_FAULT_SETS = {
     "25",
     "26",
     "27",
+    "28",
 }  # sets whose fault runs are 9000 steps
 # Sets whose 9000-step fault runs are scheduled as 6000-step runs (``--horizon``): their first GO
 # can come where the healthy runs' does, before the fault at 7000 (declared with held-out 9).
@@ -1441,6 +1495,7 @@ HORIZON_SETS = {
     "25": 6000,
     "26": 6000,
     "27": 6000,
+    "28": 6000,
 }
 
 
@@ -1495,6 +1550,10 @@ class Scenario:
         return " ".join(args)
 
 
+RAMP_30K = "load ramps light -> saturated, 30,000 steps: ramp done, then held"
+SWING_30K = "load swings light <-> saturated, 30,000 steps: over two periods"
+
+
 def _fault(name: str, set_: str, what: str, base: dict, seed: int, inject: str) -> Scenario:
     at = FAULT_AT[base["steps"]]
     return Scenario(
@@ -1536,6 +1595,7 @@ def _scenarios() -> list[Scenario]:
         ("25", HELD25_BASE, 2600, "lengths:arxiv:1.5"),
         ("26", HELD26_BASE, 2700, "mooncake-synthetic:0.3"),
         ("27", HELD27_BASE, 2800, "mooncake-conversation:0.1"),
+        ("28", HELD28_BASE, 2900, "mooncake-synthetic:0.5"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -1658,31 +1718,16 @@ def _scenarios() -> list[Scenario]:
                 loads=(load,),
             )
         )
-    # Held-out 27's, declared with the set (its note): the evidence time where load moves.
-    for name, what, seed, load in (
-        (
-            "H27-ramp-30k",
-            "load ramps light -> saturated, 30,000 steps: ramp done, then held",
-            2802,
-            "ramp:0.3:3:300",
-        ),
-        (
-            "H27-swing-30k",
-            "load swings light <-> saturated, 30,000 steps: over two periods",
-            2803,
-            "swing:0.3:3:150",
-        ),
+    # Held-out 27's and 28's, declared with their sets (their notes): the evidence time where
+    # load moves.
+    for name, set_, base, what, seed, load in (
+        ("H27-ramp-30k", "held_out_27", HELD27_BASE, RAMP_30K, 2802, "ramp:0.3:3:300"),
+        ("H27-swing-30k", "held_out_27", HELD27_BASE, SWING_30K, 2803, "swing:0.3:3:150"),
+        ("H28-ramp-30k", "held_out_28", HELD28_BASE, RAMP_30K, 2902, "ramp:0.3:3:300"),
+        ("H28-swing-30k", "held_out_28", HELD28_BASE, SWING_30K, 2903, "swing:0.3:3:150"),
     ):
         out.append(
-            Scenario(
-                name,
-                "held_out_27",
-                "healthy",
-                what,
-                **{**HELD27_BASE, "steps": 30000},
-                seed=seed,
-                loads=(load,),
-            )
+            Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
         )
     for tag, base, seed in (
         ("3", HELD3_BASE, 410),
@@ -1710,6 +1755,7 @@ def _scenarios() -> list[Scenario]:
         ("25", HELD25_BASE, 2610),
         ("26", HELD26_BASE, 2710),
         ("27", HELD27_BASE, 2810),
+        ("28", HELD28_BASE, 2910),
     ):
         out.append(
             Scenario(

@@ -14,6 +14,22 @@ the detection, before the shift began to pull it.  Otherwise it is dismissed and
 The price is delay: an event comes ``steps`` judged steps after the detection.  Why the
 defaults and on which runs they were chosen: ``DESIGN`` in ``benchmarks/gate_matrix.py``.
 
+Design r30: with ``stratify``, a detection is judged *within composition strata* where it can
+be (``stratum``: the step's batch size, exact up to 8 then in quarter octaves, and its KV tokens
+in half octaves): per stratum, the mean over the confirmation window less the mean over the
+stratum's own last ``steps`` judged steps before the reference point (however long ago), weighted
+by the window's steps; confirmed iff that reaches the allowance.  A slower engine moves every
+stratum; a move of the mix between strata the model prices slightly differently (the
+piecewise-linear model is smooth, the engine's kernels are not) moves none and is dismissed.  And
+a stratum's memory reaches back before a fault, where the detrend baseline has followed it
+within ``lag`` steps: a detection made once the baseline has caught up is still confirmed.
+Strata count with ``MIN_STRATUM`` steps on both sides; where they hold less than
+``MIN_COVERAGE`` of the window, the confirmation is judged as before r30, and a shift that lasts
+there is not confirmed but marked ``unsupported``: it came with compositions the class has
+barely been seen in, where drift and the model's own error cannot be told apart (the daemon
+holds the class's drift evidence missing for a while: INCONCLUSIVE and a reason to re-fit,
+never a page).
+
 Design r26: where the detectors watch the residual less a fitted composition bias
 (``checks.residual_bias``), a second stream may be given: the residual as measured, before the
 bias is taken out, with its own baseline and allowance.  A detection is then confirmed only if
@@ -37,13 +53,50 @@ the unbiased stream, and wander the bias explains moves only the raw one.
 >>> done = [c.observe(2.0, 0.0, 0.2, 0.0) for _ in range(50)]   # unbiased moved, raw did not
 >>> done[-1][0].confirmed, c.dismissed_raw
 (False, 1)
+
+Design r30: with ``stratify``, a lasting shift must also show *within* batch-size strata.
+Batches of 3 run 2 z below batches of 1 on this engine; the mix moves from 1s to 3s, and
+neither batch size changed:
+
+>>> c = AlarmConfirmation(steps=50, allowance_z=1.0, lag=20, stratify=True)
+>>> quiet = [c.observe(-2.0 * (i % 2), 0.0, key=1 + 2 * (i % 2)) for i in range(100)]
+>>> c.open("page_hinkley", "down", {"step_seq": 100})
+>>> done = [c.observe(-2.0, -1.0, key=3) if i % 4 else c.observe(0.0, -1.0, key=1) for i in range(50)]
+>>> p = done[-1][0]
+>>> round(p.shift_z, 2), abs(p.strata_shift_z), p.confirmed, c.dismissed_strata
+(1.48, 0.0, False, 1)
+
+The same shift with the mix moving to a composition never seen before (key 5): unsupported.
+
+>>> c.open("page_hinkley", "down", {"step_seq": 150})
+>>> done = [c.observe(-2.0, -1.0, key=5) for i in range(50)]
+>>> done[-1][0].unsupported, done[-1][0].confirmed, c.unsupported
+(True, False, 1)
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
+
+MIN_STRATUM = 10  # steps of a stratum on each side of the reference for it to count (r30)
+MIN_COVERAGE = 0.5  # of the confirmation window's steps in counted strata, or abstain (r30)
+
+
+def stratum(batch_size: float, kv_tokens: float = 0.0) -> int:
+    """A step's composition stratum (design r30): its batch size (itself up to 8, then quarter
+    octaves) and its KV tokens (half octaves), as one key.
+
+    >>> [stratum(b) // 100 for b in (1, 3, 8, 9, 12, 16, 250, 256)]
+    [1, 3, 8, 9, 10, 12, 28, 28]
+    >>> stratum(3, 6000) == stratum(3, 6500) != stratum(3, 9000)
+    True
+    """
+    b = max(1.0, float(batch_size))
+    size = int(b) if b <= 8 else 8 + int(round(4 * math.log2(b / 8)))
+    return 100 * size + int(round(2 * math.log2(max(1.0, float(kv_tokens)))))
 
 
 @dataclass
@@ -61,6 +114,11 @@ class PendingAlarm:
     raw_reference: float = 0.0  # design r26: the same for the raw stream (when one is watched)
     raw_total: float = 0.0
     raw_shift_z: float | None = None  # None: no raw stream
+    # Design r30: per stratum, [sum, count] of z before the reference point and since.
+    before: dict[int, list[float]] | None = None
+    after: dict[int, list[float]] = field(default_factory=dict)
+    strata_shift_z: float | None = None  # None: not stratified, or unsupported
+    unsupported: bool = False  # r30: the shift came with compositions too rarely seen before
 
 
 class AlarmConfirmation:
@@ -70,11 +128,18 @@ class AlarmConfirmation:
     standardised residual ``z`` and the detrend baseline ``b`` the detectors compare it with.
     ``steps == 0`` confirms every detection at once (designs before r8).  With
     ``raw_allowance_z`` (design r26) ``observe`` also takes the raw stream's standardised residual
-    and baseline, and a confirmation needs the shift on it too.
+    and baseline, and a confirmation needs the shift on it too.  With ``stratify`` (design r30)
+    it takes each step's stratum (``key``; ``None``: unknown, not counted), and a confirmation
+    needs the shift within strata too.
     """
 
     def __init__(
-        self, steps: int, allowance_z: float, lag: int = 100, raw_allowance_z: float | None = None
+        self,
+        steps: int,
+        allowance_z: float,
+        lag: int = 100,
+        raw_allowance_z: float | None = None,
+        stratify: bool = False,
     ) -> None:
         if steps < 0 or lag < 1 or not allowance_z >= 0:
             raise ValueError("confirmation needs steps >= 0, lag >= 1 and allowance_z >= 0")
@@ -85,10 +150,18 @@ class AlarmConfirmation:
         self.raw_allowance_z = None if raw_allowance_z is None else float(raw_allowance_z)
         self._baselines: deque[float] = deque(maxlen=int(lag))
         self._raw_baselines: deque[float] = deque(maxlen=int(lag))
+        self.lag = int(lag)
+        self.stratify = bool(stratify)
+        # Design r30: per stratum, (judged step index, z) of its last lag + steps steps: at least
+        # ``steps`` of them lie before the reference point, ``lag`` judged steps back.
+        self._strata: dict[int, deque[tuple[int, float]]] = {}
+        self._seen = 0
         self.pending: list[PendingAlarm] = []
         self.confirmed = 0
         self.dismissed = 0
         self.dismissed_raw = 0  # of those: the unbiased shift lasted, the raw one did not (r26)
+        self.dismissed_strata = 0  # of those: it lasted, but within no composition stratum (r30)
+        self.unsupported = 0  # it lasted, with compositions too rarely seen before (r30)
         self.absorbed = 0  # detections while the same detector had one pending the same way
 
     @property
@@ -96,17 +169,34 @@ class AlarmConfirmation:
         return self.raw_allowance_z is not None
 
     def observe(
-        self, z: float, baseline: float, raw_z: float = 0.0, raw_baseline: float = 0.0
+        self,
+        z: float,
+        baseline: float,
+        raw_z: float = 0.0,
+        raw_baseline: float = 0.0,
+        key: int | None = None,
     ) -> list[PendingAlarm]:
         """One judged step; the pending alarms it completed (confirmed or not).  ``raw_z`` and
-        ``raw_baseline`` are read only with a raw stream."""
+        ``raw_baseline`` are read only with a raw stream, ``key`` (the step's ``stratum``) only
+        with ``stratify``."""
         self._baselines.append(baseline)
         self._raw_baselines.append(raw_baseline)
+        self._seen += 1
+        keyed = self.stratify and key is not None
+        if keyed:
+            mine = self._strata.get(key)
+            if mine is None:
+                mine = self._strata[key] = deque(maxlen=self.lag + self.steps)
+            mine.append((self._seen, z))
         done: list[PendingAlarm] = []
         for p in self.pending:
             p.total += z
             p.raw_total += raw_z
             p.n += 1
+            if keyed:
+                acc = p.after.setdefault(key, [0.0, 0])
+                acc[0] += z
+                acc[1] += 1
             if p.n >= self.steps:
                 done.append(self._judge(p))
         if done:
@@ -122,6 +212,8 @@ class AlarmConfirmation:
         p = PendingAlarm(detector, direction, ref, dict(info))
         if self.watches_raw:
             p.raw_reference = self._raw_baselines[0] if self._raw_baselines else 0.0
+        if self.stratify:
+            p.before = self._before()
         if self.steps == 0:
             p.confirmed = True
             self.confirmed += 1
@@ -129,15 +221,55 @@ class AlarmConfirmation:
         self.pending.append(p)
         return None
 
+    def _before(self) -> dict[int, list[float]]:
+        """Per stratum, [sum, count] of z over its last ``steps`` judged steps that came ``lag``
+        or more judged steps before now: the reference point, as the detrend baseline's."""
+        point = self._seen - self.lag
+        out: dict[int, list[float]] = {}
+        for key, mine in self._strata.items():
+            old = [z for i, z in mine if i <= point][-self.steps :]
+            if old:
+                out[key] = [float(sum(old)), len(old)]
+        return out
+
+    @staticmethod
+    def _within_strata(p: PendingAlarm) -> float | None:
+        """The shift within strata (z; not signed), or ``None`` where too few steps are in strata
+        seen on both sides."""
+        before = p.before or {}
+        both = [
+            (a, before[k])
+            for k, a in p.after.items()
+            if a[1] >= MIN_STRATUM and k in before and before[k][1] >= MIN_STRATUM
+        ]
+        n = sum(a[1] for a, _ in both)
+        if not p.n or n < MIN_COVERAGE * p.n:
+            return None
+        return sum(a[1] * (a[0] / a[1] - b[0] / b[1]) for a, b in both) / n
+
     def _judge(self, p: PendingAlarm) -> PendingAlarm:
         sign = -1.0 if p.direction == "down" else 1.0
         p.shift_z = sign * (p.total / p.n - p.reference)
+        within = self._within_strata(p) if p.before is not None else None
+        if within is not None:  # design r30: the strata decide (the bias is constant within one)
+            p.strata_shift_z = sign * within
+            p.confirmed = p.strata_shift_z >= self.allowance_z
+            if not p.confirmed and p.shift_z >= self.allowance_z:
+                self.dismissed_strata += 1
+            return self._count(p)
         p.confirmed = p.shift_z >= self.allowance_z
         if p.confirmed and self.raw_allowance_z is not None:
             p.raw_shift_z = sign * (p.raw_total / p.n - p.raw_reference)
             if p.raw_shift_z < self.raw_allowance_z:
                 p.confirmed = False
                 self.dismissed_raw += 1
+        if p.confirmed and p.before is not None:  # r30: it lasted where no stratum can judge it
+            p.confirmed, p.unsupported = False, True
+            self.unsupported += 1
+            return p
+        return self._count(p)
+
+    def _count(self, p: PendingAlarm) -> PendingAlarm:
         if p.confirmed:
             self.confirmed += 1
         else:
@@ -150,5 +282,7 @@ class AlarmConfirmation:
             "confirmed": self.confirmed,
             "dismissed": self.dismissed,
             "dismissed_raw": self.dismissed_raw,
+            "dismissed_strata": self.dismissed_strata,
+            "unsupported": self.unsupported,
             "absorbed": self.absorbed,
         }

@@ -90,6 +90,9 @@ class DriftCalibration:
     # left in) also shifts by at least this (its own wander's allowance; ``AlarmConfirmation``).
     # 0: not watched (as before r26).
     raw_allowance: float = 0.0
+    # Design r30: a detection is confirmed only if its shift also shows within batch-size strata
+    # (``AlarmConfirmation``, ``stratify``).  False: as before r30.
+    stratify: bool = False
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -146,7 +149,13 @@ class DriftCalibration:
         """A fresh confirmation stage for this class's detections (``confirm_steps``)."""
         lag = self.detrend_steps if self.detrend_steps > 0 else DEFAULT_REFERENCE_LAG
         raw = self.raw_allowance / self.std if self.watches_raw else None
-        return AlarmConfirmation(self.confirm_steps, self.allowance / self.std, lag=lag, raw_allowance_z=raw)
+        return AlarmConfirmation(
+            self.confirm_steps,
+            self.allowance / self.std,
+            lag=lag,
+            raw_allowance_z=raw,
+            stratify=self.stratify,
+        )
 
     @property
     def watches_raw(self) -> bool:

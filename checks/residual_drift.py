@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from checks.alarm_confirmation import PendingAlarm
+from checks.alarm_confirmation import PendingAlarm, stratum
 from checks.detrend import Detrend
 from checks.drift_calibration import DriftCalibration
 from checks.drift_event import DriftEvent
@@ -68,18 +68,24 @@ class DriftMonitor:
         self.n_seen: dict[str, int] = {cls: 0 for cls in self.calibrations}
         self.n_skipped = 0  # uncalibrated class or non-finite residual
         self.n_out_of_domain: dict[str, int] = {cls: 0 for cls in self.calibrations}
+        # Design r30: per class, the last alarm whose shift came with compositions too rarely
+        # seen before (its class's judged-step count then, and what it saw).
+        self._unsupported: dict[str, tuple[int, dict[str, float]]] = {}
 
     def prime(
         self,
         residuals: Mapping[str, Sequence[float] | np.ndarray],
         raw: Mapping[str, Sequence[float] | np.ndarray] | None = None,
+        keys: Mapping[str, Sequence[int] | np.ndarray] | None = None,
     ) -> None:
         """Start each class's detectors where its calibration left them (design r21): feed its
         held-out residuals, in time order, through the standardisation, the detrend baseline,
         the confirmation's lag and the detectors, raising nothing and counting nothing.
         ``raw`` (design r26): the same steps' residuals with their bias left in, for classes
         whose confirmation watches them (their raw baseline starts at zero without them, or
-        when their length is not that of ``residuals``).
+        when their length is not that of ``residuals``).  ``keys`` (design r30): the same
+        steps' composition strata (``checks.alarm_confirmation.stratum``), for classes whose
+        confirmation is stratified (without them, or of another length, its strata start empty).
 
         A fresh detector takes its first steps as its level: a version installed at the moment
         a fault began (a re-fit, by chance) would learn the slower engine as normal and never
@@ -96,9 +102,11 @@ class DriftMonitor:
             z = cal.standardise(r[keep])
             y = self._baselines[name].update_many(z)
             zr, yr = self._raw_stream(name, None if rr is None else rr[keep], len(z))
+            ks = np.asarray((keys or {}).get(name, ()), dtype=np.int64)
+            strata = ks[keep].tolist() if ks.shape == r.shape else [None] * len(z)
             confirm, detectors = self._confirm[name], self._detectors[name]
-            for zi, yi, zri, yri in zip(z.tolist(), y.tolist(), zr, yr):
-                confirm.observe(zi, zi - yi, zri, zri - yri)  # nothing pending: the lags fill
+            for zi, yi, zri, yri, k in zip(z.tolist(), y.tolist(), zr, yr, strata):
+                confirm.observe(zi, zi - yi, zri, zri - yri, k)  # nothing pending: the lags fill
                 for det in detectors:
                     det.update(yi)  # a detection here is the calibration's own noise: dropped
 
@@ -138,15 +146,17 @@ class DriftMonitor:
         residual: float,
         zr: float = 0.0,
         yr: float = 0.0,
+        key: int | None = None,
     ) -> list[DriftEvent]:
         """One judged step: ``z`` standardised, ``y`` the same against the detrend baseline;
-        ``zr``, ``yr`` the raw stream's (design r26; read only where the class watches it).
+        ``zr``, ``yr`` the raw stream's (design r26; read only where the class watches it);
+        ``key`` its batch-size stratum (design r30; ``None``: unknown).
 
         Detections go pending (``checks.alarm_confirmation``); the events returned are the
         alarms this step confirmed."""
         self.n_seen[step_class] += 1
         confirm = self._confirm[step_class]
-        done = confirm.observe(z, z - y, zr, zr - yr)  # z - y: the baseline the detectors compare z with
+        done = confirm.observe(z, z - y, zr, zr - yr, key)  # z - y: the baseline the detectors compare z with
         for det in self._detectors[step_class]:
             if det.update(y):
                 info = {"threshold": det.threshold, **(det.last_detection or {})}
@@ -154,7 +164,29 @@ class DriftMonitor:
                 p = confirm.open(det.name, str(info.get("direction", "up")), info)
                 if p is not None:
                     done.append(p)
+        for p in done:
+            if p.unsupported:
+                sign = -1.0 if p.direction == "down" else 1.0  # the residual's own sign
+                shift = sign * p.shift_z * self.calibrations[step_class].std
+                self._unsupported[step_class] = (
+                    self.n_seen[step_class],
+                    {
+                        "step_seq": step_seq,
+                        "detected_step_seq": p.info.get("step_seq", step_seq),
+                        "shift": shift,
+                    },
+                )
         return [self._event(step_class, p, step_seq, ts) for p in done if p.confirmed]
+
+    def unsupported(self) -> dict[str, dict[str, float]]:
+        """Classes with an alarm in their last ``recent_steps`` judged steps whose lasting shift
+        came with batch compositions too rarely seen before to tell drift from the model's error
+        there (design r30), and what it saw."""
+        return {
+            cls: info
+            for cls, (at, info) in self._unsupported.items()
+            if self.n_seen[cls] - at < self.recent_steps
+        }
 
     def _event(self, step_class: str, p: PendingAlarm, step_seq: int, ts: float) -> DriftEvent:
         """A confirmed alarm, raised at the step that confirmed it; where it was detected and the
@@ -167,6 +199,8 @@ class DriftMonitor:
             details.update(confirm_steps=p.n, lasting_shift=p.shift_z * cal.std)
             if p.raw_shift_z is not None:
                 details.update(raw_lasting_shift=p.raw_shift_z * cal.std)
+            if p.strata_shift_z is not None:  # design r30
+                details.update(strata_lasting_shift=p.strata_shift_z * cal.std)
         return DriftEvent(
             ts=ts,
             step_seq=step_seq,
@@ -213,8 +247,9 @@ class DriftMonitor:
             z = cal.standardise(cal.unbiased(r[idx], _at(features, idx) if cal.bias else None))
             y = self._baselines[name].update_many(z)
             zr, yr = self._raw_stream(name, r[idx], len(idx))  # design r26
-            for i, zi, yi, zri, yri in zip(idx.tolist(), z.tolist(), y.tolist(), zr, yr):
-                events.extend(self._feed(name, zi, yi, int(seq[i]), float(t[i]), float(r[i]), zri, yri))
+            keys = _strata(features, idx) if cal.stratify else [None] * len(idx)  # design r30
+            for i, zi, yi, zri, yri, k in zip(idx.tolist(), z.tolist(), y.tolist(), zr, yr, keys):
+                events.extend(self._feed(name, zi, yi, int(seq[i]), float(t[i]), float(r[i]), zri, yri, k))
         self.n_skipped += int((~handled).sum())
         events.sort(key=lambda e: (e.step_seq, e.detector))
         return events
@@ -245,6 +280,7 @@ class DriftMonitor:
                     "baseline": self._baselines[cls].baseline,
                     "recent_judged_fraction": self._judged_recent[cls],
                     "confirmation": self._confirm[cls].state(),
+                    "unsupported": self.unsupported().get(cls),
                     "domain": {k: list(v) for k, v in self.calibrations[cls].domain.items()},
                     "detectors": {
                         d.name: {
@@ -258,6 +294,14 @@ class DriftMonitor:
                 for cls, dets in self._detectors.items()
             },
         }
+
+
+def _strata(features: Mapping[str, np.ndarray] | None, idx: np.ndarray) -> list[int | None]:
+    """The composition stratum of each step ``idx`` (``None`` for all without its features)."""
+    if not features or "batch_size" not in features or "kv_tokens" not in features:
+        return [None] * len(idx)
+    sizes = np.asarray(features["batch_size"])[idx].tolist()
+    return [stratum(b, kv) for b, kv in zip(sizes, np.asarray(features["kv_tokens"])[idx].tolist())]
 
 
 def _ewma(start: float, x: np.ndarray, steps: int) -> float:

@@ -48,6 +48,9 @@ class Calibration:
     # Design r26: the same steps' residuals with their bias left in (classes that watch them);
     # in memory only, as ``holdout_residuals``: they prime the detectors at install.
     holdout_raw: dict[str, np.ndarray] = field(default_factory=dict)
+    # Design r30: the same steps' composition strata (in memory only): the primed confirmation
+    # stage starts with the calibration's residual per stratum, so its first alarm is judged.
+    holdout_keys: dict[str, np.ndarray] = field(default_factory=dict)
     unwatched: dict[str, str] = field(default_factory=dict)  # class -> why no drift detectors
     # Share stability of the calibration window under this model (split -> effect, CI): what the
     # gate's stability check judges growth against.
@@ -193,6 +196,9 @@ class CalibrationSettings:
     # Design r26: with the bias taken out, a detection is confirmed only if the residual as
     # measured shifts too (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
     confirm_raw: bool = True
+    # Design r30: and only if it shows within batch-size strata too (checks.alarm_confirmation;
+    # why: DESIGN in benchmarks/gate_matrix.py).
+    stratify_confirmation: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
@@ -283,6 +289,8 @@ def calibrate(
                 drift[cls] = dataclasses.replace(
                     drift[cls], bias=bias, raw_allowance=_raw_allowance(raw_noise, r, settings)
                 )
+            if settings.stratify_confirmation:
+                drift[cls] = dataclasses.replace(drift[cls], stratify=True)
         except ValueError as exc:  # e.g. residuals too non-stationary for the target rate
             unwatched[cls] = str(exc)
             log.warning("drift detectors for %s steps not calibrated: %s", cls, exc)
@@ -313,6 +321,7 @@ def calibrate(
         envelope=envelope,
         holdout_residuals=usable,
         holdout_raw={k: v for k, v in raw_holdout.items() if k in drift and drift[k].watches_raw},
+        holdout_keys=_strata(hold, resid, drift),
         unwatched=unwatched,
         stability_baseline=stability_baseline(batch, model, settings),
         class_steps={name: int((batch.kind == code).sum()) for code, name in enumerate(KIND_NAMES)},
@@ -320,6 +329,17 @@ def calibrate(
         window_steps=int(batch.num_steps),
         scored_tenants=scored_tenants(_tenants(hold).tolist()),
     )
+
+
+def _strata(hold: StepBatch, resid: np.ndarray, drift: dict[str, Any]) -> dict[str, np.ndarray]:
+    """Per watched class, the composition stratum of each held-out step with a residual (r30)."""
+    f = hold.composition()
+    keys = np.array([checks.stratum(b, kv) for b, kv in zip(f["batch_size"], f["kv_tokens"])], dtype=np.int64)
+    return {
+        name: keys[(hold.kind == code) & np.isfinite(resid)]
+        for code, name in enumerate(KIND_NAMES)
+        if name in drift
+    }
 
 
 MAX_SCORED_TENANTS = 64  # more than any gate needs to count (``checks.GatePolicy.min_tenants``)

@@ -60,7 +60,8 @@ class DriftWatch:
     def install(self, cal: Calibration) -> None:
         with self._lock:
             self.monitor = checks.DriftMonitor(cal.drift)
-            self.monitor.prime(cal.holdout_residuals, cal.holdout_raw)  # r21: the calibration's level
+            # r21: the calibration's level (r30: per batch-size stratum too)
+            self.monitor.prime(cal.holdout_residuals, cal.holdout_raw, cal.holdout_keys)
             self.envelope = checks.EnvelopeMonitor(cal.envelope)
             self.version = cal.model.version
 
@@ -137,7 +138,7 @@ class DriftWatch:
             monitor = self.monitor
         if monitor is None:
             return {}
-        return {
+        out = {
             cls: (
                 f"{1 - f:.0%} of its recent steps are outside the batch compositions calibration "
                 "saw; recalibrate on current traffic (shadowd calibrate)"
@@ -145,6 +146,14 @@ class DriftWatch:
             for cls, f in monitor.judged_fraction().items()
             if f < min_judged
         }
+        for cls, u in monitor.unsupported().items():  # design r30
+            out.setdefault(
+                cls,
+                f"its residual shifted {u['shift']:+.3f} from step {int(u['detected_step_seq'])} as "
+                "its steps moved to batch compositions seen too rarely to tell drift from the "
+                "model's error there; wait, or recalibrate on current traffic (shadowd calibrate)",
+            )
+        return out
 
     def state(self) -> dict[str, Any]:
         with self._lock:

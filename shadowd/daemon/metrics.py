@@ -361,6 +361,13 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
         "but not on the residual as measured (a bias carried beyond its calibration window)",
         labels=["step_class"],
     )
+    # Design r30: of the dismissed, those whose shift lasted but within no batch-size stratum.
+    dismissed_strata = CounterMetricFamily(
+        "shadowd_drift_detections_dismissed_strata",
+        "Dismissed residual detections whose shift lasted overall but not within batch-size strata "
+        "(a move of the batch-size mix, not of the engine)",
+        labels=["step_class"],
+    )
     pending = GaugeMetricFamily(
         "shadowd_drift_detections_pending",
         "Residual detections waiting for confirmation",
@@ -373,11 +380,13 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
         for outcome in ("confirmed", "dismissed", "absorbed"):
             detections.add_metric([cls, outcome], float(conf.get(outcome, 0)))
         dismissed_raw.add_metric([cls], float(conf.get("dismissed_raw", 0)))
+        dismissed_strata.add_metric([cls], float(conf.get("dismissed_strata", 0)))
         pending.add_metric([cls], float(conf.get("pending", 0)))
     yield judged
     yield outside
     yield detections
     yield dismissed_raw
+    yield dismissed_strata
     yield pending
 
 

@@ -86,7 +86,15 @@ def test_one_shift_one_alarm():
     assert c.open("page_hinkley", "down", {}) is None  # the other direction is another alarm
     done = [p for _ in range(100) for p in c.observe(1.0, 0.0)]
     assert [(p.direction, p.confirmed) for p in done] == [("up", True), ("down", False)]
-    assert c.state() == {"pending": 0, "confirmed": 1, "dismissed": 1, "dismissed_raw": 0, "absorbed": 1}
+    assert c.state() == {
+        "pending": 0,
+        "confirmed": 1,
+        "dismissed": 1,
+        "dismissed_raw": 0,
+        "dismissed_strata": 0,
+        "unsupported": 0,
+        "absorbed": 1,
+    }
 
 
 def test_the_reference_is_the_baseline_before_the_shift_pulled_it():

@@ -1,0 +1,139 @@
+"""Design r30: a residual detection is judged within batch-composition strata where it can be.
+
+The piecewise-linear latency model is smooth; the engine's kernels are not, so the model's error
+differs a little from one batch composition to the next.  When the mix moves between such
+compositions for a few hundred steps the residual's mean moves with it and the detectors fire
+on a healthy engine (seen on held-out 27's fault runs before their faults).  Within one stratum
+(batch size and KV tokens) that error is constant, and a slower engine moves every stratum.  So
+a detection is confirmed iff the shift within strata lasts; a shift that came with compositions
+too rarely seen before is neither confirmed nor dropped: it is *unsupported* (the gate's drift
+evidence is missing for a while: INCONCLUSIVE, never a page).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+import checks
+from checks.alarm_confirmation import AlarmConfirmation, stratum
+
+STD = 0.01
+# Two compositions the model prices 3 % apart: single requests with short contexts, and four
+# requests with long ones.
+SHORT, LONG = (1.0, 500.0), (4.0, 9000.0)
+OFFSET = {SHORT: 0.0, LONG: -0.03}
+
+
+def _calibration(stratify: bool) -> checks.DriftCalibration:
+    return checks.DriftCalibration(
+        "decode",
+        mean=0.0,
+        std=STD,
+        ph_threshold=8.0,
+        adwin_delta=0.0,
+        ph_delta=1.0,
+        detector_names=("page_hinkley",),
+        detrend_steps=100,
+        confirm_steps=200,
+        allowance=0.02,
+        stratify=stratify,
+    )
+
+
+def _traffic(phases: list[tuple[tuple[float, float], int, float]], seed: int = 0) -> tuple:
+    """Consecutive phases of (composition, steps, engine slowdown): batch sizes, KV tokens and
+    residuals (the composition's offset, the slowdown and noise)."""
+    rng = np.random.default_rng(seed)
+    size, kv, resid = [], [], []
+    for comp, n, slower in phases:
+        size += [comp[0]] * n
+        kv += [comp[1]] * n
+        resid += list(OFFSET.get(comp, 0.0) + slower + rng.normal(0, STD / 2, n))
+    return np.array(size), np.array(kv), np.array(resid)
+
+
+def _monitor(stratify: bool, size: np.ndarray, kv: np.ndarray, resid: np.ndarray) -> tuple:
+    """A monitor primed as a calibration window holding both compositions primes it, then fed."""
+    mon = checks.DriftMonitor({"decode": _calibration(stratify)})
+    cs, ck, cr = _traffic([(SHORT, 200, 0.0), (LONG, 200, 0.0)], seed=9)
+    mon.prime({"decode": cr}, keys={"decode": np.array([stratum(b, k) for b, k in zip(cs, ck)])})
+    n = len(resid)
+    events = mon.update_many(
+        np.arange(n),
+        np.full(n, "decode"),
+        resid,
+        np.arange(n, dtype=float),
+        {"batch_size": size, "kv_tokens": kv},
+    )
+    return mon, events
+
+
+# The mix alternates between the two compositions, each held a few hundred steps at a time.
+MIX = [(SHORT, 400, 0.0), (LONG, 400, 0.0)] * 4
+
+
+def test_a_mix_moving_between_seen_compositions_is_dismissed_within_strata():
+    size, kv, resid = _traffic(MIX)
+    _, plain = _monitor(False, size, kv, resid)
+    assert plain, "without strata the mix's moves are alarms (the case r30 answers)"
+    mon, events = _monitor(True, size, kv, resid)
+    conf = mon.state()["classes"]["decode"]["confirmation"]
+    assert events == [] and conf["dismissed_strata"] >= 1 and conf["unsupported"] == 0, str(conf)
+    assert mon.unsupported() == {}
+
+
+def test_a_slower_engine_is_confirmed_within_strata():
+    """A 5 % slowdown from step 2,400 on, the mix still moving: an alarm, with the shift it saw
+    within strata in its details."""
+    size, kv, resid = _traffic(MIX[:6] + [(SHORT, 400, 0.05), (LONG, 400, 0.05)] * 2)
+    mon, events = _monitor(True, size, kv, resid)
+    assert events, mon.state()["classes"]["decode"]["confirmation"]
+    first = min(events, key=lambda e: e.step_seq)
+    assert 2400 <= first.details["detected_step_seq"] and first.step_seq < 2400 + 800, first
+    assert abs(first.details["strata_lasting_shift"] - 0.05) < 0.015, first.details
+
+
+def test_a_shift_into_unseen_compositions_is_unsupported_not_an_alarm():
+    """The mix moves to a composition never seen (eight requests, very long contexts) where the
+    model is 4 % off: no alarm, and the class is marked unsupported for its next judged steps."""
+    new = (8.0, 60000.0)
+    OFFSET[new] = -0.04
+    try:
+        size, kv, resid = _traffic([(SHORT, 1200, 0.0), (new, 600, 0.0)])
+    finally:
+        del OFFSET[new]
+    mon, events = _monitor(True, size, kv, resid)
+    assert events == []
+    u = mon.unsupported()["decode"]
+    assert 1200 <= u["detected_step_seq"] and u["shift"] < -0.02, u
+    assert mon.state()["classes"]["decode"]["unsupported"] == u
+    # and without strata, as before r30: an alarm
+    assert _monitor(False, size, kv, resid)[1]
+
+
+def test_strata_need_steps_on_both_sides_or_the_stage_judges_as_before():
+    c = AlarmConfirmation(steps=50, allowance_z=1.0, lag=20, stratify=True)
+    for _ in range(100):
+        c.observe(0.0, 0.0, key=stratum(1, 500))
+    c.open("page_hinkley", "up", {"step_seq": 100})
+    done = [c.observe(0.5, 0.0, key=stratum(1, 500)) for _ in range(50)]
+    p = done[-1][0]
+    assert p.strata_shift_z is not None and not p.confirmed and not p.unsupported  # 0.5 < 1.0
+    c.open("page_hinkley", "up", {"step_seq": 150})
+    done = [c.observe(0.3, 0.0, key=stratum(4, 9000)) for _ in range(50)]  # never seen; small
+    p = done[-1][0]
+    assert p.strata_shift_z is None and not p.confirmed and not p.unsupported
+
+
+def test_the_calibration_primes_the_strata_and_round_trips_the_setting():
+    cal = _calibration(True)
+    assert checks.DriftCalibration.from_dict(cal.to_dict()).stratify is True
+    assert dataclasses.replace(cal, stratify=False).confirmation().stratify is False
+    size, kv, resid = _traffic([(SHORT, 300, 0.0)])
+    mon = checks.DriftMonitor({"decode": cal})
+    keys = np.array([stratum(b, k) for b, k in zip(size, kv)])
+    mon.prime({"decode": resid}, keys={"decode": keys})
+    before = mon._confirm["decode"]._before()
+    assert list(before) == [stratum(*SHORT)] and before[stratum(*SHORT)][1] == 200
