@@ -179,14 +179,12 @@ class DriftMonitor:
         return [self._event(step_class, p, step_seq, ts) for p in done if p.confirmed]
 
     def unsupported(self) -> dict[str, dict[str, float]]:
-        """Classes with an alarm in their last ``recent_steps`` judged steps whose lasting shift
-        came with batch compositions too rarely seen before to tell drift from the model's error
-        there (design r30), and what it saw."""
-        return {
-            cls: info
-            for cls, (at, info) in self._unsupported.items()
-            if self.n_seen[cls] - at < self.recent_steps
-        }
+        """Classes with an alarm whose lasting shift came with batch compositions too rarely seen
+        before to tell drift from the model's error there (design r30), and what the last one
+        saw.  It holds until the monitor is replaced (a re-fit or a recalibration): a slower
+        engine also grows its batches into rarer compositions, so the mark must not lapse while
+        the shift may still be there."""
+        return {cls: info for cls, (_, info) in self._unsupported.items()}
 
     def _event(self, step_class: str, p: PendingAlarm, step_seq: int, ts: float) -> DriftEvent:
         """A confirmed alarm, raised at the step that confirmed it; where it was detected and the

@@ -196,9 +196,9 @@ class CalibrationSettings:
     # Design r26: with the bias taken out, a detection is confirmed only if the residual as
     # measured shifts too (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
     confirm_raw: bool = True
-    # Design r30: and only if it shows within batch-size strata too (checks.alarm_confirmation;
-    # why: DESIGN in benchmarks/gate_matrix.py).
-    stratify_confirmation: bool = True
+    # Design r30 (withdrawn: off by default; why: DESIGN in benchmarks/gate_matrix.py): judge a
+    # detection within composition strata (checks.alarm_confirmation).
+    stratify_confirmation: bool = False
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
