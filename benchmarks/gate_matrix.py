@@ -854,8 +854,38 @@ PROTOCOL = {
             "with the set, as held-out 26's and 27's."
         ),
     },
+    "held_out_29": {
+        "platforms": ["H200 SXM tables (as in held-out 1-28: no other unseen tables exist)"],
+        "models": [
+            "ministral-8b tp1 (public config of Ministral 8B, added for this set as "
+            "benchmarks/models/ministral-8b; never run before, by any set or study): 36 layers of "
+            "hidden 4,096, 32 query heads over 8 KV heads, an MLP of 12,288, a 131,072 vocabulary"
+        ],
+        "tenants": [
+            "the Mooncake conversation trace at 0.3 req/s as tenant a, the Azure 2023 conversation "
+            "trace at 3 req/s as tenant b, ShareGPT length statistics at 1.5 req/s as tenant c; "
+            "every source used before, this mix, model and these rates not; arXiv length "
+            "statistics at 1.5 req/s as the new heavy tenant"
+        ],
+        "seeds": "3001-3012 (3011 and 3012 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r31 (residual detections judged within composition strata where "
+            "strata seen before hold a fifth of the window; a lasting shift where they do not "
+            "unsupported, not an alarm) was committed and tried on held-out 27's rows and on "
+            "held-out 21's two CI rows, and before any run of this set. Fault runs as held-out "
+            "9's: 9000 steps, the fault at 7000, `--horizon 6000`. Rates sized from the sources' "
+            "lengths only (mean prompts as stated in earlier sets' notes: Mooncake conversation "
+            "11,168, Azure conversation 1,150, ShareGPT 2,427, arXiv 2,576 tokens): about 10.5k "
+            "prompt tokens/s at the base rate, for an 8B model on one GPU (held-out 25's 8B model "
+            "on two ran about 9k); the newcomer about 3.9k more. One 800-step machinery check of "
+            "the new config on the H100 tables (development platform, seed 99) was run first; its "
+            "verdict was not read. H29-ramp-30k and H29-swing-30k (seeds 3002, 3003) declared "
+            "with the set, as held-out 26-28's."
+        ),
+    },
 }
-DESIGN_REVISION = "r29"
+DESIGN_REVISION = "r31"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -929,9 +959,25 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
+    "Design r31 (built on held-out 27's rows and held-out 21's two CI rows, which it was tried "
+    "on; confirmed on held-out 29), r30 reworked: where composition strata seen before (batch "
+    "size, exact up to 8 then in quarter octaves; KV tokens in half octaves; 10 steps each side "
+    "at least) hold a fifth of a detection's confirmation window, the strata decide whether it "
+    "is confirmed: per stratum, the window's mean less the stratum's own last 200 judged steps "
+    "before the reference point, weighted by the window's steps (`checks/alarm_confirmation.py`). "
+    "Where they hold less, a shift that lasts (judged as before) is *unsupported*: the class's "
+    "drift evidence is missing until the next re-fit or calibration (INCONCLUSIVE, a re-fit "
+    "trigger), not a page. And an unresolved drift event now pages even while a required class "
+    "is blind (`checks/rules.py`; before, blindness hid it). A first form (strata deciding only "
+    "at half the window, the rest judged as before) left three of F27-step5's false alarms, "
+    "whose windows lay in strata never seen; it was changed before any held-out run. On held-out "
+    "27 under r31 no row raised a drift event on a healthy engine (under r29, four fault runs "
+    "did before their faults), every fault run ended not GO, and the slowdowns and the platform "
+    "swap raised drift events 342, 714, 548 and 215 steps after them; F27-step5 and F27-step8 "
+    "were no tests (INCONCLUSIVE before their faults: unsupported shifts). Held-out 21's CI rows "
+    "ended as under r29.",
     "Design r30 (built on held-out 27's rows under r29 and tried on them, then withdrawn before "
-    "any run of held-out 28; its rows are marked r30; the code is r29's again, the mechanism kept "
-    "behind `CalibrationSettings.stratify_confirmation`, off): a residual detection was judged "
+    "any run of held-out 28; its rows are marked r30): a residual detection was judged "
     "within composition strata where it could be (`checks/alarm_confirmation.py`: a step's "
     "stratum is its batch size, exact up to 8 then in quarter octaves, with its KV tokens in "
     "half octaves; per stratum, the mean over the confirmation window less the stratum's own "
@@ -947,9 +993,8 @@ DESIGN = [
     "engine also grows its batches into compositions seen too rarely, so the strata could not "
     "judge it; no drift event was raised, and the gate was GO again once the mark lapsed (it "
     "held for 1,000 judged steps; it now holds until a re-fit). A gate that misses a 5 % "
-    "slowdown is worse than one that pages on a moving mix, so r29 stays in force; the "
-    "strata need a coarser grid, or a slowdown's own growth of the batches taken into account, "
-    "before they can judge.",
+    "slowdown is worse than one that pages on a moving mix, so r29 stayed in force for held-out "
+    "28; r31 reworks it.",
     "Design r29, two parts, each a finding of held-out 26 under r28 (its 30,000-step ramp and "
     "swing: INCONCLUSIVE to the end once load reached saturation). (a) A re-fit may come once "
     "the model in force has scored half a calibration window (`SCORED_FRACTION` in "
@@ -1431,6 +1476,11 @@ HELD28_BASE = _h200(
     1,
     ("a=lengths:sharegpt:3", "b=azure-conv:5", "c=azure-code:2"),
 )
+HELD29_BASE = _h200(
+    "benchmarks/models/ministral-8b",
+    1,
+    ("a=mooncake-conversation:0.3", "b=azure-conv:3", "c=lengths:sharegpt:1.5"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -1477,6 +1527,7 @@ LONG_FAULT_SETS = {
     "26",
     "27",
     "28",
+    "29",
 }  # sets whose fault runs are 9000 steps
 # Sets whose 9000-step fault runs are scheduled as 6000-step runs (``--horizon``): their first GO
 # can come where the healthy runs' does, before the fault at 7000 (declared with held-out 9).
@@ -1501,6 +1552,7 @@ HORIZON_SETS = {
     "26": 6000,
     "27": 6000,
     "28": 6000,
+    "29": 6000,
 }
 
 
@@ -1601,6 +1653,7 @@ def _scenarios() -> list[Scenario]:
         ("26", HELD26_BASE, 2700, "mooncake-synthetic:0.3"),
         ("27", HELD27_BASE, 2800, "mooncake-conversation:0.1"),
         ("28", HELD28_BASE, 2900, "mooncake-synthetic:0.5"),
+        ("29", HELD29_BASE, 3000, "lengths:arxiv:1.5"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -1723,13 +1776,15 @@ def _scenarios() -> list[Scenario]:
                 loads=(load,),
             )
         )
-    # Held-out 27's and 28's, declared with their sets (their notes): the evidence time where
-    # load moves.
+    # Held-out 27-29's, declared with their sets (their notes): the evidence time where load
+    # moves.
     for name, set_, base, what, seed, load in (
         ("H27-ramp-30k", "held_out_27", HELD27_BASE, RAMP_30K, 2802, "ramp:0.3:3:300"),
         ("H27-swing-30k", "held_out_27", HELD27_BASE, SWING_30K, 2803, "swing:0.3:3:150"),
         ("H28-ramp-30k", "held_out_28", HELD28_BASE, RAMP_30K, 2902, "ramp:0.3:3:300"),
         ("H28-swing-30k", "held_out_28", HELD28_BASE, SWING_30K, 2903, "swing:0.3:3:150"),
+        ("H29-ramp-30k", "held_out_29", HELD29_BASE, RAMP_30K, 3002, "ramp:0.3:3:300"),
+        ("H29-swing-30k", "held_out_29", HELD29_BASE, SWING_30K, 3003, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -1761,6 +1816,7 @@ def _scenarios() -> list[Scenario]:
         ("26", HELD26_BASE, 2710),
         ("27", HELD27_BASE, 2810),
         ("28", HELD28_BASE, 2910),
+        ("29", HELD29_BASE, 3010),
     ):
         out.append(
             Scenario(

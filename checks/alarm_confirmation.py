@@ -14,20 +14,22 @@ the detection, before the shift began to pull it.  Otherwise it is dismissed and
 The price is delay: an event comes ``steps`` judged steps after the detection.  Why the
 defaults and on which runs they were chosen: ``DESIGN`` in ``benchmarks/gate_matrix.py``.
 
-Design r30: with ``stratify``, a detection is judged *within composition strata* where it can
-be (``stratum``: the step's batch size, exact up to 8 then in quarter octaves, and its KV tokens
-in half octaves): per stratum, the mean over the confirmation window less the mean over the
-stratum's own last ``steps`` judged steps before the reference point (however long ago), weighted
-by the window's steps; confirmed iff that reaches the allowance.  A slower engine moves every
-stratum; a move of the mix between strata the model prices slightly differently (the
-piecewise-linear model is smooth, the engine's kernels are not) moves none and is dismissed.  And
-a stratum's memory reaches back before a fault, where the detrend baseline has followed it
-within ``lag`` steps: a detection made once the baseline has caught up is still confirmed.
-Strata count with ``MIN_STRATUM`` steps on both sides; where they hold less than
-``MIN_COVERAGE`` of the window, the confirmation is judged as before r30, and a shift that lasts
-there is not confirmed but marked ``unsupported``: it came with compositions the class has
-barely been seen in, where drift and the model's own error cannot be told apart (the daemon
-holds the class's drift evidence missing for a while: INCONCLUSIVE and a reason to re-fit,
+Design r31 (r30 withdrawn): with ``stratify``, a detection is judged *within composition
+strata* where it can be (``stratum``: the step's batch size, exact up to 8 then in quarter
+octaves, and its KV tokens in half octaves): per stratum seen before, the mean over the
+confirmation window less the mean over the stratum's own last ``steps`` judged steps before the
+reference point (however long ago), weighted by the window's steps; confirmed iff that reaches
+the allowance.  A slower engine moves every stratum; a move of the mix between strata the model
+prices slightly differently (the piecewise-linear model is smooth, the engine's kernels are
+not) moves none and is dismissed.  A stratum's memory also reaches back before a fault, where
+the detrend baseline has followed it within ``lag`` steps, so a detection made once the
+baseline has caught up is still confirmed.  Strata count with ``MIN_STRATUM`` steps on both
+sides, and judge once they hold ``MIN_COVERAGE`` of the window (a slower engine grows its
+batches into rarer compositions, so most of its window may lie in strata never seen: r30 asked
+for half and missed such a slowdown).  Below that the window lies in compositions the class was
+never seen in: a shift that lasts there (judged as without strata) is not an alarm but
+*unsupported*, since drift and the model's own error there cannot be told apart (the daemon
+holds the class's drift evidence missing until the next re-fit or calibration: INCONCLUSIVE,
 never a page).
 
 Design r26: where the detectors watch the residual less a fitted composition bias
@@ -54,9 +56,9 @@ the unbiased stream, and wander the bias explains moves only the raw one.
 >>> done[-1][0].confirmed, c.dismissed_raw
 (False, 1)
 
-Design r30: with ``stratify``, a lasting shift must also show *within* batch-size strata.
-Batches of 3 run 2 z below batches of 1 on this engine; the mix moves from 1s to 3s, and
-neither batch size changed:
+Design r31: with ``stratify``, the shift must show *within* composition strata where they cover
+the window.  Batches of 3 run 2 z below batches of 1 on this engine; the mix moves from 1s to
+3s, and neither batch size changed:
 
 >>> c = AlarmConfirmation(steps=50, allowance_z=1.0, lag=20, stratify=True)
 >>> quiet = [c.observe(-2.0 * (i % 2), 0.0, key=1 + 2 * (i % 2)) for i in range(100)]
@@ -66,7 +68,8 @@ neither batch size changed:
 >>> round(p.shift_z, 2), abs(p.strata_shift_z), p.confirmed, c.dismissed_strata
 (1.48, 0.0, False, 1)
 
-The same shift with the mix moving to a composition never seen before (key 5): unsupported.
+The same shift with the mix moving to a composition never seen before (key 5): no stratum can
+judge it, and it lasts as judged without strata: unsupported, not an alarm.
 
 >>> c.open("page_hinkley", "down", {"step_seq": 150})
 >>> done = [c.observe(-2.0, -1.0, key=5) for i in range(50)]
@@ -81,12 +84,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-MIN_STRATUM = 10  # steps of a stratum on each side of the reference for it to count (r30)
-MIN_COVERAGE = 0.5  # of the confirmation window's steps in counted strata, or abstain (r30)
+MIN_STRATUM = 10  # steps of a stratum on each side of the reference for it to count (r31)
+MIN_COVERAGE = 0.2  # of the confirmation window's steps in counted strata for them to judge (r31)
 
 
 def stratum(batch_size: float, kv_tokens: float = 0.0) -> int:
-    """A step's composition stratum (design r30): its batch size (itself up to 8, then quarter
+    """A step's composition stratum (design r31): its batch size (itself up to 8, then quarter
     octaves) and its KV tokens (half octaves), as one key.
 
     >>> [stratum(b) // 100 for b in (1, 3, 8, 9, 12, 16, 250, 256)]
@@ -114,11 +117,11 @@ class PendingAlarm:
     raw_reference: float = 0.0  # design r26: the same for the raw stream (when one is watched)
     raw_total: float = 0.0
     raw_shift_z: float | None = None  # None: no raw stream
-    # Design r30: per stratum, [sum, count] of z before the reference point and since.
+    # Design r31: per stratum, [sum, count] of z before the reference point and since.
     before: dict[int, list[float]] | None = None
     after: dict[int, list[float]] = field(default_factory=dict)
-    strata_shift_z: float | None = None  # None: not stratified, or unsupported
-    unsupported: bool = False  # r30: the shift came with compositions too rarely seen before
+    strata_shift_z: float | None = None  # None: not stratified, or too few steps in strata
+    unsupported: bool = False  # r31: it lasted, in compositions too rarely seen to judge it
 
 
 class AlarmConfirmation:
@@ -128,9 +131,9 @@ class AlarmConfirmation:
     standardised residual ``z`` and the detrend baseline ``b`` the detectors compare it with.
     ``steps == 0`` confirms every detection at once (designs before r8).  With
     ``raw_allowance_z`` (design r26) ``observe`` also takes the raw stream's standardised residual
-    and baseline, and a confirmation needs the shift on it too.  With ``stratify`` (design r30)
-    it takes each step's stratum (``key``; ``None``: unknown, not counted), and a confirmation
-    needs the shift within strata too.
+    and baseline, and a confirmation needs the shift on it too.  With ``stratify`` (design r31)
+    it takes each step's stratum (``key``; ``None``: unknown, not counted): where strata cover
+    the window they decide, and where they do not a lasting shift is ``unsupported``.
     """
 
     def __init__(
@@ -152,7 +155,7 @@ class AlarmConfirmation:
         self._raw_baselines: deque[float] = deque(maxlen=int(lag))
         self.lag = int(lag)
         self.stratify = bool(stratify)
-        # Design r30: per stratum, (judged step index, z) of its last lag + steps steps: at least
+        # Design r31: per stratum, (judged step index, z) of its last lag + steps steps: at least
         # ``steps`` of them lie before the reference point, ``lag`` judged steps back.
         self._strata: dict[int, deque[tuple[int, float]]] = {}
         self._seen = 0
@@ -160,8 +163,8 @@ class AlarmConfirmation:
         self.confirmed = 0
         self.dismissed = 0
         self.dismissed_raw = 0  # of those: the unbiased shift lasted, the raw one did not (r26)
-        self.dismissed_strata = 0  # of those: it lasted, but within no composition stratum (r30)
-        self.unsupported = 0  # it lasted, with compositions too rarely seen before (r30)
+        self.dismissed_strata = 0  # of those: it lasted, but within no composition stratum (r31)
+        self.unsupported = 0  # it lasted, in compositions too rarely seen to judge it (r31)
         self.absorbed = 0  # detections while the same detector had one pending the same way
 
     @property
@@ -251,7 +254,7 @@ class AlarmConfirmation:
         sign = -1.0 if p.direction == "down" else 1.0
         p.shift_z = sign * (p.total / p.n - p.reference)
         within = self._within_strata(p) if p.before is not None else None
-        if within is not None:  # design r30: the strata decide (the bias is constant within one)
+        if within is not None:  # design r31: the strata decide (the bias is constant within one)
             p.strata_shift_z = sign * within
             p.confirmed = p.strata_shift_z >= self.allowance_z
             if not p.confirmed and p.shift_z >= self.allowance_z:
@@ -263,7 +266,7 @@ class AlarmConfirmation:
             if p.raw_shift_z < self.raw_allowance_z:
                 p.confirmed = False
                 self.dismissed_raw += 1
-        if p.confirmed and p.before is not None:  # r30: it lasted where no stratum can judge it
+        if p.confirmed and p.before is not None:  # r31: it lasted where no stratum can judge it
             p.confirmed, p.unsupported = False, True
             self.unsupported += 1
             return p

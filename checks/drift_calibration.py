@@ -90,8 +90,8 @@ class DriftCalibration:
     # left in) also shifts by at least this (its own wander's allowance; ``AlarmConfirmation``).
     # 0: not watched (as before r26).
     raw_allowance: float = 0.0
-    # Design r30: a detection is confirmed only if its shift also shows within batch-size strata
-    # (``AlarmConfirmation``, ``stratify``).  False: as before r30.
+    # Design r31: where composition strata cover a detection's window, they decide whether it is
+    # confirmed (``AlarmConfirmation``, ``stratify``).  False: as before r31.
     stratify: bool = False
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
 

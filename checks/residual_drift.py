@@ -68,9 +68,9 @@ class DriftMonitor:
         self.n_seen: dict[str, int] = {cls: 0 for cls in self.calibrations}
         self.n_skipped = 0  # uncalibrated class or non-finite residual
         self.n_out_of_domain: dict[str, int] = {cls: 0 for cls in self.calibrations}
-        # Design r30: per class, the last alarm whose shift came with compositions too rarely
-        # seen before (its class's judged-step count then, and what it saw).
-        self._unsupported: dict[str, tuple[int, dict[str, float]]] = {}
+        # Design r31: per class, the last alarm whose shift lasted in compositions too rarely
+        # seen to judge it (what it saw); held until the monitor is replaced.
+        self._unsupported: dict[str, dict[str, float]] = {}
 
     def prime(
         self,
@@ -83,7 +83,7 @@ class DriftMonitor:
         the confirmation's lag and the detectors, raising nothing and counting nothing.
         ``raw`` (design r26): the same steps' residuals with their bias left in, for classes
         whose confirmation watches them (their raw baseline starts at zero without them, or
-        when their length is not that of ``residuals``).  ``keys`` (design r30): the same
+        when their length is not that of ``residuals``).  ``keys`` (design r31): the same
         steps' composition strata (``checks.alarm_confirmation.stratum``), for classes whose
         confirmation is stratified (without them, or of another length, its strata start empty).
 
@@ -150,7 +150,7 @@ class DriftMonitor:
     ) -> list[DriftEvent]:
         """One judged step: ``z`` standardised, ``y`` the same against the detrend baseline;
         ``zr``, ``yr`` the raw stream's (design r26; read only where the class watches it);
-        ``key`` its batch-size stratum (design r30; ``None``: unknown).
+        ``key`` its batch-size stratum (design r31; ``None``: unknown).
 
         Detections go pending (``checks.alarm_confirmation``); the events returned are the
         alarms this step confirmed."""
@@ -167,24 +167,18 @@ class DriftMonitor:
         for p in done:
             if p.unsupported:
                 sign = -1.0 if p.direction == "down" else 1.0  # the residual's own sign
-                shift = sign * p.shift_z * self.calibrations[step_class].std
-                self._unsupported[step_class] = (
-                    self.n_seen[step_class],
-                    {
-                        "step_seq": step_seq,
-                        "detected_step_seq": p.info.get("step_seq", step_seq),
-                        "shift": shift,
-                    },
-                )
+                self._unsupported[step_class] = {
+                    "step_seq": step_seq,
+                    "detected_step_seq": p.info.get("step_seq", step_seq),
+                    "shift": sign * p.shift_z * self.calibrations[step_class].std,
+                }
         return [self._event(step_class, p, step_seq, ts) for p in done if p.confirmed]
 
     def unsupported(self) -> dict[str, dict[str, float]]:
-        """Classes with an alarm whose lasting shift came with batch compositions too rarely seen
-        before to tell drift from the model's error there (design r30), and what the last one
-        saw.  It holds until the monitor is replaced (a re-fit or a recalibration): a slower
-        engine also grows its batches into rarer compositions, so the mark must not lapse while
-        the shift may still be there."""
-        return {cls: info for cls, (_, info) in self._unsupported.items()}
+        """Classes with an alarm whose lasting shift came in batch compositions too rarely seen to
+        tell drift from the model's error there (design r31), and what the last one saw.  Held
+        until the monitor is replaced (a re-fit or a calibration): the shift may still be there."""
+        return dict(self._unsupported)
 
     def _event(self, step_class: str, p: PendingAlarm, step_seq: int, ts: float) -> DriftEvent:
         """A confirmed alarm, raised at the step that confirmed it; where it was detected and the
@@ -197,7 +191,7 @@ class DriftMonitor:
             details.update(confirm_steps=p.n, lasting_shift=p.shift_z * cal.std)
             if p.raw_shift_z is not None:
                 details.update(raw_lasting_shift=p.raw_shift_z * cal.std)
-            if p.strata_shift_z is not None:  # design r30
+            if p.strata_shift_z is not None:  # design r31
                 details.update(strata_lasting_shift=p.strata_shift_z * cal.std)
         return DriftEvent(
             ts=ts,
@@ -245,7 +239,7 @@ class DriftMonitor:
             z = cal.standardise(cal.unbiased(r[idx], _at(features, idx) if cal.bias else None))
             y = self._baselines[name].update_many(z)
             zr, yr = self._raw_stream(name, r[idx], len(idx))  # design r26
-            keys = _strata(features, idx) if cal.stratify else [None] * len(idx)  # design r30
+            keys = _strata(features, idx) if cal.stratify else [None] * len(idx)  # design r31
             for i, zi, yi, zri, yri, k in zip(idx.tolist(), z.tolist(), y.tolist(), zr, yr, keys):
                 events.extend(self._feed(name, zi, yi, int(seq[i]), float(t[i]), float(r[i]), zri, yri, k))
         self.n_skipped += int((~handled).sum())
@@ -278,7 +272,7 @@ class DriftMonitor:
                     "baseline": self._baselines[cls].baseline,
                     "recent_judged_fraction": self._judged_recent[cls],
                     "confirmation": self._confirm[cls].state(),
-                    "unsupported": self.unsupported().get(cls),
+                    "unsupported": self._unsupported.get(cls),
                     "domain": {k: list(v) for k, v in self.calibrations[cls].domain.items()},
                     "detectors": {
                         d.name: {

@@ -207,7 +207,18 @@ def advantage_report(ev: Evidence, pol: GatePolicy) -> dict[str, dict[str, Any]]
 
 
 def drift(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
-    if ev.unresolved_drift_events is None and ev.drift_blind:
+    res = _at_most("drift", ev.unresolved_drift_events, pol.max_unresolved_drift, "unresolved drift events")
+    if res.status == "fail":  # the on-call's next step: events stay until a calibration resolves them
+        # Design r31: an event is evidence even where a class is blind now (before r31 blindness
+        # hid it): a class marked blind by a shift too rarely seen to judge may then slow down.
+        return [
+            _with_way_out(
+                res,
+                "check the engine for a real change (the events: shadowd report); if it is healthy, "
+                "recalibrate on current traffic (shadowd calibrate), which resolves them",
+            )
+        ]
+    if ev.drift_blind:
         why = "; ".join(f"{k}: {v}" for k, v in sorted(ev.drift_blind.items()))
         return [
             _missing(
@@ -217,13 +228,6 @@ def drift(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
                 pol.max_unresolved_drift,
             )
         ]
-    res = _at_most("drift", ev.unresolved_drift_events, pol.max_unresolved_drift, "unresolved drift events")
-    if res.status == "fail":  # the on-call's next step: events stay until a calibration resolves them
-        res = _with_way_out(
-            res,
-            "check the engine for a real change (the events: shadowd report); if it is healthy, "
-            "recalibrate on current traffic (shadowd calibrate), which resolves them",
-        )
     if ev.drift_dull and res.status == "pass":  # design r19: no event, but none would have come
         why = "; ".join(f"{k}: {v}" for k, v in sorted(ev.drift_dull.items()))
         return [

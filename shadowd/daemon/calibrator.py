@@ -48,7 +48,7 @@ class Calibration:
     # Design r26: the same steps' residuals with their bias left in (classes that watch them);
     # in memory only, as ``holdout_residuals``: they prime the detectors at install.
     holdout_raw: dict[str, np.ndarray] = field(default_factory=dict)
-    # Design r30: the same steps' composition strata (in memory only): the primed confirmation
+    # Design r31: the same steps' composition strata (in memory only): the primed confirmation
     # stage starts with the calibration's residual per stratum, so its first alarm is judged.
     holdout_keys: dict[str, np.ndarray] = field(default_factory=dict)
     unwatched: dict[str, str] = field(default_factory=dict)  # class -> why no drift detectors
@@ -196,9 +196,9 @@ class CalibrationSettings:
     # Design r26: with the bias taken out, a detection is confirmed only if the residual as
     # measured shifts too (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
     confirm_raw: bool = True
-    # Design r30 (withdrawn: off by default; why: DESIGN in benchmarks/gate_matrix.py): judge a
-    # detection within composition strata (checks.alarm_confirmation).
-    stratify_confirmation: bool = False
+    # Design r31: where composition strata cover a detection's window, they decide whether it is
+    # confirmed (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
+    stratify_confirmation: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
@@ -332,7 +332,7 @@ def calibrate(
 
 
 def _strata(hold: StepBatch, resid: np.ndarray, drift: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Per watched class, the composition stratum of each held-out step with a residual (r30)."""
+    """Per watched class, the composition stratum of each held-out step with a residual (r31)."""
     f = hold.composition()
     keys = np.array([checks.stratum(b, kv) for b, kv in zip(f["batch_size"], f["kv_tokens"])], dtype=np.int64)
     return {

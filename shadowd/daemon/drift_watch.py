@@ -60,7 +60,7 @@ class DriftWatch:
     def install(self, cal: Calibration) -> None:
         with self._lock:
             self.monitor = checks.DriftMonitor(cal.drift)
-            # r21: the calibration's level (r30: per batch-size stratum too)
+            # r21: the calibration's level (r31: per composition stratum too)
             self.monitor.prime(cal.holdout_residuals, cal.holdout_raw, cal.holdout_keys)
             self.envelope = checks.EnvelopeMonitor(cal.envelope)
             self.version = cal.model.version
@@ -128,11 +128,13 @@ class DriftWatch:
         )
 
     def blind_classes(self, min_judged: float = 0.5) -> dict[str, str]:
-        """Watched classes whose recent steps mostly lie outside their calibrated domain.
+        """Watched classes whose recent steps mostly lie outside their calibrated domain, or
+        (design r31) whose residual shifted lastingly in batch compositions seen too rarely to
+        tell drift from the model's error there.
 
         The residual detectors cannot speak for those steps, so the gate treats the class as
-        unwatched (drift evidence missing) until traffic returns to what calibration saw or the
-        model is recalibrated on current traffic.
+        unwatched (drift evidence missing) until traffic returns to what calibration saw (the
+        first) or the model is re-fitted or recalibrated on current traffic (both).
         """
         with self._lock:
             monitor = self.monitor
@@ -146,12 +148,12 @@ class DriftWatch:
             for cls, f in monitor.judged_fraction().items()
             if f < min_judged
         }
-        for cls, u in monitor.unsupported().items():  # design r30
+        for cls, u in monitor.unsupported().items():  # design r31
             out.setdefault(
                 cls,
-                f"its residual shifted {u['shift']:+.3f} from step {int(u['detected_step_seq'])} as "
-                "its steps moved to batch compositions seen too rarely to tell drift from the "
-                "model's error there; wait, or recalibrate on current traffic (shadowd calibrate)",
+                f"its residual shifted {u['shift']:+.3f} from step {int(u['detected_step_seq'])} in "
+                "batch compositions seen too rarely to tell drift from the model's error there; "
+                "recalibrate on current traffic (shadowd calibrate), or wait for a re-fit",
             )
         return out
 

@@ -361,7 +361,7 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
         "but not on the residual as measured (a bias carried beyond its calibration window)",
         labels=["step_class"],
     )
-    # Design r30: of the dismissed, those whose shift lasted but within no batch-size stratum.
+    # Design r31: of the dismissed, those whose shift lasted but within no composition stratum.
     dismissed_strata = CounterMetricFamily(
         "shadowd_drift_detections_dismissed_strata",
         "Dismissed residual detections whose shift lasted overall but not within batch-size strata "

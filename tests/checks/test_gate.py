@@ -468,3 +468,15 @@ def test_a_drift_page_names_the_on_calls_next_step():
     assert check.status == "fail" and check.value == 2
     assert "unresolved drift events 2 > 0" in check.reason
     assert "check the engine" in check.reason and "shadowd calibrate" in check.reason
+
+
+def test_an_unresolved_event_pages_even_where_a_class_is_blind():
+    """Design r31: a class may be blind (its residual shifted where strata could not judge it)
+    and then slow down for real; the event that raises is evidence and pages, where before r31
+    the blindness hid it (INCONCLUSIVE).  Blind without an event stays INCONCLUSIVE."""
+    blind = with_(with_(good(0.0), "unresolved_drift_events", 0), "drift_blind", {"decode": "x"})
+    (check,) = [c for c in Gate().evaluate(blind, 0.0).checks if c.name == "drift"]
+    assert check.status == "inconclusive" and check.missing
+    paged = Gate().evaluate(with_(blind, "unresolved_drift_events", 1), 0.0)
+    (check,) = [c for c in paged.checks if c.name == "drift"]
+    assert paged.verdict == "NO_GO" and check.status == "fail" and "check the engine" in check.reason

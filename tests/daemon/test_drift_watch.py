@@ -57,3 +57,26 @@ def test_envelope_events_name_the_step_a_new_tenant_or_a_long_context_first_appe
     summary = watch.state()["envelope"]
     assert summary["steps"] == 400 and summary["new_tenants"] == ["initech"]
     assert summary["max_seen"]["context"] >= long_ctx and known and "initech" not in known
+
+
+def test_a_lasting_shift_in_unseen_compositions_leaves_the_class_blind_until_a_refit():
+    """Design r31: the calibration primes its strata; a later stretch of bigger batches than it
+    held runs 6 % slower than predicted.  No drift event is raised (nothing pages), the class is
+    blind with the way out in the reason (the gate's drift check is then INCONCLUSIVE and asks for
+    a re-fit), and installing a calibration clears it."""
+    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=16), KEY)
+    assert cal.drift["decode"].stratify and len(cal.holdout_keys["decode"])
+    watch, events = DriftWatch(lambda ev: events.extend(ev)), []
+    watch.install(cal)
+    big = synthetic_batch(steps=2500, seed=5, max_seqs=256)
+    frames = frames_from_batch(big)
+    for lo in range(0, len(frames), 150):
+        cols = frames_to_columns(frames[lo : lo + 150])
+        cols.steps["predicted_ms"] = cols.steps["latency_ms"] / 1.06  # 6 % slower than the model says
+        cols.steps["model_version"] = np.full(cols.num_steps, cal.model.version, dtype=object)
+        watch.observe(cols)
+    assert not [e for e in events if e.detector in ("page_hinkley", "adwin")], events
+    why = watch.blind_classes()
+    assert "seen too rarely" in why.get("decode", ""), why
+    watch.install(cal)
+    assert "decode" not in watch.blind_classes()
