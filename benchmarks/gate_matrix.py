@@ -2348,7 +2348,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines += [
         "",
         "CI: `tests/demo/test_gate_held_out.py` runs two held-out 21 scenarios as declared (H21-steady",
-        "and F21-step5, the same runs as their rows, designs r23 to r29) and asserts their targets: the healthy",
+        "and F21-step5, the same runs as their rows, designs r23-r29 and r31) and asserts their targets: the healthy",
         "run reaches GO without a page or a residual drift event; the 5 % slowdown comes after a GO,",
         "ends not GO with a drift event within 500 steps, and no re-fit takes it in (F21-step8 was never",
         "GO before its fault, so it tests nothing). Held-out 18's H18-steady and F18-step8 ran in CI",

@@ -73,6 +73,9 @@ SETS = {
     "held_out_24": ("HELD24_BASE", {"saturated": 2511, "light": 2512}, "held_out_24"),
     "held_out_25": ("HELD25_BASE", {"saturated": 2611, "light": 2612}, "held_out_25"),
     "held_out_26": ("HELD26_BASE", {"saturated": 2711, "light": 2712}, "held_out_26"),
+    "held_out_27": ("HELD27_BASE", {"saturated": 2811, "light": 2812}, "held_out_27"),
+    "held_out_28": ("HELD28_BASE", {"saturated": 2911, "light": 2912}, "held_out_28"),
+    "held_out_29": ("HELD29_BASE", {"saturated": 3011, "light": 3012}, "held_out_29"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)
