@@ -266,11 +266,17 @@ class AlarmConfirmation:
             if p.raw_shift_z < self.raw_allowance_z:
                 p.confirmed = False
                 self.dismissed_raw += 1
-        if p.confirmed and p.before is not None:  # r31: it lasted where no stratum can judge it
+        if p.confirmed and self._in_unseen_strata(p):  # r31: it lasted where none can judge it
             p.confirmed, p.unsupported = False, True
             self.unsupported += 1
             return p
         return self._count(p)
+
+    @staticmethod
+    def _in_unseen_strata(p: PendingAlarm) -> bool:
+        """Whether the window's compositions are known and mostly unseen: most of its steps came
+        with a stratum (without one, e.g. a monitor fed no features, it is judged as before)."""
+        return p.before is not None and 2 * sum(a[1] for a in p.after.values()) >= p.n
 
     def _count(self, p: PendingAlarm) -> PendingAlarm:
         if p.confirmed:

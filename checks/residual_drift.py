@@ -150,7 +150,7 @@ class DriftMonitor:
     ) -> list[DriftEvent]:
         """One judged step: ``z`` standardised, ``y`` the same against the detrend baseline;
         ``zr``, ``yr`` the raw stream's (design r26; read only where the class watches it);
-        ``key`` its batch-size stratum (design r31; ``None``: unknown).
+        ``key`` its composition stratum (design r31; ``None``: unknown).
 
         Detections go pending (``checks.alarm_confirmation``); the events returned are the
         alarms this step confirmed."""

@@ -44,6 +44,23 @@ def make_daemon(endpoint: str, db_path: str, **overrides: Any) -> Daemon:
     return Daemon(daemon_config(endpoint, db_path, **overrides))
 
 
+def page_hinkley_decode(std: float, **fields: Any) -> Any:
+    """A decode class watched by Page-Hinkley alone at a small fixed threshold (8, delta 1): for
+    tests that drive the confirmation stages with residuals made by hand."""
+    import checks
+
+    return checks.DriftCalibration(
+        "decode",
+        mean=0.0,
+        std=std,
+        ph_threshold=8.0,
+        adwin_delta=0.0,
+        ph_delta=1.0,
+        detector_names=("page_hinkley",),
+        **fields,
+    )
+
+
 def make_frame(
     seq: int,
     n: int = 4,

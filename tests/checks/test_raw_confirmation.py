@@ -16,6 +16,7 @@ import pytest
 
 import checks
 from checks.alarm_confirmation import AlarmConfirmation
+from tests.helpers import page_hinkley_decode
 
 STD = 0.01
 # A bias the window measured between batch sizes 1 and 3: 4 % lower residual per unit of
@@ -24,19 +25,8 @@ BIAS = {"batch_size": (-0.04, float(np.log1p(1.5)))}
 
 
 def _calibration(raw_allowance: float) -> checks.DriftCalibration:
-    return checks.DriftCalibration(
-        "decode",
-        mean=0.0,
-        std=STD,
-        ph_threshold=8.0,
-        adwin_delta=0.0,
-        ph_delta=1.0,
-        detector_names=("page_hinkley",),
-        detrend_steps=100,
-        confirm_steps=200,
-        allowance=0.02,
-        bias=BIAS,
-        raw_allowance=raw_allowance,
+    return page_hinkley_decode(
+        STD, detrend_steps=100, confirm_steps=200, allowance=0.02, bias=BIAS, raw_allowance=raw_allowance
     )
 
 

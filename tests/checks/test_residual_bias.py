@@ -15,6 +15,7 @@ import pytest
 
 import checks
 from checks.residual_bias import MIN_STEPS, fit_bias, remove_bias
+from tests.helpers import page_hinkley_decode
 
 STD = 0.01
 
@@ -48,17 +49,7 @@ def test_too_few_steps_or_no_spread_fit_no_bias():
 
 
 def _monitor(bias: dict) -> checks.DriftMonitor:
-    cal = checks.DriftCalibration(
-        "decode",
-        mean=0.0,
-        std=STD,
-        ph_threshold=8.0,
-        adwin_delta=0.0,
-        ph_delta=1.0,
-        detector_names=("page_hinkley",),
-        bias=bias,
-    )
-    return checks.DriftMonitor({"decode": cal})
+    return checks.DriftMonitor({"decode": page_hinkley_decode(STD, bias=bias)})
 
 
 def _feed(monitor: checks.DriftMonitor, size: np.ndarray, resid: np.ndarray, start: int = 0) -> list:

@@ -20,6 +20,7 @@ import numpy as np
 
 import checks
 from checks.alarm_confirmation import AlarmConfirmation, stratum
+from tests.helpers import page_hinkley_decode
 
 STD = 0.01
 # Two compositions the model prices 3 % apart: single requests with short contexts, and four
@@ -29,19 +30,7 @@ OFFSET = {SHORT: 0.0, LONG: -0.03}
 
 
 def _calibration(stratify: bool) -> checks.DriftCalibration:
-    return checks.DriftCalibration(
-        "decode",
-        mean=0.0,
-        std=STD,
-        ph_threshold=8.0,
-        adwin_delta=0.0,
-        ph_delta=1.0,
-        detector_names=("page_hinkley",),
-        detrend_steps=100,
-        confirm_steps=200,
-        allowance=0.02,
-        stratify=stratify,
-    )
+    return page_hinkley_decode(STD, detrend_steps=100, confirm_steps=200, allowance=0.02, stratify=stratify)
 
 
 def _traffic(phases: list[tuple[tuple[float, float], int, float]], seed: int = 0) -> tuple:
@@ -156,3 +145,20 @@ def test_the_calibration_primes_the_strata_and_round_trips_the_setting():
     mon.prime({"decode": resid}, keys={"decode": keys})
     before = mon._confirm["decode"]._before()
     assert list(before) == [stratum(*SHORT)] and before[stratum(*SHORT)][1] == 200
+
+
+def test_without_features_a_stratified_monitor_alarms_as_before():
+    """A stratified calibration fed steps without their composition (``DriftMonitor.update``, or
+    no KV tokens) cannot place them in strata: a lasting shift is an alarm, as without strata,
+    never held back as unsupported."""
+    size, kv, resid = _traffic([(SHORT, 1200, 0.0), (SHORT, 800, 0.05)])
+    mon = checks.DriftMonitor({"decode": _calibration(True)})
+    n = len(resid)
+    events = mon.update_many(
+        np.arange(n), np.full(n, "decode"), resid, np.arange(n, dtype=float), {"batch_size": size}
+    )
+    assert events and 1200 <= events[0].details["detected_step_seq"], events
+    assert mon.unsupported() == {}
+    single = checks.DriftMonitor({"decode": _calibration(True)})
+    assert [e for i, r in enumerate(resid) for e in single.update(i, "decode", float(r), float(i))]
+    assert single.unsupported() == {}

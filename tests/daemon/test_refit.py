@@ -76,6 +76,18 @@ def run(
     return daemon, cal.model.version, daemon.evaluate_gate()
 
 
+def _started_daemon(ipc_endpoint: str, db_path: str) -> Daemon:
+    """A daemon on the default calibration settings, its re-fits run inline, no HTTP, no jobs."""
+    config = daemon_config(
+        ipc_endpoint,
+        db_path,
+        calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM),
+    )
+    daemon = Daemon(config, run_job=lambda fn: fn())  # the re-fit runs inline: the test sees its end
+    daemon.start(http=False, jobs=False)
+    return daemon
+
+
 def test_traffic_beyond_the_envelope_on_a_healthy_engine_is_refitted(ipc_endpoint, db_path):
     daemon, parent, decision = run(ipc_endpoint, db_path, 1.0)
     try:
@@ -327,13 +339,7 @@ def test_a_slowdown_inside_the_window_is_not_refitted_where_no_detector_can_see(
     so only the re-fit's own time invariance can refuse it, and does. The same traffic on an
     unchanged engine is re-fitted (the refusal is the slowdown's doing)."""
     cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
-    config = daemon_config(
-        ipc_endpoint,
-        db_path,
-        calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM),
-    )
-    daemon = Daemon(config, run_job=lambda fn: fn())
-    daemon.start(http=False, jobs=False)
+    daemon = _started_daemon(ipc_endpoint, db_path)
     try:
         daemon.install_calibration(cal)
         big = synthetic_batch(steps=3000, seed=23, requests_per_step=200)
@@ -379,13 +385,7 @@ def test_a_refit_comes_after_half_a_window_and_judges_only_the_steps_scored_sinc
     the decode steps the guard judged are those of the 1,600 inside the envelope, none earlier."""
     cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
     assert cal.window_steps == 3000
-    config = daemon_config(
-        ipc_endpoint,
-        db_path,
-        calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM),
-    )
-    daemon = Daemon(config, run_job=lambda fn: fn())
-    daemon.start(http=False, jobs=False)
+    daemon = _started_daemon(ipc_endpoint, db_path)
     try:
         push = Pusher(ipc_endpoint)
         before = synthetic_batch(steps=1400, seed=23, max_seqs=32)
@@ -416,13 +416,7 @@ def test_no_refit_before_half_a_window_is_scored(ipc_endpoint, db_path):
     """The same traffic, 1,400 steps of it after the install: fewer than half the window, so
     the gate stays INCONCLUSIVE and no re-fit is tried."""
     cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
-    config = daemon_config(
-        ipc_endpoint,
-        db_path,
-        calibration=dataclasses.replace(Config.default().calibration, platform=PLATFORM),
-    )
-    daemon = Daemon(config, run_job=lambda fn: fn())
-    daemon.start(http=False, jobs=False)
+    daemon = _started_daemon(ipc_endpoint, db_path)
     try:
         daemon.install_calibration(cal)
         push = Pusher(ipc_endpoint)
