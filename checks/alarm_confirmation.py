@@ -26,11 +26,13 @@ the detrend baseline has followed it within ``lag`` steps, so a detection made o
 baseline has caught up is still confirmed.  Strata count with ``MIN_STRATUM`` steps on both
 sides, and judge once they hold ``MIN_COVERAGE`` of the window (a slower engine grows its
 batches into rarer compositions, so most of its window may lie in strata never seen: r30 asked
-for half and missed such a slowdown).  Below that the window lies in compositions the class was
-never seen in: a shift that lasts there (judged as without strata) is not an alarm but
-*unsupported*, since drift and the model's own error there cannot be told apart (the daemon
-holds the class's drift evidence missing until the next re-fit or calibration: INCONCLUSIVE,
-never a page).
+for half and missed such a slowdown).  Below that, a shift that lasts (judged as without strata)
+is an alarm, unless most of the window lies in strata never seen at all before the reference
+point (design r32; r31 counted thinly seen strata too, and traffic spread over many
+compositions hid a slowdown that way: ``tests/daemon/test_alertmanager_round_trip.py``): it is
+then not an alarm but *unsupported*, since drift and the model's own error there cannot be told
+apart (the daemon holds the class's drift evidence missing until the next re-fit or
+calibration: INCONCLUSIVE, never a page).
 
 Design r26: where the detectors watch the residual less a fitted composition bias
 (``checks.residual_bias``), a second stream may be given: the residual as measured, before the
@@ -274,9 +276,14 @@ class AlarmConfirmation:
 
     @staticmethod
     def _in_unseen_strata(p: PendingAlarm) -> bool:
-        """Whether the window's compositions are known and mostly unseen: most of its steps came
-        with a stratum (without one, e.g. a monitor fed no features, it is judged as before)."""
-        return p.before is not None and 2 * sum(a[1] for a in p.after.values()) >= p.n
+        """Whether most of the window's steps lie in strata never seen before the reference point
+        (design r32).  Steps without a stratum (a monitor fed no features) and strata seen, if
+        only a few times (traffic spread over many compositions), count as seen: judged as
+        before, a lasting shift there is an alarm."""
+        if p.before is None:
+            return False
+        unseen = sum(a[1] for k, a in p.after.items() if k not in p.before)
+        return 2 * unseen >= p.n
 
     def _count(self, p: PendingAlarm) -> PendingAlarm:
         if p.confirmed:
