@@ -11,7 +11,7 @@ from ``shadowd``, ``storage`` or ``alerts``; the daemon wires it.
 """
 
 from checks.adwin import AdwinDetector
-from checks.alarm_confirmation import stratum
+from checks.alarm_confirmation import strata, stratum
 from checks.check_result import CheckResult
 from checks.coefficient_drift import CoefficientDrift, nnls_fit, ridge_fit
 from checks.decision import EXIT_ERROR, Decision, effective_verdict, exit_code
@@ -55,6 +55,7 @@ from checks.wander import BlockSpread, allowance, block_spread
 DETECTORS = (PageHinkleyDetector, AdwinDetector)
 
 __all__ = [
+    "strata",
     "stratum",
     "AdwinDetector",
     "BlockSpread",

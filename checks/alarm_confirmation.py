@@ -83,8 +83,11 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 MIN_STRATUM = 10  # steps of a stratum on each side of the reference for it to count (r31)
 MIN_COVERAGE = 0.2  # of the confirmation window's steps in counted strata for them to judge (r31)
@@ -102,6 +105,15 @@ def stratum(batch_size: float, kv_tokens: float = 0.0) -> int:
     b = max(1.0, float(batch_size))
     size = int(b) if b <= 8 else 8 + int(round(4 * math.log2(b / 8)))
     return 100 * size + int(round(2 * math.log2(max(1.0, float(kv_tokens)))))
+
+
+def strata(features: Mapping[str, Any] | None) -> list[int] | None:
+    """Each step's ``stratum`` from its composition features (``batch_size``, ``kv_tokens``,
+    arrays of equal length); ``None`` where either is missing."""
+    if not features or "batch_size" not in features or "kv_tokens" not in features:
+        return None
+    sizes, kv = (np.asarray(features[k], dtype=float).tolist() for k in ("batch_size", "kv_tokens"))
+    return [stratum(b, t) for b, t in zip(sizes, kv)]
 
 
 @dataclass

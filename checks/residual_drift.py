@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from checks.alarm_confirmation import PendingAlarm, stratum
+from checks.alarm_confirmation import PendingAlarm, strata
 from checks.detrend import Detrend
 from checks.drift_calibration import DriftCalibration
 from checks.drift_event import DriftEvent
@@ -239,7 +239,7 @@ class DriftMonitor:
             z = cal.standardise(cal.unbiased(r[idx], _at(features, idx) if cal.bias else None))
             y = self._baselines[name].update_many(z)
             zr, yr = self._raw_stream(name, r[idx], len(idx))  # design r26
-            keys = _strata(features, idx) if cal.stratify else [None] * len(idx)  # design r31
+            keys = _strata_at(features, idx) if cal.stratify else [None] * len(idx)  # design r31
             for i, zi, yi, zri, yri, k in zip(idx.tolist(), z.tolist(), y.tolist(), zr, yr, keys):
                 events.extend(self._feed(name, zi, yi, int(seq[i]), float(t[i]), float(r[i]), zri, yri, k))
         self.n_skipped += int((~handled).sum())
@@ -288,12 +288,10 @@ class DriftMonitor:
         }
 
 
-def _strata(features: Mapping[str, np.ndarray] | None, idx: np.ndarray) -> list[int | None]:
+def _strata_at(features: Mapping[str, np.ndarray] | None, idx: np.ndarray) -> list[int | None]:
     """The composition stratum of each step ``idx`` (``None`` for all without its features)."""
-    if not features or "batch_size" not in features or "kv_tokens" not in features:
-        return [None] * len(idx)
-    sizes = np.asarray(features["batch_size"])[idx].tolist()
-    return [stratum(b, kv) for b, kv in zip(sizes, np.asarray(features["kv_tokens"])[idx].tolist())]
+    keys = strata(_at(features, idx))
+    return [None] * len(idx) if keys is None else list(keys)
 
 
 def _ewma(start: float, x: np.ndarray, steps: int) -> float:

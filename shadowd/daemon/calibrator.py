@@ -333,8 +333,7 @@ def calibrate(
 
 def _strata(hold: StepBatch, resid: np.ndarray, drift: dict[str, Any]) -> dict[str, np.ndarray]:
     """Per watched class, the composition stratum of each held-out step with a residual (r31)."""
-    f = hold.composition()
-    keys = np.array([checks.stratum(b, kv) for b, kv in zip(f["batch_size"], f["kv_tokens"])], dtype=np.int64)
+    keys = np.array(checks.strata(hold.composition()), dtype=np.int64)
     return {
         name: keys[(hold.kind == code) & np.isfinite(resid)]
         for code, name in enumerate(KIND_NAMES)
