@@ -11,7 +11,7 @@ from ``shadowd``, ``storage`` or ``alerts``; the daemon wires it.
 """
 
 from checks.adwin import AdwinDetector
-from checks.alarm_confirmation import strata, stratum
+from checks.alarm_confirmation import size_stratum, strata, stratum
 from checks.check_result import CheckResult
 from checks.coefficient_drift import CoefficientDrift, nnls_fit, ridge_fit
 from checks.decision import EXIT_ERROR, Decision, effective_verdict, exit_code
@@ -43,6 +43,7 @@ from checks.share_stability import (
     shape_buckets,
     stability_report,
 )
+from checks.stratified_detrend import StratifiedDetrend
 from checks.threshold_search import (
     calibrate,
     calibrate_class,
@@ -55,6 +56,7 @@ from checks.wander import BlockSpread, allowance, block_spread
 DETECTORS = (PageHinkleyDetector, AdwinDetector)
 
 __all__ = [
+    "size_stratum",
     "strata",
     "stratum",
     "AdwinDetector",
@@ -62,6 +64,7 @@ __all__ = [
     "CheckResult",
     "ClassError",
     "Detrend",
+    "StratifiedDetrend",
     "ClassAccuracy",
     "CoefficientDrift",
     "DETECTORS",

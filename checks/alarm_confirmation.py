@@ -107,6 +107,15 @@ def stratum(batch_size: float, kv_tokens: float = 0.0) -> int:
     return 100 * size + int(round(2 * math.log2(max(1.0, float(kv_tokens)))))
 
 
+def size_stratum(key: int) -> int:
+    """The batch-size part of a ``stratum`` key: design r33's detrend groups.
+
+    >>> size_stratum(stratum(3, 6000)) == size_stratum(stratum(3, 90000)) == 3
+    True
+    """
+    return int(key) // 100
+
+
 def strata(features: Mapping[str, Any] | None) -> list[int] | None:
     """Each step's ``stratum`` from its composition features (``batch_size``, ``kv_tokens``,
     arrays of equal length); ``None`` where either is missing."""

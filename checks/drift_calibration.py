@@ -32,13 +32,16 @@ import numpy as np
 
 from checks.adwin import AdwinDetector
 from checks.alarm_confirmation import AlarmConfirmation
-from checks.detrend import detrend
+from checks.detrend import Detrend, detrend
 from checks.page_hinkley import PageHinkleyDetector
 from checks.residual_bias import remove_bias
+from checks.stratified_detrend import StratifiedDetrend
 
 # Without a detrend baseline the detectors compare with the calibration mean, so a pending alarm's
 # reference is that (zero); this only sizes the short history the confirmation keeps.
 DEFAULT_REFERENCE_LAG = 100
+# Design r33: held-out strata kept for the power check (about what a class's held-out part holds).
+FAULT_GROUPS_KEPT = 2000
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,12 @@ class DriftCalibration:
     # Design r31: where composition strata cover a detection's window, they decide whether it is
     # confirmed (``AlarmConfirmation``, ``stratify``).  False: as before r31.
     stratify: bool = False
+    # Design r33: the detectors judge each step against its batch-size stratum's own detrend
+    # baseline (``checks.stratified_detrend``; groups: ``checks.alarm_confirmation.size_stratum``).
+    # ``fault_groups``: the held-out steps' strata in order, the last ``FAULT_GROUPS_KEPT``
+    # (``checks.fault_sensitivity`` replays them).  False: one class baseline, as before r33.
+    detrend_by_size: bool = False
+    fault_groups: tuple[int, ...] = ()
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -104,11 +113,23 @@ class DriftCalibration:
         z = (np.asarray(residuals, dtype=float) - self.mean) / self.std
         return np.clip(z, -self.clip, self.clip)
 
-    def prepare(self, residuals: Iterable[float] | np.ndarray) -> np.ndarray:
-        """What the detectors are fed for a run of residuals from a fresh start (offline use)."""
+    def prepare(
+        self, residuals: Iterable[float] | np.ndarray, groups: Iterable[int] | np.ndarray | None = None
+    ) -> np.ndarray:
+        """What the detectors are fed for a run of residuals from a fresh start (offline use);
+        ``groups``: each residual's batch-size stratum (read with ``detrend_by_size`` only)."""
         z = self.standardise(residuals)
-        z = z[np.isfinite(z)]
-        return detrend(z, self.detrend_steps)[0]
+        ok = np.isfinite(z)
+        if not self.detrend_by_size:
+            return detrend(z[ok], self.detrend_steps)[0]
+        g = None if groups is None else np.asarray(groups, dtype=np.int64)[ok]
+        return self.baseline().update_many(z[ok], g)[0]
+
+    def baseline(self) -> Detrend | StratifiedDetrend:
+        """A fresh detrend baseline of the kind the detectors are judged against."""
+        if self.detrend_by_size:
+            return StratifiedDetrend(self.detrend_steps)
+        return Detrend(self.detrend_steps)
 
     def unbiased(self, residuals: np.ndarray, features: Mapping[str, np.ndarray] | None) -> np.ndarray:
         """``residuals`` less their calibrated composition bias (as is without one or without
@@ -167,6 +188,7 @@ class DriftCalibration:
         d["detector_names"] = list(self.detector_names)
         d["domain"] = {k: list(v) for k, v in self.domain.items()}
         d["bias"] = {k: list(v) for k, v in self.bias.items()}
+        d["fault_groups"] = list(self.fault_groups)
         return d
 
     @classmethod
@@ -182,4 +204,6 @@ class DriftCalibration:
             d["domain"] = {k: (float(v[0]), float(v[1])) for k, v in d["domain"].items()}
         if "bias" in d:
             d["bias"] = {k: (float(v[0]), float(v[1])) for k, v in d["bias"].items()}
+        if "fault_groups" in d:
+            d["fault_groups"] = tuple(int(g) for g in list(d["fault_groups"])[-FAULT_GROUPS_KEPT:])
         return cls(**d)

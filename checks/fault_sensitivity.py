@@ -43,10 +43,22 @@ FAULT_BUDGET_STEPS = 300
 def detection_delay(cal: DriftCalibration, shift: float, horizon: int) -> int | None:
     """Judged steps from the start of a lasting relative slowdown ``shift`` until the first of
     ``cal``'s detectors fires (1 = on the first slower step); ``None`` if none does within
-    ``horizon`` steps.  ``measure_detection_delay`` on a constant residual, once."""
+    ``horizon`` steps.  ``measure_detection_delay`` on a constant residual, once.  A calibration
+    that detrends by batch-size stratum (design r33) sees the steps come in its held-out part's
+    strata, in their order, repeated: how fast the strata's baselines absorb a shift depends on
+    how often each comes back."""
     lead = max(cal.ph_min_instances, cal.adwin_grace_period, 1) + 1
+    groups = cal.fault_groups if cal.detrend_by_size else ()
+    if groups:  # design r33: the held-out steps' strata, run through once first (as priming does)
+        lead = max(lead, len(groups))
     res = measure_detection_delay(
-        cal, (shift,), residuals=np.full(lead, cal.mean), warmup=lead, horizon=int(horizon), reps=1
+        cal,
+        (shift,),
+        residuals=np.full(lead, cal.mean),
+        warmup=lead,
+        horizon=int(horizon),
+        reps=1,
+        groups=groups or None,
     )
     delays = [r["max_delay"] for r in res["rows"] if r["max_delay"] is not None]
     return int(min(delays)) if delays else None

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from checks.alarm_confirmation import PendingAlarm, strata
+from checks.alarm_confirmation import PendingAlarm, size_stratum, strata
 from checks.detrend import Detrend
 from checks.drift_calibration import DriftCalibration
 from checks.drift_event import DriftEvent
@@ -59,7 +59,7 @@ class DriftMonitor:
         # Per class: exponentially weighted share of recent steps inside the domain (judged).
         self._judged_recent = {cls: 1.0 for cls in self.calibrations}
         self._detectors = {cls: cal.detectors() for cls, cal in self.calibrations.items()}
-        self._baselines = {cls: Detrend(cal.detrend_steps) for cls, cal in self.calibrations.items()}
+        self._baselines = {cls: cal.baseline() for cls, cal in self.calibrations.items()}
         # Design r26: the raw residual's own baseline, for classes whose confirmation watches it.
         self._raw_baselines = {
             cls: Detrend(cal.detrend_steps) for cls, cal in self.calibrations.items() if cal.watches_raw
@@ -100,15 +100,26 @@ class DriftMonitor:
             rr = rr if rr.shape == r.shape else None
             keep = np.isfinite(r) if rr is None else np.isfinite(r) & np.isfinite(rr)
             z = cal.standardise(r[keep])
-            y = self._baselines[name].update_many(z)
-            zr, yr = self._raw_stream(name, None if rr is None else rr[keep], len(z))
             ks = np.asarray((keys or {}).get(name, ()), dtype=np.int64)
             strata = ks[keep].tolist() if ks.shape == r.shape else [None] * len(z)
+            y, base = self._detrend(name, z, strata)
+            zr, yr = self._raw_stream(name, None if rr is None else rr[keep], len(z))
             confirm, detectors = self._confirm[name], self._detectors[name]
-            for zi, yi, zri, yri, k in zip(z.tolist(), y.tolist(), zr, yr, strata):
-                confirm.observe(zi, zi - yi, zri, zri - yri, k)  # nothing pending: the lags fill
+            for zi, yi, bi, zri, yri, k in zip(z.tolist(), y.tolist(), base.tolist(), zr, yr, strata):
+                confirm.observe(zi, bi, zri, zri - yri, k)  # nothing pending: the lags fill
                 for det in detectors:
                     det.update(yi)  # a detection here is the calibration's own noise: dropped
+
+    def _detrend(self, name: str, z: np.ndarray, keys: Sequence[int | None]) -> tuple[np.ndarray, np.ndarray]:
+        """``z`` as the detectors see it (against the detrend baseline; design r33: its batch-size
+        stratum's, from ``keys``) and the class baseline each value is judged beside, as the
+        confirmation's reference."""
+        baseline = self._baselines[name]
+        if isinstance(baseline, Detrend):
+            y = baseline.update_many(z)
+            return y, z - y
+        groups = [None if k is None else size_stratum(k) for k in keys]
+        return baseline.update_many(z, groups)
 
     def _raw_stream(
         self, name: str, raw: Sequence[float] | np.ndarray | None, n: int
@@ -131,16 +142,17 @@ class DriftMonitor:
             self.n_skipped += 1
             return []
         z = min(max((residual - cal.mean) / cal.std, -cal.clip), cal.clip)
-        y = self._baselines[step_class].update(z)
+        y = self._baselines[step_class].update(z)  # no features here: the class baseline
         raw = self._raw_baselines.get(step_class)  # no features here: raw and unbiased are one
         yr = raw.update(z) if raw is not None else 0.0
-        return self._feed(step_class, z, y, int(step_seq), float(ts), residual, z, yr)
+        return self._feed(step_class, z, y, z - y, int(step_seq), float(ts), residual, z, yr)
 
     def _feed(
         self,
         step_class: str,
         z: float,
         y: float,
+        base: float,
         step_seq: int,
         ts: float,
         residual: float,
@@ -148,15 +160,15 @@ class DriftMonitor:
         yr: float = 0.0,
         key: int | None = None,
     ) -> list[DriftEvent]:
-        """One judged step: ``z`` standardised, ``y`` the same against the detrend baseline;
-        ``zr``, ``yr`` the raw stream's (design r26; read only where the class watches it);
+        """One judged step: ``z`` standardised, ``y`` the same against the detrend baseline,
+        ``base`` the class baseline (the confirmation's reference); ``zr``, ``yr`` the raw stream's (design r26; read only where the class watches it);
         ``key`` its composition stratum (design r31; ``None``: unknown).
 
         Detections go pending (``checks.alarm_confirmation``); the events returned are the
         alarms this step confirmed."""
         self.n_seen[step_class] += 1
         confirm = self._confirm[step_class]
-        done = confirm.observe(z, z - y, zr, zr - yr, key)  # z - y: the baseline the detectors compare z with
+        done = confirm.observe(z, base, zr, zr - yr, key)
         for det in self._detectors[step_class]:
             if det.update(y):
                 info = {"threshold": det.threshold, **(det.last_detection or {})}
@@ -237,11 +249,16 @@ class DriftMonitor:
             idx = np.flatnonzero(mine)
             # Design r24: the detectors watch the residual less its calibrated composition bias.
             z = cal.standardise(cal.unbiased(r[idx], _at(features, idx) if cal.bias else None))
-            y = self._baselines[name].update_many(z)
+            keyed = cal.stratify or cal.detrend_by_size  # design r31, r33
+            keys = _strata_at(features, idx) if keyed else [None] * len(idx)
+            y, base = self._detrend(name, z, keys)
             zr, yr = self._raw_stream(name, r[idx], len(idx))  # design r26
-            keys = _strata_at(features, idx) if cal.stratify else [None] * len(idx)  # design r31
-            for i, zi, yi, zri, yri, k in zip(idx.tolist(), z.tolist(), y.tolist(), zr, yr, keys):
-                events.extend(self._feed(name, zi, yi, int(seq[i]), float(t[i]), float(r[i]), zri, yri, k))
+            for i, zi, yi, bi, zri, yri, k in zip(
+                idx.tolist(), z.tolist(), y.tolist(), base.tolist(), zr, yr, keys
+            ):
+                events.extend(
+                    self._feed(name, zi, yi, bi, int(seq[i]), float(t[i]), float(r[i]), zri, yri, k)
+                )
         self.n_skipped += int((~handled).sum())
         events.sort(key=lambda e: (e.step_seq, e.detector))
         return events

@@ -52,8 +52,9 @@ from scipy.signal import lfilter
 
 from checks.adwin import AdwinDetector
 from checks.detrend import detrend
-from checks.drift_calibration import DriftCalibration
+from checks.drift_calibration import FAULT_GROUPS_KEPT, DriftCalibration
 from checks.resample import ar_sieve_bootstrap, poisson_upper, stationary_bootstrap
+from checks.stratified_detrend import StratifiedDetrend
 
 PH_THRESHOLD_GRID = np.round(np.arange(2.0, 120.0 + 1e-9, 0.25), 2)
 ADWIN_DELTA_GRID = (0.2, 0.1, 0.05, 0.02, 0.01, 5e-3, 2e-3, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-10, 1e-12)
@@ -220,6 +221,8 @@ def calibrate_class(
     detrend_steps: int = 0,
     noise: np.ndarray | None = None,
     confirm_steps: int = 0,
+    groups: np.ndarray | None = None,
+    noise_groups: np.ndarray | None = None,
 ) -> DriftCalibration:
     """Standardisation and thresholds for one step class from its stationary relative residuals.
 
@@ -235,23 +238,41 @@ def calibrate_class(
     persistence a short held-out part lacks; the held-out part shows the out-of-sample scale.
     A detector no threshold of which reaches ``target_rate`` is left out (``unavailable`` says
     why) while another still can; ``ValueError`` only when none can.
+
+    ``groups`` (design r33): each residual's batch-size stratum, and ``noise_groups`` the
+    ``noise``'s.  The detectors then judge each step against its stratum's own baseline
+    (``checks.stratified_detrend``): each series is so detrended *before* it is resampled (the
+    AR sieve cannot invent the strata), and the resampled streams are not detrended again.
     """
     r = np.asarray(residuals, dtype=float)
-    r = r[np.isfinite(r)]
+    finite = np.isfinite(r)
+    by_size = groups is not None
+    if by_size:
+        groups = np.asarray(groups, dtype=np.int64)
+        if groups.shape != r.shape:
+            raise ValueError(f"{step_class}: {len(groups)} groups for {len(r)} residuals")
+        groups = groups[finite]
+    r = r[finite]
     if len(r) < min_rows:
         raise ValueError(f"{step_class}: {len(r)} finite calibration residuals, need ≥ {min_rows}")
     mean, std = float(r.mean()), float(r.std(ddof=1))
-    bases = [("held_out", r)]
+    bases = [("held_out", r, groups)]
     if noise is not None:
-        bases.append(("noise", np.asarray(noise, dtype=float)))
+        bases.append(("noise", np.asarray(noise, dtype=float), noise_groups))
     ph_delta = max(ph_delta, allowance / std)
     rng = np.random.default_rng(seed)
     # Detectors not asked for never fire: an infinite threshold, a zero delta.
     params: dict[str, Any] = {"ph_threshold": float("inf"), "adwin_delta": 0.0}
     estimates: dict[str, dict[str, Any]] = {}
     unavailable: dict[str, str] = {}
-    for source, base in bases:
-        z = np.clip((base[np.isfinite(base)] - mean) / std, -clip, clip)
+    fed_detrend = detrend_steps
+    for source, base, base_groups in bases:
+        ok = np.isfinite(base)
+        z = np.clip((base[ok] - mean) / std, -clip, clip)
+        if by_size:  # design r33: detrended by stratum here, not again on the resampled streams
+            g = None if base_groups is None else np.asarray(base_groups, dtype=np.int64)[ok]
+            z = StratifiedDetrend(detrend_steps).update_many(z, g)[0]
+            fed_detrend = 0
         if "page_hinkley" in detector_names and "page_hinkley" not in unavailable:
             try:
                 h, est = calibrate_page_hinkley(
@@ -264,7 +285,7 @@ def calibrate_class(
                     segment_len,
                     clip,
                     rng,
-                    detrend_steps=detrend_steps,
+                    detrend_steps=fed_detrend,
                 )
             except ValueError as exc:
                 unavailable["page_hinkley"] = f"{source}: {exc}"
@@ -273,9 +294,7 @@ def calibrate_class(
                     params["ph_threshold"], estimates["page_hinkley"] = h, {**est, "source": source}
         if "adwin" in detector_names and "adwin" not in unavailable:
             try:
-                d, est = calibrate_adwin(
-                    z, target_rate, adwin_n_steps, clip, rng, detrend_steps=detrend_steps
-                )
+                d, est = calibrate_adwin(z, target_rate, adwin_n_steps, clip, rng, detrend_steps=fed_detrend)
             except ValueError as exc:
                 unavailable["adwin"] = f"{source}: {exc}"
             else:
@@ -311,6 +330,8 @@ def calibrate_class(
         detector_names=usable,
         unavailable=unavailable,
         estimates=estimates,
+        detrend_by_size=by_size,
+        fault_groups=tuple(groups[-FAULT_GROUPS_KEPT:].tolist()) if by_size else (),
         **params,
     )
 
@@ -347,6 +368,7 @@ def measure_detection_delay(
     reps: int = 20,
     seed: int = 0,
     mean_block: float = 64.0,
+    groups: Sequence[int] | np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Steps from a multiplicative slowdown to its detection, per shift size and detector.
 
@@ -356,9 +378,12 @@ def measure_detection_delay(
     ``1 + shift``: ``r' = (1 + shift)(1 + r) - 1``. Delay 1 means caught on the first slow
     step; a repetition with no detection within ``horizon`` counts as missed. False alarms
     before the shift are counted too (they reset the detector and can delay detection).
+    ``groups`` (design r33): the steps' batch-size strata, repeated to the sequence's length
+    (read only by a calibration that detrends by stratum).
     """
     rng = np.random.default_rng(seed)
     n = warmup + horizon
+    g = None if groups is None or not len(groups) else np.resize(np.asarray(groups, dtype=np.int64), n)
     names = [d.name for d in calibration.detectors()]
     delays: dict[tuple[float, str], list[float]] = {(s, nm): [] for s in shifts for nm in names}
     early: dict[tuple[float, str], int] = {(s, nm): 0 for s in shifts for nm in names}
@@ -372,7 +397,7 @@ def measure_detection_delay(
         for s in shifts:
             r = base.copy()
             r[warmup:] = (1 + s) * (1 + r[warmup:]) - 1
-            z = calibration.prepare(r).tolist()
+            z = calibration.prepare(r, g).tolist()
             for det in calibration.detectors():
                 first = np.inf
                 for i, x in enumerate(z):

@@ -187,6 +187,8 @@ class CalibrationSettings:
     clip: float = 5.0  # standardised residuals are clipped to +-clip before the detectors
     noise_from_window: bool = True  # thresholds from the whole window's residual dynamics
     detrend_steps: int = 100  # detectors judge changes against a baseline of this time constant
+    # Design r33: ... against their batch-size stratum's own baseline (``checks.stratified_detrend``).
+    detrend_by_size: bool = True
     # A detection is an alarm only if its shift lasts this many more judged steps of the class
     # (design r8: checks.alarm_confirmation; why this many: DESIGN in benchmarks/gate_matrix.py).
     confirm_steps: int = 200
@@ -251,17 +253,21 @@ def calibrate(
     whole = checks.relative_residual(batch.latency_ms, model.attribute(batch).predicted_ms)
     features = batch.composition()
     hold_features = hold.composition()
+    # Design r33: each step's batch-size stratum, where the detectors detrend by it.
+    sizes_by = settings.detrend_by_size and settings.detrend_steps > 0
+    win_groups = _size_strata(features) if sizes_by else None
+    hold_groups = _size_strata(hold_features) if sizes_by else None
     drift, unwatched, raw_holdout = {}, {}, {}
     for i, cls in enumerate(sorted(usable)):
         mine = batch.kind == KIND_NAMES.index(cls)
         mine_f = {k: v[mine] for k, v in features.items()}
         bias: dict[str, tuple[float, float]] = {}
         noise = raw_noise = whole[mine]
+        held = (hold.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
         if settings.unbias:  # design r24: the detectors watch the residual less its composition bias
             bias = checks.fit_bias(noise, mine_f)
             noise = checks.remove_bias(noise, mine_f, bias)
             raw_holdout[cls] = usable[cls]
-            held = (hold.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
             usable[cls] = checks.remove_bias(
                 resid[held], {k: v[held] for k, v in hold_features.items()}, bias
             )
@@ -281,6 +287,8 @@ def calibrate(
                 detrend_steps=settings.detrend_steps,
                 confirm_steps=settings.confirm_steps,
                 noise=noise if settings.noise_from_window else None,
+                groups=None if hold_groups is None else hold_groups[held],
+                noise_groups=None if win_groups is None else win_groups[mine],
                 n_steps=settings.drift_sim_steps,
                 adwin_n_steps=settings.adwin_sim_steps,
                 min_rows=settings.min_class_steps,
@@ -329,6 +337,14 @@ def calibrate(
         window_steps=int(batch.num_steps),
         scored_tenants=scored_tenants(_tenants(hold).tolist()),
     )
+
+
+def _size_strata(features: dict[str, np.ndarray]) -> np.ndarray:
+    """Each step's batch-size stratum (design r33's detrend groups)."""
+    keys = checks.strata(features)
+    if keys is None:
+        raise ValueError("design r33 needs each step's batch size and KV tokens (its composition)")
+    return np.array([checks.size_stratum(k) for k in keys], dtype=np.int64)
 
 
 def _strata(hold: StepBatch, resid: np.ndarray, drift: dict[str, Any]) -> dict[str, np.ndarray]:
