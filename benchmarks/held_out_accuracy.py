@@ -384,8 +384,8 @@ def _regime_notes(runs: list[dict[str, Any]]) -> list[str]:
         seen, declared = r["shares"]["all_steps"]["tenants_sampled"], len(r["case"]["tenants"])
         if seen < declared:
             out.append(
-                f"- {name}: {seen} of its {declared} tenants in the sampled scored steps (the ServeGen "
-                "traces, compressed to their rates, arrive in bursts that barely overlap)."
+                f"- {name}: {seen} of its {declared} tenants in the sampled scored steps (the others "
+                "had no request running in any of them)."
             )
     return (["What the runs did and did not reach:", "", *out]) if out else []
 
