@@ -161,8 +161,9 @@ class DriftMonitor:
         key: int | None = None,
     ) -> list[DriftEvent]:
         """One judged step: ``z`` standardised, ``y`` the same against the detrend baseline,
-        ``base`` the class baseline (the confirmation's reference); ``zr``, ``yr`` the raw stream's (design r26; read only where the class watches it);
-        ``key`` its composition stratum (design r31; ``None``: unknown).
+        ``base`` the class baseline (the confirmation's reference); ``zr``, ``yr`` the raw
+        stream's (design r26; read only where the class watches it); ``key`` its composition
+        stratum (design r31; ``None``: unknown).
 
         Detections go pending (``checks.alarm_confirmation``); the events returned are the
         alarms this step confirmed."""

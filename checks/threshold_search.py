@@ -257,6 +257,8 @@ def calibrate_class(
         raise ValueError(f"{step_class}: {len(r)} finite calibration residuals, need ≥ {min_rows}")
     mean, std = float(r.mean()), float(r.std(ddof=1))
     bases = [("held_out", r, groups)]
+    if by_size and noise is not None and noise_groups is not None and len(noise_groups) != len(noise):
+        raise ValueError(f"{step_class}: {len(noise_groups)} groups for {len(noise)} noise residuals")
     if noise is not None:
         bases.append(("noise", np.asarray(noise, dtype=float), noise_groups))
     ph_delta = max(ph_delta, allowance / std)
