@@ -924,7 +924,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r33"
+DESIGN_REVISION = "r32"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -998,7 +998,9 @@ DESIGN = [
     "(the heavy tenant under the limit in its window) but did not take the tenant in; the gate was "
     "GO from 8006 and ended INCONCLUSIVE once the newcomer's share passed the limit (r15: ended "
     "GO); every other row ended as under r15.",
-    "Design r33: each watched class's drift detectors judge a step's standardised residual "
+    "Design r33 (built on held-out 27, confirmed against on held-out 30, then withdrawn; its "
+    "rows are marked r33; the code is r32's again, r33 behind `CalibrationSettings."
+    "detrend_by_size`): each watched class's drift detectors judged a step's standardised residual "
     "against the detrend baseline of its own batch-size stratum (exact up to 8, then quarter "
     "octaves: the size part of r31's stratum), no longer one class baseline "
     "(`checks/stratified_detrend.py`; `CalibrationSettings.detrend_by_size`, "
@@ -1017,7 +1019,14 @@ DESIGN = [
     "slowdown not raised within 1,200 judged steps) and 15.25 (r33, raised 28 in): "
     "docs/size_strata.md (`.venv/bin/python -m benchmarks.size_strata_study`). Unlike withdrawn r25 (fixed per-size offsets from the "
     "window, which paged on held-out 22 and 23's healthy engines), each stratum's baseline keeps "
-    "learning, and the thresholds are calibrated on what the detectors see.",
+    "learning, and the thresholds are calibrated on what the detectors see. On held-out 30 "
+    "(declared after r33) three of seven healthy runs reached GO and every fault run ended not "
+    "GO, but two healthy runs paged: H30-ramp-30k from step 26,130 (two downward decode events, "
+    "confirmed by r31's strata) and H30-swing-long, never GO and NO_GO from step 464,108 to its "
+    "end, with 12 decode drift events in 399,811 judged steps (lasting shifts up to 8.6 %; 95 % "
+    "bound 4.9e-5 per step against the 1e-5 target). Pages on healthy engines outweigh more GO, "
+    "as r25's did on held-out 22 and 23: r32 is in force again. Held-out 30, declared after r32 "
+    "too, was then run under r32 (rows marked r32).",
     "Design r32, r31 narrowed: a lasting shift is unsupported only where most of its "
     "confirmation window lies in strata never seen at all before the reference point; strata "
     "seen a few times (fewer than the 10 that let them judge) count as seen, and the shift is "

@@ -1,5 +1,9 @@
 """The detrend baseline kept per batch-size stratum: what a class's detectors see (design r33).
 
+Design r33 was withdrawn: on held-out 30 its keener detectors paged on two healthy engines
+(``DESIGN`` in ``benchmarks/gate_matrix.py``).  It is off by default and stays for comparisons
+(``CalibrationSettings.detrend_by_size``).
+
 ``checks.detrend`` judges each standardised residual against one slow baseline of the class's
 past, so the detectors see sudden changes and not slow wander.  Where the latency model's error
 depends on batch size (its piecewise-linear fit against an engine whose kernels step with padded

@@ -1,8 +1,8 @@
 """Two rows of the gate's matrix, as declared (benchmarks/gate_matrix.py, docs/validation.md).
 
-Both are held-out set 21's, run under the design in force (r33; under r23, the design the set
-was declared after, and under r24-r32 the same verdicts and first GO, the drift event two steps
-later under r23 and under r24-r32 than under r33; since r29 F21-step5 also re-fits once before its fault, at step 6,029, as r29
+Both are held-out set 21's, run under the design in force (r32; under r23, the design the set
+was declared after, and under r24-r31 and r33 the same verdicts and first GO, the drift event
+two steps later under r23 and two steps sooner under withdrawn r33; since r29 F21-step5 also re-fits once before its fault, at step 6,029, as r29
 allows after half a window; r30, withdrawn, missed its slowdown):
 H200 tables, Qwen2.5-1.5B on one GPU (2 KV heads, 32k positions),
 arXiv-summarisation lengths, ServeGen client 24 and the Azure 2023 conversation trace as
