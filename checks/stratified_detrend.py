@@ -94,4 +94,5 @@ class StratifiedDetrend:
         return y, base
 
     def groups_seen(self) -> int:
+        """Strata with a baseline of their own (at most ``MAX_GROUPS``)."""
         return len(self._seen)
