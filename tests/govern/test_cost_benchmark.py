@@ -85,3 +85,17 @@ def test_admission_doc_is_the_render_of_its_stored_results():
     from benchmarks.admission_doc import render
 
     assert MD_PATH.read_text() == render(json.loads(JSON_PATH.read_text()))
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"), [(["--help"], 0), (["--bogus"], 2), (["--quick", "--breakdown"], 2)]
+)
+def test_flags_are_parsed_before_anything_runs(argv, code, monkeypatch):
+    """``--help`` or a mistyped flag exits before a measurement: nothing stored is overwritten."""
+    import benchmarks.admission
+
+    monkeypatch.setattr(benchmarks.admission, "store_section", lambda *a, **k: pytest.fail("stored"))
+    monkeypatch.setattr(govern_cost, "run", lambda **k: pytest.fail("ran"))
+    with pytest.raises(SystemExit) as exc:
+        govern_cost.main(argv)
+    assert exc.value.code == code
