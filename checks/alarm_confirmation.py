@@ -91,9 +91,11 @@ import numpy as np
 
 MIN_STRATUM = 10  # steps of a stratum on each side of the reference for it to count (r31)
 MIN_COVERAGE = 0.2  # of the confirmation window's steps in counted strata for them to judge (r31)
+GRAPH_MAX = 512  # vLLM's largest captured CUDA graph by default: larger steps run unpadded (r34)
+GRAPH_SIZES = 56  # size strata 1-8 and the 47 graphs above 8 up to GRAPH_MAX (r34)
 
 
-def stratum(batch_size: float, kv_tokens: float = 0.0) -> int:
+def stratum(batch_size: float, kv_tokens: float = 0.0, graph: bool = False) -> int:
     """A step's composition stratum (design r31): its batch size (itself up to 8, then quarter
     octaves) and its KV tokens (half octaves), as one key.
 
@@ -101,9 +103,26 @@ def stratum(batch_size: float, kv_tokens: float = 0.0) -> int:
     [1, 3, 8, 9, 10, 12, 28, 28]
     >>> stratum(3, 6000) == stratum(3, 6500) != stratum(3, 9000)
     True
+
+    With ``graph`` (design r34) the batch size above 8 goes by the CUDA graph vLLM runs it at
+    by default (its capture sizes: every 8 up to 256, every 16 up to 512; above, unpadded, in
+    quarter octaves).  A quarter octave such as 14-19 holds steps run at graphs of 16 and of 24,
+    whose cost the model, smooth in the batch, cannot tell apart; a move of the mix across that
+    edge moved the model's error inside one r31 stratum (``docs/swing_drift.md``).
+
+    >>> [stratum(b, graph=True) // 100 for b in (8, 9, 16, 17, 24, 256, 257, 512, 1024)]
+    [8, 9, 9, 10, 10, 39, 40, 55, 60]
     """
     b = max(1.0, float(batch_size))
-    size = int(b) if b <= 8 else 8 + int(round(4 * math.log2(b / 8)))
+    if b <= 8:
+        size = int(b)
+    elif graph and b <= GRAPH_MAX:
+        n = math.ceil(b)
+        size = 7 + math.ceil(min(n, 256) / 8) + (math.ceil((n - 256) / 16) if n > 256 else 0)
+    elif graph:
+        size = GRAPH_SIZES + int(round(4 * math.log2(b / GRAPH_MAX)))
+    else:
+        size = 8 + int(round(4 * math.log2(b / 8)))
     return 100 * size + int(round(2 * math.log2(max(1.0, float(kv_tokens)))))
 
 
@@ -116,13 +135,13 @@ def size_stratum(key: int) -> int:
     return int(key) // 100
 
 
-def strata(features: Mapping[str, Any] | None) -> list[int] | None:
+def strata(features: Mapping[str, Any] | None, graph: bool = False) -> list[int] | None:
     """Each step's ``stratum`` from its composition features (``batch_size``, ``kv_tokens``,
     arrays of equal length); ``None`` where either is missing."""
     if not features or "batch_size" not in features or "kv_tokens" not in features:
         return None
     sizes, kv = (np.asarray(features[k], dtype=float).tolist() for k in ("batch_size", "kv_tokens"))
-    return [stratum(b, t) for b, t in zip(sizes, kv)]
+    return [stratum(b, t, graph) for b, t in zip(sizes, kv)]
 
 
 @dataclass

@@ -203,6 +203,10 @@ class CalibrationSettings:
     # Design r31: where composition strata cover a detection's window, they decide whether it is
     # confirmed (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
     stratify_confirmation: bool = True
+    # Design r34 (not in force: built on held-out 30's long swing, awaiting a held-out set declared
+    # after it): those strata take batch sizes above 8 by the CUDA graph they run at
+    # (checks.alarm_confirmation.stratum; why: DESIGN in benchmarks/gate_matrix.py).
+    graph_strata: bool = False
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
@@ -300,7 +304,9 @@ def calibrate(
                     drift[cls], bias=bias, raw_allowance=_raw_allowance(raw_noise, r, settings)
                 )
             if settings.stratify_confirmation:
-                drift[cls] = dataclasses.replace(drift[cls], stratify=True)
+                drift[cls] = dataclasses.replace(
+                    drift[cls], stratify=True, graph_strata=settings.graph_strata
+                )
         except ValueError as exc:  # e.g. residuals too non-stationary for the target rate
             unwatched[cls] = str(exc)
             log.warning("drift detectors for %s steps not calibrated: %s", cls, exc)
@@ -350,10 +356,12 @@ def _size_strata(features: dict[str, np.ndarray]) -> np.ndarray:
 
 
 def _strata(hold: StepBatch, resid: np.ndarray, drift: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Per watched class, the composition stratum of each held-out step with a residual (r31)."""
-    keys = np.array(checks.strata(hold.composition()), dtype=np.int64)
+    """Per watched class, the composition stratum of each held-out step with a residual (r31),
+    as that class's calibration keys them (r34: ``graph_strata``)."""
+    comp = hold.composition()
+    keys = {g: np.array(checks.strata(comp, g), dtype=np.int64) for g in (False, True)}
     return {
-        name: keys[(hold.kind == code) & np.isfinite(resid)]
+        name: keys[drift[name].graph_strata][(hold.kind == code) & np.isfinite(resid)]
         for code, name in enumerate(KIND_NAMES)
         if name in drift
     }

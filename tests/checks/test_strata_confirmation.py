@@ -176,3 +176,49 @@ def test_strata_seen_only_thinly_are_no_reason_to_hold_a_shift_back():
     done = [c.observe(2.0, 0.0, key=keys[i]) for i in range(50)]
     p = done[-1][0]
     assert p.strata_shift_z is None and p.confirmed and not p.unsupported
+
+
+# Design r34: batches of 16 and 17 share r31's quarter-octave stratum (14-19) but run at CUDA
+# graphs of 16 and 24; the model, smooth in the batch, is 4 % off between them.
+AT_16, AT_17 = (16.0, 40000.0), (17.0, 40000.0)
+
+
+def _graph_monitor(graph: bool, phases: list) -> tuple:
+    OFFSET.update({AT_16: 0.0, AT_17: -0.04})
+    try:
+        size, kv, resid = _traffic(phases)
+        cs, ck, cr = _traffic([(AT_16, 200, 0.0), (AT_17, 200, 0.0)], seed=9)
+    finally:
+        del OFFSET[AT_16], OFFSET[AT_17]
+    cal = dataclasses.replace(_calibration(True), graph_strata=graph)
+    mon = checks.DriftMonitor({"decode": cal})
+    mon.prime({"decode": cr}, keys={"decode": np.array([stratum(b, k, graph) for b, k in zip(cs, ck)])})
+    n = len(resid)
+    events = mon.update_many(
+        np.arange(n),
+        np.full(n, "decode"),
+        resid,
+        np.arange(n, dtype=float),
+        {"batch_size": size, "kv_tokens": kv},
+    )
+    return mon, events
+
+
+def test_a_mix_moving_across_a_cuda_graph_edge_is_dismissed_with_graph_strata():
+    assert stratum(*AT_16) == stratum(*AT_17) and stratum(*AT_16, True) != stratum(*AT_17, True)
+    mix = [(AT_16, 400, 0.0), (AT_17, 400, 0.0)] * 4
+    assert _graph_monitor(False, mix)[1], "in one r31 stratum the move is an alarm (H30-swing-long)"
+    mon, events = _graph_monitor(True, mix)
+    conf = mon.state()["classes"]["decode"]["confirmation"]
+    assert events == [] and conf["dismissed_strata"] >= 1 and conf["unsupported"] == 0, str(conf)
+
+
+def test_a_slower_engine_is_still_confirmed_with_graph_strata():
+    phases = [(AT_16, 400, 0.0), (AT_17, 400, 0.0)] * 3 + [(AT_16, 400, 0.05), (AT_17, 400, 0.05)] * 2
+    mon, events = _graph_monitor(True, phases)
+    assert events, mon.state()["classes"]["decode"]["confirmation"]
+    first = min(events, key=lambda e: e.step_seq)
+    assert 2400 <= first.details["detected_step_seq"] and first.step_seq < 2400 + 800, first
+    assert abs(first.details["strata_lasting_shift"] - 0.05) < 0.015, first.details
+    cal = dataclasses.replace(_calibration(True), graph_strata=True)
+    assert checks.DriftCalibration.from_dict(cal.to_dict()).graph_strata is True
