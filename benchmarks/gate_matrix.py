@@ -923,8 +923,40 @@ PROTOCOL = {
             "before its own run."
         ),
     },
+    "held_out_31": {
+        "platforms": ["H200 SXM tables (as in held-out 1-30: no other unseen tables exist)"],
+        "models": [
+            "granite-3.1-2b tp1 (after the public config of Granite 3.1 2B Base, added for this "
+            "set as benchmarks/models/granite-3.1-2b; never run before, by any set or study): 40 "
+            "layers of hidden 2,048 (the thinnest model here), 32 query heads over 8 KV heads of "
+            "64 dimensions, an MLP of 8,192, a 49,155 vocabulary"
+        ],
+        "tenants": [
+            "the Azure 2023 conversation trace at 4 req/s as tenant a, the Mooncake conversation "
+            "trace at 0.4 req/s as tenant b, ShareGPT length statistics at 1.2 req/s as tenant c; "
+            "every source used before, this model and these rates not; the Azure 2023 code trace "
+            "at 2 req/s as the new heavy tenant"
+        ],
+        "seeds": "3201-3212 (3211 and 3212 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r34 (r31's confirmation strata take batch sizes above 8 by the "
+            "CUDA graph they run at) was committed, built on held-out 30's H30-swing-long run "
+            "(docs/swing_drift.md), and before any run of this set. Fault runs as held-out 9's: "
+            "9000 steps, the fault at 7000, `--horizon 6000`. Rates sized from the sources' "
+            "lengths only (mean prompts as stated in earlier sets' notes: Azure conversation "
+            "1,150, Mooncake conversation 11,168, ShareGPT 2,427 tokens): about 12k prompt "
+            "tokens/s at the base rate, for a 2B model on one GPU (held-out 29's 8B model on one "
+            "ran about 8.7k); the newcomer (Azure code, 2,006) about 4k more. One 800-step "
+            "machinery check of the new config on the H100 tables (development platform, seed "
+            "99) was run first; its verdict was not read. H31-ramp-30k and H31-swing-30k (seeds "
+            "3202, 3203) and H31-swing-long (H31-swing-30k's seed and load, 800,000 steps: r34's "
+            "false alarms per judged step on a swinging engine it was not built on) declared "
+            "with the set."
+        ),
+    },
 }
-DESIGN_REVISION = "r32"
+DESIGN_REVISION = "r34"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -1570,6 +1602,11 @@ HELD30_BASE = _h200(
     2,
     ("a=azure-code:2", "b=lengths:sharegpt:1", "c=mooncake-conversation:0.2"),
 )
+HELD31_BASE = _h200(
+    "benchmarks/models/granite-3.1-2b",
+    1,
+    ("a=azure-conv:4", "b=mooncake-conversation:0.4", "c=lengths:sharegpt:1.2"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -1618,6 +1655,7 @@ LONG_FAULT_SETS = {
     "28",
     "29",
     "30",
+    "31",
 }  # sets whose fault runs are 9000 steps
 # Sets whose 9000-step fault runs are scheduled as 6000-step runs (``--horizon``): their first GO
 # can come where the healthy runs' does, before the fault at 7000 (declared with held-out 9).
@@ -1644,6 +1682,7 @@ HORIZON_SETS = {
     "28": 6000,
     "29": 6000,
     "30": 6000,
+    "31": 6000,
 }
 
 
@@ -1746,6 +1785,7 @@ def _scenarios() -> list[Scenario]:
         ("28", HELD28_BASE, 2900, "mooncake-synthetic:0.5"),
         ("29", HELD29_BASE, 3000, "lengths:arxiv:1.5"),
         ("30", HELD30_BASE, 3100, "azure-conv:3"),
+        ("31", HELD31_BASE, 3200, "azure-code:2"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -1879,6 +1919,8 @@ def _scenarios() -> list[Scenario]:
         ("H29-swing-30k", "held_out_29", HELD29_BASE, SWING_30K, 3003, "swing:0.3:3:150"),
         ("H30-ramp-30k", "held_out_30", HELD30_BASE, RAMP_30K, 3102, "ramp:0.3:3:300"),
         ("H30-swing-30k", "held_out_30", HELD30_BASE, SWING_30K, 3103, "swing:0.3:3:150"),
+        ("H31-ramp-30k", "held_out_31", HELD31_BASE, RAMP_30K, 3202, "ramp:0.3:3:300"),
+        ("H31-swing-30k", "held_out_31", HELD31_BASE, SWING_30K, 3203, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -1905,6 +1947,18 @@ def _scenarios() -> list[Scenario]:
             "load swings, 800,000 steps: the false-alarm bound",
             **{**HELD30_BASE, "steps": 800000},
             seed=3103,
+            loads=("swing:0.3:3:150",),
+        )
+    )
+    # Declared with held-out 31, after design r34: r34's bound on an engine it was not built on.
+    out.append(
+        Scenario(
+            "H31-swing-long",
+            "held_out_31",
+            "healthy",
+            "load swings, 800,000 steps: the false-alarm bound",
+            **{**HELD31_BASE, "steps": 800000},
+            seed=3203,
             loads=("swing:0.3:3:150",),
         )
     )
@@ -1937,6 +1991,7 @@ def _scenarios() -> list[Scenario]:
         ("28", HELD28_BASE, 2910),
         ("29", HELD29_BASE, 3010),
         ("30", HELD30_BASE, 3110),
+        ("31", HELD31_BASE, 3210),
     ):
         out.append(
             Scenario(

