@@ -260,8 +260,8 @@ def calibrate(
     hold_features = hold.composition()
     # Design r33: each step's batch-size stratum, where the detectors detrend by it.
     sizes_by = settings.detrend_by_size and settings.detrend_steps > 0
-    win_groups = _size_strata(features) if sizes_by else None
-    hold_groups = _size_strata(hold_features) if sizes_by else None
+    win_groups = _size_strata(features, settings.graph_strata) if sizes_by else None
+    hold_groups = _size_strata(hold_features, settings.graph_strata) if sizes_by else None
     drift, unwatched, raw_holdout = {}, {}, {}
     for i, cls in enumerate(sorted(usable)):
         mine = batch.kind == KIND_NAMES.index(cls)
@@ -346,9 +346,9 @@ def calibrate(
     )
 
 
-def _size_strata(features: dict[str, np.ndarray]) -> np.ndarray:
-    """Each step's batch-size stratum (design r33's detrend groups)."""
-    keys = checks.strata(features)
+def _size_strata(features: dict[str, np.ndarray], graph: bool) -> np.ndarray:
+    """Each step's batch-size stratum (design r33's detrend groups; ``graph``: r34's sizes)."""
+    keys = checks.strata(features, graph)
     if keys is None:
         raise ValueError("design r33 needs each step's batch size and KV tokens (its composition)")
     return np.array([checks.size_stratum(k) for k in keys], dtype=np.int64)
