@@ -1051,7 +1051,12 @@ DESIGN = [
     "decode steps outside the compositions calibration saw); the fault runs ended not GO but "
     "for F31-tenant (GO with the new tenant in force), and were tests only where GO came before "
     "the fault (the platform swap; the 8 % slowdown's drift event came 212 steps after it, after "
-    "an INCONCLUSIVE spell).",
+    "an INCONCLUSIVE spell). H31-swing-long (r34, declared with the set) met the false-alarm "
+    "target: no drift event in 399,810 judged steps (95 % bound 7.5e-6 per step), GO from step "
+    "514,560 to its end without a page. H30-swing-long re-run under r34 (the run r34 was built "
+    "on, so not held-out evidence): no drift event in 399,811 judged steps (r32: five), no page; "
+    "it ended INCONCLUSIVE, its decode detectors too dull to raise a 5 % slowdown in time, and "
+    "its re-fits refused as no keener.",
     "Design r33 (built on held-out 27, confirmed against on held-out 30, then withdrawn; its "
     "rows are marked r33; the code is r32's again, r33 behind `CalibrationSettings."
     "detrend_by_size`): each watched class's drift detectors judged a step's standardised residual "
@@ -1084,7 +1089,7 @@ DESIGN = [
     "2.6e-5), so that engine's long swing is beyond both designs; r33 added a page on a healthy "
     "run and more than doubled the long run's false alarms for one more GO on the short and "
     "30,000-step rows (three against two). Pages on healthy engines outweigh more GO, as r25's "
-    "did on held-out 22 and 23: r32 is in force again.",
+    "did on held-out 22 and 23: r32 was in force again (until r34).",
     "Design r32, r31 narrowed: a lasting shift is unsupported only where most of its "
     "confirmation window lies in strata never seen at all before the reference point; strata "
     "seen a few times (fewer than the 10 that let them judge) count as seen, and the shift is "
