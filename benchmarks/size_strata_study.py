@@ -228,12 +228,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenario", default="H27-saturated")
     ap.add_argument("--out", default=str(REPO / "docs" / "size_strata"))
     args = ap.parse_args(argv)
-    doc = study(args.scenario)
-    out = Path(args.out)
+    write(Path(args.out), study(args.scenario), render)
+    return 0
+
+
+def write(out: Path, doc: dict[str, Any], render: Any) -> None:
+    """A study's figures as OUT.json and its page as OUT.md (also printed)."""
     out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
     out.with_suffix(".md").write_text(render(doc))
     print(render(doc))
-    return 0
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.size_strata_study import REPO, _run
+from benchmarks.size_strata_study import REPO, _run, write
 
 COMMAND = ".venv/bin/python -m benchmarks.swing_drift_study"
 SCENARIO = "H30-swing-long"
@@ -361,10 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             "wall_seconds": time.perf_counter() - t0,
             "machine": machine(),
         }
-    out = Path(args.out)
-    out.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
-    out.with_suffix(".md").write_text(render(doc))
-    print(render(doc))
+    write(Path(args.out), doc, render)
     return 0
 
 

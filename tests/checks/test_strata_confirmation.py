@@ -45,11 +45,20 @@ def _traffic(phases: list[tuple[tuple[float, float], int, float]], seed: int = 0
     return np.array(size), np.array(kv), np.array(resid)
 
 
-def _monitor(stratify: bool, size: np.ndarray, kv: np.ndarray, resid: np.ndarray) -> tuple:
-    """A monitor primed as a calibration window holding both compositions primes it, then fed."""
-    mon = checks.DriftMonitor({"decode": _calibration(stratify)})
-    cs, ck, cr = _traffic([(SHORT, 200, 0.0), (LONG, 200, 0.0)], seed=9)
-    mon.prime({"decode": cr}, keys={"decode": np.array([stratum(b, k) for b, k in zip(cs, ck)])})
+def _monitor(
+    stratify: bool,
+    size: np.ndarray,
+    kv: np.ndarray,
+    resid: np.ndarray,
+    *,
+    window: tuple | None = None,
+    graph: bool = False,
+) -> tuple:
+    """A monitor primed as a calibration window holding both compositions primes it (``window``:
+    batch sizes, KV tokens and residuals; ``graph``: design r34's strata), then fed."""
+    mon = checks.DriftMonitor({"decode": dataclasses.replace(_calibration(stratify), graph_strata=graph)})
+    cs, ck, cr = window or _traffic([(SHORT, 200, 0.0), (LONG, 200, 0.0)], seed=9)
+    mon.prime({"decode": cr}, keys={"decode": np.array([stratum(b, k, graph) for b, k in zip(cs, ck)])})
     n = len(resid)
     events = mon.update_many(
         np.arange(n),
@@ -190,18 +199,7 @@ def _graph_monitor(graph: bool, phases: list) -> tuple:
         cs, ck, cr = _traffic([(AT_16, 200, 0.0), (AT_17, 200, 0.0)], seed=9)
     finally:
         del OFFSET[AT_16], OFFSET[AT_17]
-    cal = dataclasses.replace(_calibration(True), graph_strata=graph)
-    mon = checks.DriftMonitor({"decode": cal})
-    mon.prime({"decode": cr}, keys={"decode": np.array([stratum(b, k, graph) for b, k in zip(cs, ck)])})
-    n = len(resid)
-    events = mon.update_many(
-        np.arange(n),
-        np.full(n, "decode"),
-        resid,
-        np.arange(n, dtype=float),
-        {"batch_size": size, "kv_tokens": kv},
-    )
-    return mon, events
+    return _monitor(True, size, kv, resid, window=(cs, ck, cr), graph=graph)
 
 
 def test_a_mix_moving_across_a_cuda_graph_edge_is_dismissed_with_graph_strata():
