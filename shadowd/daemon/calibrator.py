@@ -358,7 +358,8 @@ def _strata(hold: StepBatch, resid: np.ndarray, drift: dict[str, Any]) -> dict[s
     """Per watched class, the composition stratum of each held-out step with a residual (r31),
     as that class's calibration keys them (r34: ``graph_strata``)."""
     comp = hold.composition()
-    keys = {g: np.array(checks.strata(comp, g), dtype=np.int64) for g in (False, True)}
+    schemes = {cal.graph_strata for cal in drift.values()}
+    keys = {g: np.array(checks.strata(comp, g), dtype=np.int64) for g in schemes}
     return {
         name: keys[drift[name].graph_strata][(hold.kind == code) & np.isfinite(resid)]
         for code, name in enumerate(KIND_NAMES)
