@@ -1,25 +1,27 @@
-"""Why a healthy engine with swinging load pages under design r32: held-out 30's long run.
+"""What a healthy engine's drift events are when its load swings: held-out 30's long run.
 
 ``H30-swing-long`` (``benchmarks/gate_matrix.py``) runs a stationary reference engine, nothing
-injected, for 800,000 steps of load swinging between light and saturated, and its gate confirms
-decode drift events and pages.  Every step's latency comes from the same engine, so each event is
+injected, with load swinging between light and saturated; under design r32 its gate confirmed
+decode drift events and paged.  Every step's latency comes from the same engine, so each event is
 a shift of the *model's* error or of the jitter, not of the engine.  This study says which, from
 the run's own DuckDB file (``--db``), on the decode steps a model scored:
 
-* the events the residual detectors confirmed, with the load around them;
+* the events the residual detectors confirmed, with the mean batch size of their windows;
 * per event, the shift its confirmation window shows *within* design r31's composition strata
-  (batch size, KV tokens in half octaves: ``checks.stratum``), as measured and noise-free (each
-  step's latency recomputed by the reference engine without jitter, from the requests it carried):
-  where the noise-free shift matches the measured one, the model's own error moved, inside strata
-  the confirmation treats as like with like;
+  (batch size, KV tokens in half octaves: ``checks.stratum``), as measured and noise-free (each step's latency recomputed by the
+  reference engine without jitter, from the requests it carried): where the noise-free shift
+  matches the measured one, the model's own error moved, inside strata the confirmation treats
+  as like with like; and the same shift within design r34's strata;
 * what inside a stratum the model's error follows: the share of its within-stratum variance
   (noise-free, each stratum's mean taken out) that one more composition feature explains.
 
 The held-out row's verdicts are ``docs/validation.md``'s; this only explains them.  The run is
-held-out 30's, so whatever design it suggests is confirmed on a set declared after that design.
+held-out 30's, so the design it suggested (r34) was confirmed on a set declared after it.
+``docs/swing_drift.md`` was made from the row's run under r32 (``--db``); without ``--db`` the
+row runs here under the design in force, whose events may differ.
 
-    .venv/bin/python -m benchmarks.swing_drift_study                  # runs the row (about 40 min)
-    .venv/bin/python -m benchmarks.swing_drift_study --db RUN.duckdb  # or reads that row's --db run
+    .venv/bin/python -m benchmarks.swing_drift_study --db RUN.duckdb  # reads that row's --db run
+    .venv/bin/python -m benchmarks.swing_drift_study                  # runs the row first (long)
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ from benchmarks.size_strata_study import REPO, _run, write
 COMMAND = ".venv/bin/python -m benchmarks.swing_drift_study"
 SCENARIO = "H30-swing-long"
 CONTRAST = "F30-step8"  # the same engine and tenants, slowed 8 % at step 7,000
-LOAD_BLOCK = 2000  # steps per block of the load summary around an event
 MIN_STRATUM = 20  # steps a stratum needs on both sides of an event to count in its shift
 FEATURE_MIN_STRATUM = 200  # steps a stratum needs to count in the within-stratum regression
 
