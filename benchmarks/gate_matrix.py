@@ -955,6 +955,43 @@ PROTOCOL = {
             "with the set."
         ),
     },
+    "held_out_32": {
+        "platforms": ["H200 SXM tables (as in held-out 1-31: no other unseen tables exist)"],
+        "models": [
+            "qwen3-4b tp2 (after the public config of Qwen3 4B, added for this set as "
+            "benchmarks/models/qwen3-4b; never run before, by any set or study): 36 layers of "
+            "hidden 2,560, 32 query heads over 8 KV heads of 128 dimensions (the first model here "
+            "whose attention is wider than its hidden size), an MLP of 9,728, a 151,936 vocabulary"
+        ],
+        "tenants": [
+            "the Azure 2023 conversation trace at 3 req/s as tenant a, ShareGPT length statistics "
+            "at 1.5 req/s as tenant b, arXiv-summarisation length statistics at 0.6 req/s as "
+            "tenant c; every source used before, this mix, model and these rates not; arXiv "
+            "lengths at 2 req/s as the new heavy tenant (Poisson arrivals, so it stays busy: set "
+            "31's bursty Azure code newcomer sent 12 requests and fell silent)"
+        ],
+        "seeds": "3301-3313 (3311 and 3312 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named under design r34 (nothing in the gate changed since held-out 31), before any "
+            "run of this set. New in the protocol, not the design: the faults are armed "
+            "(`--inject ...@go:7000`: each fires at the first GO verdict from step 7000 on, or "
+            "never) and the fault runs are 12,000 steps scheduled as 6,000 (`--horizon 6000`). "
+            "Sets 30 and 31's faults mostly landed on a gate already INCONCLUSIVE (traffic left "
+            "the calibrated envelope between steps 5600 and 7000: F31-step8's seed run without "
+            "its fault, `--db`, was INCONCLUSIVE on coverage.extrapolation from 6030 to 7236 and "
+            "GO again from 7839 after a re-fit), so they tested nothing; an armed fault lands on "
+            "a gate vouching for the engine, and a row whose gate never says GO from 7000 on is "
+            "not a test. H32-steady-12k (seed 3313) runs the fault runs' timeline with nothing "
+            "injected. Rates sized from the sources' lengths only (mean prompts as stated in "
+            "earlier sets' notes: Azure conversation 1,150, ShareGPT 2,427, arXiv 2,578 tokens): "
+            "about 8.6k prompt tokens/s at the base rate, for a 4B model on two GPUs (held-out "
+            "30's 7B model on two ran about 8.7k); the newcomer about 5.2k more. One 800-step "
+            "machinery check of the new config on the H100 tables (development platform, seed "
+            "99) was run first; its verdict was not read. H32-ramp-30k and H32-swing-30k (seeds "
+            "3302, 3303) declared with the set."
+        ),
+    },
 }
 DESIGN_REVISION = "r34"
 
@@ -1636,6 +1673,11 @@ HELD31_BASE = _h200(
     1,
     ("a=azure-conv:4", "b=mooncake-conversation:0.4", "c=lengths:sharegpt:1.2"),
 )
+HELD32_BASE = _h200(
+    "benchmarks/models/qwen3-4b",
+    2,
+    ("a=azure-conv:3", "b=lengths:sharegpt:1.5", "c=lengths:arxiv:0.6"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -1656,7 +1698,13 @@ DEV_BASE = dict(
 # Held-out 5's fault runs (6000 steps, fault at 5000) were mostly GO only after step 5000, so
 # they tested nothing; they were re-run 9000 steps long with the fault at 7000, no gate setting
 # changed (design r3 throughout). The first rows are kept as superseded.
-FAULT_AT = {9000: 7000, 6000: 5000}  # engine step of the fault, by run length
+FAULT_AT = {12000: 7000, 9000: 7000, 6000: 5000}  # engine step of the fault, by run length
+# Sets whose faults are armed (``@go:7000``: the fault fires at the first GO verdict from step
+# 7000 on, or never) and run this many steps (declared with held-out 32). Sets 30 and 31's
+# faults mostly landed on a gate already INCONCLUSIVE, when traffic left the calibrated envelope
+# between steps 5600 and 7000, and so tested nothing; an armed fault lands on a gate vouching
+# for the engine, and 12,000 steps leave time after a late GO.
+ARMED_SETS = {"32": 12000}
 LONG_FAULT_SETS = {
     "5",
     "6",
@@ -1685,7 +1733,7 @@ LONG_FAULT_SETS = {
     "29",
     "30",
     "31",
-}  # sets whose fault runs are 9000 steps
+}  # sets whose fault runs are 9000 steps (``ARMED_SETS``: their own length)
 # Sets whose 9000-step fault runs are scheduled as 6000-step runs (``--horizon``): their first GO
 # can come where the healthy runs' does, before the fault at 7000 (declared with held-out 9).
 HORIZON_SETS = {
@@ -1712,6 +1760,7 @@ HORIZON_SETS = {
     "29": 6000,
     "30": 6000,
     "31": 6000,
+    "32": 6000,
 }
 
 
@@ -1770,10 +1819,14 @@ RAMP_30K = "load ramps light -> saturated, 30,000 steps: ramp done, then held"
 SWING_30K = "load swings light <-> saturated, 30,000 steps: over two periods"
 
 
-def _fault(name: str, set_: str, what: str, base: dict, seed: int, inject: str) -> Scenario:
+def _fault(
+    name: str, set_: str, what: str, base: dict, seed: int, inject: str, armed: bool = False
+) -> Scenario:
+    """A fault row; ``armed`` (from held-out 32): the fault fires at the first GO from its step on."""
     at = FAULT_AT[base["steps"]]
+    when = f"go:{at}" if armed else at
     return Scenario(
-        name, set_, "fault", what, **base, seed=seed, injects=(inject.format(at=at),), fault_step=at
+        name, set_, "fault", what, **base, seed=seed, injects=(inject.format(at=when),), fault_step=at
     )
 
 
@@ -1815,9 +1868,13 @@ def _scenarios() -> list[Scenario]:
         ("29", HELD29_BASE, 3000, "lengths:arxiv:1.5"),
         ("30", HELD30_BASE, 3100, "azure-conv:3"),
         ("31", HELD31_BASE, 3200, "azure-code:2"),
+        ("32", HELD32_BASE, 3300, "lengths:arxiv:2"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
+        armed = tag in ARMED_SETS
+        if armed:
+            fb = {**base, "steps": ARMED_SETS[tag]}
         if tag in HORIZON_SETS:
             fb["horizon"] = HORIZON_SETS[tag]
         out += [
@@ -1849,10 +1906,32 @@ def _scenarios() -> list[Scenario]:
                 seed=seed0 + 4,
                 loads=("a=ramp:2:0.5:300", "c=ramp:0.5:3:300"),
             ),
-            _fault(f"F{tag}-step5", set_, "whole step 5 % slower", fb, seed0 + 5, "step-slowdown:0.05@{at}"),
-            _fault(f"F{tag}-step8", set_, "whole step 8 % slower", fb, seed0 + 6, "step-slowdown:0.08@{at}"),
             _fault(
-                f"F{tag}-step15", set_, "whole step 15 % slower", fb, seed0 + 7, "step-slowdown:0.15@{at}"
+                f"F{tag}-step5",
+                set_,
+                "whole step 5 % slower",
+                fb,
+                seed0 + 5,
+                "step-slowdown:0.05@{at}",
+                armed,
+            ),
+            _fault(
+                f"F{tag}-step8",
+                set_,
+                "whole step 8 % slower",
+                fb,
+                seed0 + 6,
+                "step-slowdown:0.08@{at}",
+                armed,
+            ),
+            _fault(
+                f"F{tag}-step15",
+                set_,
+                "whole step 15 % slower",
+                fb,
+                seed0 + 7,
+                "step-slowdown:0.15@{at}",
+                armed,
             ),
             _fault(
                 f"F{tag}-platform",
@@ -1861,6 +1940,7 @@ def _scenarios() -> list[Scenario]:
                 fb,
                 seed0 + 8,
                 f"platform:{KERNELS}/h100_sxm@{{at}}",
+                armed,
             ),
             _fault(
                 f"F{tag}-tenant",
@@ -1869,6 +1949,7 @@ def _scenarios() -> list[Scenario]:
                 fb,
                 seed0 + 9,
                 f"tenant:heavy={heavy}@{{at}}",
+                armed,
             ),
         ]
     # The long steady runs: the false alarms per judged step on a held-out healthy engine.
@@ -1950,6 +2031,8 @@ def _scenarios() -> list[Scenario]:
         ("H30-swing-30k", "held_out_30", HELD30_BASE, SWING_30K, 3103, "swing:0.3:3:150"),
         ("H31-ramp-30k", "held_out_31", HELD31_BASE, RAMP_30K, 3202, "ramp:0.3:3:300"),
         ("H31-swing-30k", "held_out_31", HELD31_BASE, SWING_30K, 3203, "swing:0.3:3:150"),
+        ("H32-ramp-30k", "held_out_32", HELD32_BASE, RAMP_30K, 3302, "ramp:0.3:3:300"),
+        ("H32-swing-30k", "held_out_32", HELD32_BASE, SWING_30K, 3303, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -1991,6 +2074,19 @@ def _scenarios() -> list[Scenario]:
             loads=("swing:0.3:3:150",),
         )
     )
+    # Declared with held-out 32: its fault runs' length and schedule with nothing injected, so the
+    # stretch an armed fault lands in is judged on a healthy engine too.
+    out.append(
+        Scenario(
+            "H32-steady-12k",
+            "held_out_32",
+            "healthy",
+            "steady, 12,000 steps scheduled as 6,000: the fault runs' timeline, nothing injected",
+            **{**HELD32_BASE, "steps": 12000},
+            seed=3313,
+            horizon=6000,
+        )
+    )
     for tag, base, seed in (
         ("3", HELD3_BASE, 410),
         ("4", HELD4_BASE, 510),
@@ -2021,6 +2117,7 @@ def _scenarios() -> list[Scenario]:
         ("29", HELD29_BASE, 3010),
         ("30", HELD30_BASE, 3110),
         ("31", HELD31_BASE, 3210),
+        ("32", HELD32_BASE, 3310),
     ):
         out.append(
             Scenario(
@@ -2106,7 +2203,10 @@ def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
         return {**out, "error": r["error"], "final": "ERROR"}
     hist = r.get("gate_history", [])
     first_go = next((h["step"] for h in hist if h["verdict"] == "GO"), None)
-    fault = s.fault_step
+    fired = [i["step"] for i in r.get("injections", [])]
+    unfired = bool(r.get("injections_unfired"))
+    # Where the fault began: an armed one fires at the first GO from its step on, or never.
+    fault = fired[0] if fired else (None if unfired else s.fault_step)
     judged_from = hist[0]["step"] if hist else None  # first evaluation: calibration in force
     residual = [e for e in r.get("drift_events", []) if e["detector"] in RESIDUAL]
     before = [e for e in residual if fault is None or e["step_seq"] < fault]
@@ -2134,6 +2234,8 @@ def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
         false_alarms=len(before),
         judged_steps=judged_steps,
         false_alarm_upper95=_poisson_upper(len(before), judged_steps),
+        fault_at=fault,
+        fault_unfired=unfired,
         drift_delay_steps=(min(after) - fault) if after else None,
         not_go_delay_steps=(not_go_after - fault) if not_go_after is not None else None,
         accuracy=r.get("accuracy"),
@@ -2245,7 +2347,12 @@ def outcome(row: dict[str, Any]) -> tuple[bool, str]:
         if row["pages_after_first_go"]:
             return False, f"{row['pages_after_first_go']} NO_GO evaluations after the first GO"
         return True, ""
-    at = s["fault_step"]
+    if row.get("fault_unfired"):
+        return (
+            False,
+            f"not a test: the gate never said GO from step {s['fault_step']} on (the armed fault never fired)",
+        )
+    at = fault_at(row)
     # A fault row that ends GO says so first, test or not: the gate vouched for a faulty engine.
     lead = "ended GO with the fault in force; " if row["final"] == "GO" else ""
     if row.get("first_go_step") is None or row["first_go_step"] >= at:
@@ -2273,6 +2380,20 @@ def outcome(row: dict[str, Any]) -> tuple[bool, str]:
     ):
         return False, "8 % slowdown: no drift event within 500 steps"
     return True, ""
+
+
+def fault_at(row: dict[str, Any]) -> int | None:
+    """The engine step the row's fault began (rows stored before held-out 32: the scenario's)."""
+    return row["fault_at"] if "fault_at" in row else row["scenario"].get("fault_step")
+
+
+def _fault_cell(row: dict[str, Any]) -> str:
+    at, armed = fault_at(row), row["scenario"].get("fault_step")
+    if row.get("fault_unfired"):
+        return f"never (armed from {armed})"
+    if any("@go:" in i for i in row["scenario"].get("injects") or ()):
+        return f"{_f(at)} (armed from {armed})"
+    return _f(at)
 
 
 def share_error(split: dict[str, Any] | None) -> float | None:
@@ -2337,7 +2458,7 @@ def findings(rows: list[dict[str, Any]]) -> list[str]:
             {
                 _kind(c, e["verdict"])
                 for e in r.get("episodes") or []
-                if r["scenario"].get("fault_step") is None or e["first_step"] < r["scenario"]["fault_step"]
+                if fault_at(r) is None or e["first_step"] < fault_at(r)
                 for c in e["causes"]
             }
         )
@@ -2484,7 +2605,7 @@ def markdown(res: dict[str, Any]) -> str:
             f"| {s['name']} | {s['set'].replace('_', ' ')} ({r.get('design', 'r1')}) | {s['what']} | {r['final']} | "
             f"{'met' if ok else 'missed: ' + why} | {_f(r.get('first_go_step'))} | "
             f"{_f(r.get('pages_after_first_go'))} | {_f(r.get('false_alarms'))} / {_f(r.get('judged_steps'))} "
-            f"({'–' if rate is None else f'{rate:.1e}'}) | {_f(s.get('fault_step'))} | "
+            f"({'–' if rate is None else f'{rate:.1e}'}) | {_fault_cell(r)} | "
             f"{_f(r.get('drift_delay_steps'))} | {_f(r.get('not_go_delay_steps'))} |"
         )
     lines += [
@@ -2571,7 +2692,7 @@ def markdown(res: dict[str, Any]) -> str:
         for r in old:
             ok, why = outcome(r)
             lines.append(
-                f"| {r['scenario']['name']} | {r.get('design', 'r1')} | {_f(r['scenario'].get('fault_step'))} | "
+                f"| {r['scenario']['name']} | {r.get('design', 'r1')} | {_fault_cell(r)} | "
                 f"{r['final']} | {'met' if ok else 'missed: ' + why} | "
                 f"{r.get('superseded_by') or 'a re-run with the scenario changed (fault step or run length)'} |"
             )

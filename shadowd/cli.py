@@ -271,7 +271,8 @@ def twin_step(
     "injects",
     multiple=True,
     metavar="SPEC",
-    help="slowdown:FRACTION@STEP | step-slowdown:FRACTION@STEP | platform:DIR@STEP | tenant:NAME=TRACE@STEP",
+    help="slowdown:FRACTION@STEP | step-slowdown:FRACTION@STEP | platform:DIR@STEP | tenant:NAME=TRACE@STEP; "
+    "@go:STEP fires at the first GO verdict from STEP on (a fault that lands on a gate vouching for the engine)",
 )
 @click.option(
     "--load",

@@ -45,6 +45,7 @@ class DemoRun:
         self.decision_steps: list[int] = []  # engine steps done at each decision
         self.governor_windows: list[dict[str, Any]] = []  # per stretch between decisions (--govern)
         self.policy_note = ""
+        self.unfired: list[Injection] = []
 
     # -- set-up ----------------------------------------------------------------
     def _reference(self) -> ReferenceRun:
@@ -196,8 +197,8 @@ class DemoRun:
             if window is not None:
                 window["until_step"] = done
                 self.governor_windows.append(window)
-            for inj in [i for i in pending if i.step <= done]:
-                self._inject(inj, ref, daemon)
+            for inj in [i for i in pending if self._due(i, done)]:
+                self._inject(inj, ref, daemon, done)
                 pending.remove(inj)
             self._catch_up(ref, daemon)
             if daemon.calibration is not None:
@@ -210,7 +211,14 @@ class DemoRun:
             self._show(done, daemon)
             if done < target:  # the workload ran dry
                 break
+        self.unfired = pending  # armed injections whose gate never said GO in time
         self.progress.finish()
+
+    def _due(self, inj: Injection, done: int) -> bool:
+        """Due at its step; an armed one only once the latest verdict is GO."""
+        if inj.step > done:
+            return False
+        return not inj.armed or bool(self.decisions and self.decisions[-1]["verdict"] == "GO")
 
     def _sim_now(self, ref: ReferenceRun) -> float:
         tap = ref.scheduler.shadowd_tap
@@ -230,7 +238,7 @@ class DemoRun:
             time.sleep(0.05)
         daemon.writer.flush()
 
-    def _inject(self, inj: Injection, ref: ReferenceRun, daemon: Daemon) -> None:
+    def _inject(self, inj: Injection, ref: ReferenceRun, daemon: Daemon, done: int) -> None:
         if inj.kind == "slowdown":
             ref.engine.slowdown = float(inj.value)
         elif inj.kind == "step-slowdown":
@@ -254,7 +262,13 @@ class DemoRun:
                 )
             )
         self.injected.append(
-            {"kind": inj.kind, "value": inj.value, "step": inj.step, "sim_time_s": ref.driver.elapsed_s}
+            {
+                "kind": inj.kind,
+                "value": inj.value,
+                "step": done,
+                "armed_at": inj.step if inj.armed else None,
+                "sim_time_s": ref.driver.elapsed_s,
+            }
         )
 
     def _show(self, done: int, daemon: Daemon) -> None:
@@ -298,6 +312,9 @@ class DemoRun:
                 f"{', '.join(daemon.gatekeeper.required_classes)}"
             ),
             "injections": self.injected,
+            "injections_unfired": [
+                {"kind": i.kind, "value": i.value, "armed_at": i.step} for i in self.unfired
+            ],
             "loads": [f"{t}={p.kind}:{p.low:g}:{p.high:g}:{p.seconds:g}" for t, p in self.spec.loads],
             "verdict": last["verdict"],
             "reason": last.get("reason"),

@@ -27,20 +27,32 @@ DEFAULT_STEPS = 4000
 @dataclass(frozen=True)
 class Injection:
     """A change to the world at engine step ``step``: ``slowdown`` (kernels only),
-    ``step-slowdown`` (the whole step, host time included), ``platform`` or ``tenant``."""
+    ``step-slowdown`` (the whole step, host time included), ``platform`` or ``tenant``.
+
+    ``@go:STEP`` arms it instead: it fires at the first gate evaluation at or after ``step``
+    whose verdict is GO, and not at all if none is.  A fault that lands while the gate is
+    already INCONCLUSIVE tests nothing (benchmarks/gate_matrix.py marks such rows "not a
+    test"); an armed one always lands on a gate that vouches for the engine.
+
+    >>> Injection.parse("step-slowdown:0.08@go:7000")
+    Injection(kind='step-slowdown', value='0.08', step=7000, armed=True)
+    """
 
     kind: str
     value: str
     step: int
+    armed: bool = False
 
     @classmethod
     def parse(cls, text: str) -> Injection:
         kind, sep, rest = text.partition(":")
         value, _, step = rest.rpartition("@")
+        armed = step.startswith("go:")
+        step = step.removeprefix("go:")
         if not sep or not value or not step.isdigit():
             raise ValueError(
                 f"--inject {text!r}: expected slowdown:FRACTION@STEP, step-slowdown:FRACTION@STEP, "
-                "platform:DIR@STEP or tenant:NAME=TRACE@STEP"
+                "platform:DIR@STEP or tenant:NAME=TRACE@STEP (@go:STEP: at the first GO from STEP on)"
             )
         if kind in ("slowdown", "step-slowdown"):
             try:
@@ -56,7 +68,7 @@ class Injection:
             raise ValueError(
                 f"--inject {text!r}: unknown scenario {kind!r} (slowdown, step-slowdown, platform, tenant)"
             )
-        return cls(kind, value, int(step))
+        return cls(kind, value, int(step), armed)
 
 
 @dataclass

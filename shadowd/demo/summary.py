@@ -36,7 +36,13 @@ def render_summary(r: dict[str, Any]) -> str:
             f"{_p(truth['token_baseline']['tenant_error_max'])}"
         )
     for inj in r.get("injections", []):
-        lines.append(f"  injected {inj['kind']} {inj['value']} at step {inj['step']}")
+        armed = f" (armed from step {inj['armed_at']}: the first GO)" if inj.get("armed_at") else ""
+        lines.append(f"  injected {inj['kind']} {inj['value']} at step {inj['step']}{armed}")
+    for inj in r.get("injections_unfired", []):
+        lines.append(
+            f"  not injected: {inj['kind']} {inj['value']} (armed from step {inj['armed_at']}; "
+            "the gate never said GO from then on)"
+        )
     events = r.get("drift_events", [])
     lines.append(
         f"  drift events: {len(events)}"

@@ -102,6 +102,28 @@ def test_slowdown_is_detected_within_500_steps_and_gate_says_no_go(slowdown):
     assert _gate_exit(db) == 1
 
 
+def test_an_armed_slowdown_lands_on_a_go_gate_and_is_judged_from_there(tmp_path_factory):
+    """``--inject ...@go:STEP`` (held-out 32's protocol): the fault fires at the first GO from
+    STEP on, so the row is a test, and the matrix measures its delays from where it fired."""
+    from benchmarks.gate_matrix import Scenario, outcome, summarise
+    from shadowd.demo.summary import render_summary
+
+    inject = "step-slowdown:0.08@go:1200"
+    result, _ = _demo(tmp_path_factory, "armed", platform=H100, steps=2600, seed=4, injects=(inject,))
+    (fired,) = result["injections"]
+    assert fired["armed_at"] == 1200 and fired["step"] >= 1200 and not result["injections_unfired"]
+    before = [h for h in result["gate_history"] if h["step"] < fired["step"]]
+    assert before and before[-1]["verdict"] == "GO", result["gate_history"]
+    assert f"at step {fired['step']} (armed from step 1200" in render_summary(result)
+    s = Scenario(
+        "armed", "development", "fault", "8 %", H100, "llama-3.1-8b", 1, (), 2600, 4, injects=(inject,)
+    )
+    row = summarise(s, {**result, "wall_seconds": 0.0})
+    assert row["fault_at"] == fired["step"] and not row["fault_unfired"]
+    assert row["drift_delay_steps"] is not None and row["drift_delay_steps"] <= 500, row["drift_events"]
+    assert outcome({**row, "scenario": {**row["scenario"], "fault_step": 1200}}) == (True, "")
+
+
 def test_alarm_study_sees_the_slowdown_persist_after_its_alarm(slowdown):
     """benchmarks/alarm_study.py on a stored run: the first alarm after an 8 % slowdown is
     followed by a residual shift of about 8 %, which is what a real fault looks like there."""

@@ -75,3 +75,26 @@ def test_a_re_run_keeps_what_it_replaced_on_record_but_not_the_same_row_twice(tm
     assert kept[-1]["superseded_by"] == "a re-run of the same scenario"
     longer = {**row, "scenario": {**scenario, "steps": 9000}}
     assert "superseded_by" not in _superseded(out, [longer])[-1]
+
+
+def _armed_row(episodes: list[dict], fault_at: int | None, unfired: bool = False) -> dict:
+    row = _fault_row(episodes)
+    row["scenario"]["injects"] = ["step-slowdown:0.15@go:7000"]
+    return {**row, "fault_at": fault_at, "fault_unfired": unfired}
+
+
+def test_an_armed_fault_is_judged_from_where_it_fired():
+    """Held-out 32's faults fire at the first GO from step 7000 on: an INCONCLUSIVE spell that
+    spans 7000 but ended before the fault fired does not make the row 'not a test'."""
+    spell = {"verdict": "INCONCLUSIVE", "first_step": 6030, "last_step": 7638}
+    after = {"verdict": "NO_GO", "first_step": 8040, "last_step": 12001}
+    assert outcome(_armed_row([CALIBRATING, spell, after], fault_at=7839)) == (True, "")
+    # Judged from the scenario's 7000, the same row would not have been a test.
+    assert not outcome({**_armed_row([CALIBRATING, spell, after], 7839), "fault_at": 7000})[0]
+
+
+def test_an_armed_fault_that_never_fired_is_not_a_test():
+    met, why = outcome(_armed_row([CALIBRATING], fault_at=None, unfired=True))
+    assert not met and why == (
+        "not a test: the gate never said GO from step 7000 on (the armed fault never fired)"
+    )

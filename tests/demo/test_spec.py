@@ -43,3 +43,31 @@ def test_a_missing_trace_is_refused_before_an_engine_is_built(kw):
     with pytest.raises(FileNotFoundError, match="no such file"):
         DemoSpec.build(**kw)
     assert DemoSpec.build(tenants=("a=synthetic:chat:4", "b=azure-code"), steps=1000).tenants
+
+
+def test_an_armed_injection_parses_and_a_bad_one_is_refused():
+    """``@go:STEP`` arms a fault for the first GO from STEP on (held-out 32's protocol)."""
+    spec = DemoSpec.build(steps=12000, injects=("step-slowdown:0.08@go:7000", "slowdown:0.05@8000"))
+    armed, plain = spec.injects
+    assert (armed.step, armed.armed, plain.step, plain.armed) == (7000, True, 8000, False)
+    for bad in ("step-slowdown:0.08@go:", "step-slowdown:0.08@go7000", "step-slowdown:0.08@gone:7000"):
+        with pytest.raises(ValueError, match="@go:STEP"):
+            DemoSpec.build(steps=12000, injects=(bad,))
+    with pytest.raises(ValueError, match="outside the run"):
+        DemoSpec.build(steps=6000, injects=("step-slowdown:0.08@go:7000",))
+
+
+def test_an_armed_injection_waits_for_the_latest_verdict_to_be_go(tmp_path):
+    """``DemoRun._due``: due at its step only once the latest evaluation said GO; a plain one
+    at its step whatever the gate says."""
+    from shadowd.demo.scenario import DemoRun
+
+    spec = DemoSpec.build(steps=12000, injects=("step-slowdown:0.08@go:7000", "slowdown:0.05@7000"))
+    armed, plain = spec.injects
+    run = DemoRun(spec, tmp_path)
+    assert not run._due(armed, 6999) and not run._due(plain, 6999)
+    assert not run._due(armed, 7000) and run._due(plain, 7000)  # no verdict yet
+    run.decisions = [{"verdict": "GO"}, {"verdict": "INCONCLUSIVE"}]
+    assert not run._due(armed, 7400)
+    run.decisions.append({"verdict": "GO"})
+    assert run._due(armed, 7600)
