@@ -992,8 +992,41 @@ PROTOCOL = {
             "3302, 3303) declared with the set."
         ),
     },
+    "held_out_33": {
+        "platforms": ["H200 SXM tables (as in held-out 1-32: no other unseen tables exist)"],
+        "models": [
+            "qwen3-1.7b tp1 (after the public config of Qwen3 1.7B, added for this set as "
+            "benchmarks/models/qwen3-1.7b; never run before, by any set or study): 28 layers of "
+            "hidden 2,048, 16 query heads over 8 KV heads of 128 dimensions, an MLP of 6,144, a "
+            "151,936 vocabulary"
+        ],
+        "tenants": [
+            "the Azure 2023 conversation trace at 5 req/s as tenant a, arXiv-summarisation length "
+            "statistics at 1 req/s as tenant b, ShareGPT length statistics at 1.2 req/s as tenant "
+            "c; every source used before, this mix, model and these rates not; ShareGPT lengths "
+            "at 3 req/s as the new heavy tenant (Poisson arrivals: it stays busy)"
+        ],
+        "seeds": "3401-3413 (3411 and 3412 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r35 (a re-fit may leave unwatched a class too rare in its window "
+            "for the gate to require it) was committed and tried on held-out 31 and 32's short, "
+            "12,000- and 30,000-step rows (its finding came from 31 and 32's 30,000-step swings), "
+            "and before any run of this set. Faults armed as held-out 32's (`@go:7000`, 12,000 "
+            "steps scheduled as 6,000); H33-steady-12k (seed 3413) runs their timeline with "
+            "nothing injected. Rates sized from the sources' lengths only (mean prompts as stated "
+            "in earlier sets' notes: Azure conversation 1,150, arXiv 2,578, ShareGPT 2,427 "
+            "tokens): about 11k prompt tokens/s at the base rate, for a 1.7B model on one GPU "
+            "(held-out 31's 2B model on one ran about 12k); the newcomer about 7.3k more. One "
+            "800-step machinery check of the new config on the H100 tables (development "
+            "platform, seed 99) was run first; its verdict was not read. H33-ramp-30k and "
+            "H33-swing-30k (seeds 3402, 3403) and H33-swing-long (H33-swing-30k's seed and load, "
+            "800,000 steps: r35's false alarms per judged step on a swinging engine it was not "
+            "built on, as r35 installs re-fits r8 refused) declared with the set."
+        ),
+    },
 }
-DESIGN_REVISION = "r34"
+DESIGN_REVISION = "r35"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -1096,6 +1129,22 @@ DESIGN = [
     "on, so not held-out evidence): no drift event in 399,811 judged steps (r32: five), no page; "
     "it ended INCONCLUSIVE, its decode detectors too dull to raise a 5 % slowdown in time, and "
     "its re-fits refused as no keener.",
+    "Design r35 (built on held-out 31 and 32's 30,000-step swings under r34; in force from "
+    "held-out 33, declared after it): a re-fit may leave unwatched a class carrying less than "
+    "`cover_class_share` (a quarter) of its window's steps (`shadowd.daemon.refit.rare_classes`; "
+    "`CalibrationSettings.refit_unwatch_rare`); r8 still refuses a re-fit that would lose the "
+    "detectors of a class its window carries. A finding of held-out 31 and 32 under r34: "
+    "H31-swing-30k and H32-swing-30k ended INCONCLUSIVE because every re-fit asked for in the "
+    "light half of the swing was refused under r8 (mixed steps: 29, 76 and 16 held out, fewer "
+    "than the 150 its detectors need), keeping a model whose decode steps had left their "
+    "calibrated compositions, to the run's end. A class too rare to be required costs the gate "
+    "nothing unwatched; when the swing brings it back it is required, blind, and so a re-fit "
+    "trigger (`drift_blind`), and that re-fit's window holds it. On the same rows under r35 "
+    "(development evidence, rows marked r35): H32-swing-30k re-fitted at 23,718 and 28,341 and "
+    "ended GO; H31-swing-30k re-fitted at 26,733 and still ended INCONCLUSIVE (the run ended "
+    "before a further re-fit could be asked for); every other short, 12,000- and 30,000-step "
+    "row of both sets ended as under r34, with the same first GO and drift delays (set 31's one "
+    "step shorter: faults are now located at the step they fired, 7001).",
     "Design r33 (built on held-out 27, confirmed against on held-out 30, then withdrawn; its "
     "rows are marked r33; the code is r32's again, r33 behind `CalibrationSettings."
     "detrend_by_size`): each watched class's drift detectors judged a step's standardised residual "
@@ -1678,6 +1727,11 @@ HELD32_BASE = _h200(
     2,
     ("a=azure-conv:3", "b=lengths:sharegpt:1.5", "c=lengths:arxiv:0.6"),
 )
+HELD33_BASE = _h200(
+    "benchmarks/models/qwen3-1.7b",
+    1,
+    ("a=azure-conv:5", "b=lengths:arxiv:1", "c=lengths:sharegpt:1.2"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -1704,7 +1758,7 @@ FAULT_AT = {12000: 7000, 9000: 7000, 6000: 5000}  # engine step of the fault, by
 # faults mostly landed on a gate already INCONCLUSIVE, when traffic left the calibrated envelope
 # between steps 5600 and 7000, and so tested nothing; an armed fault lands on a gate vouching
 # for the engine, and 12,000 steps leave time after a late GO.
-ARMED_SETS = {"32": 12000}
+ARMED_SETS = {"32": 12000, "33": 12000}
 LONG_FAULT_SETS = {
     "5",
     "6",
@@ -1761,6 +1815,7 @@ HORIZON_SETS = {
     "30": 6000,
     "31": 6000,
     "32": 6000,
+    "33": 6000,
 }
 
 
@@ -1869,6 +1924,7 @@ def _scenarios() -> list[Scenario]:
         ("30", HELD30_BASE, 3100, "azure-conv:3"),
         ("31", HELD31_BASE, 3200, "azure-code:2"),
         ("32", HELD32_BASE, 3300, "lengths:arxiv:2"),
+        ("33", HELD33_BASE, 3400, "lengths:sharegpt:3"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -2033,6 +2089,8 @@ def _scenarios() -> list[Scenario]:
         ("H31-swing-30k", "held_out_31", HELD31_BASE, SWING_30K, 3203, "swing:0.3:3:150"),
         ("H32-ramp-30k", "held_out_32", HELD32_BASE, RAMP_30K, 3302, "ramp:0.3:3:300"),
         ("H32-swing-30k", "held_out_32", HELD32_BASE, SWING_30K, 3303, "swing:0.3:3:150"),
+        ("H33-ramp-30k", "held_out_33", HELD33_BASE, RAMP_30K, 3402, "ramp:0.3:3:300"),
+        ("H33-swing-30k", "held_out_33", HELD33_BASE, SWING_30K, 3403, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -2074,17 +2132,34 @@ def _scenarios() -> list[Scenario]:
             loads=("swing:0.3:3:150",),
         )
     )
-    # Declared with held-out 32: its fault runs' length and schedule with nothing injected, so the
-    # stretch an armed fault lands in is judged on a healthy engine too.
+    # Declared with held-out 32 and 33: their fault runs' length and schedule with nothing
+    # injected, so the stretch an armed fault lands in is judged on a healthy engine too.
+    for name, set_, base, seed in (
+        ("H32-steady-12k", "held_out_32", HELD32_BASE, 3313),
+        ("H33-steady-12k", "held_out_33", HELD33_BASE, 3413),
+    ):
+        out.append(
+            Scenario(
+                name,
+                set_,
+                "healthy",
+                "steady, 12,000 steps scheduled as 6,000: the fault runs' timeline, nothing injected",
+                **{**base, "steps": 12000},
+                seed=seed,
+                horizon=6000,
+            )
+        )
+    # Declared with held-out 33, after design r35 (re-fits installed that r8 refused before):
+    # r35's false alarms per judged step on a swinging engine it was not built on.
     out.append(
         Scenario(
-            "H32-steady-12k",
-            "held_out_32",
+            "H33-swing-long",
+            "held_out_33",
             "healthy",
-            "steady, 12,000 steps scheduled as 6,000: the fault runs' timeline, nothing injected",
-            **{**HELD32_BASE, "steps": 12000},
-            seed=3313,
-            horizon=6000,
+            "load swings, 800,000 steps: the false-alarm bound",
+            **{**HELD33_BASE, "steps": 800000},
+            seed=3403,
+            loads=("swing:0.3:3:150",),
         )
     )
     for tag, base, seed in (
@@ -2118,6 +2193,7 @@ def _scenarios() -> list[Scenario]:
         ("30", HELD30_BASE, 3110),
         ("31", HELD31_BASE, 3210),
         ("32", HELD32_BASE, 3310),
+        ("33", HELD33_BASE, 3410),
     ):
         out.append(
             Scenario(
@@ -2212,8 +2288,10 @@ def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
     before = [e for e in residual if fault is None or e["step_seq"] < fault]
     judged_steps = ((fault or r["steps"]) - judged_from) if judged_from is not None else 0
     after = [e["step_seq"] for e in residual if fault is not None and e["step_seq"] >= fault]
+    # An evaluation at the fault's own step comes after it (the demo injects, then evaluates): a
+    # platform swap is NO_GO there, the fault's doing, not a page on a healthy engine.
     not_go_after = next(
-        (h["step"] for h in hist if fault is not None and h["step"] > fault and h["verdict"] != "GO"), None
+        (h["step"] for h in hist if fault is not None and h["step"] >= fault and h["verdict"] != "GO"), None
     )
     pages_after_go = sum(
         1
@@ -2221,7 +2299,7 @@ def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
         if first_go is not None
         and h["step"] > first_go
         and h["verdict"] == "NO_GO"
-        and (fault is None or h["step"] <= fault)
+        and (fault is None or h["step"] < fault)
     )
     out.update(
         final=r["verdict"],
@@ -2590,7 +2668,10 @@ def markdown(res: dict[str, Any]) -> str:
         "Targets: a healthy scenario ends GO and raises no NO_GO (page) after its first GO; a fault",
         "scenario is a test only if the gate was GO when the fault began (since held-out 9: GO at the",
         "last evaluation before it, not only once), and then must end not GO; an 8 % whole-step",
-        "slowdown must also raise a residual drift event within 500 engine steps.",
+        "slowdown must also raise a residual drift event within 500 engine steps. From held-out 32",
+        "the faults are armed (`--inject ...@go:7000`): each fires at the first GO verdict from step",
+        "7000 on, so it lands on a gate vouching for the engine; the 'fault at' column gives the step",
+        "it fired at, and a row whose gate never said GO from 7000 on is not a test.",
         "",
         "## Per scenario",
         "",

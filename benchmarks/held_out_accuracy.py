@@ -79,6 +79,7 @@ SETS = {
     "held_out_30": ("HELD30_BASE", {"saturated": 3111, "light": 3112}, "held_out_30"),
     "held_out_31": ("HELD31_BASE", {"saturated": 3211, "light": 3212}, "held_out_31"),
     "held_out_32": ("HELD32_BASE", {"saturated": 3311, "light": 3312}, "held_out_32"),
+    "held_out_33": ("HELD33_BASE", {"saturated": 3411, "light": 3412}, "held_out_33"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)

@@ -175,7 +175,7 @@ class RegimeRefit:
         # (r15; a change inside the window dulls them too), then a re-fit asked for only to get
         # keener detectors that would not (r19).
         refusal = (
-            newly_unwatched(cal, new)
+            newly_unwatched(cal, new, rare_classes(new, settings))
             or (steady if not ok else "")
             or newly_dulled(cal, new)
             or still_dull(reasons, new)
@@ -221,11 +221,18 @@ def scored_by(con: duckdb.DuckDBPyConnection, batch: StepBatch, version: str) ->
     return np.asarray(batch.ts) >= np.datetime64(first, "us")
 
 
-def newly_unwatched(parent: Calibration, new: Calibration) -> str:
+def newly_unwatched(parent: Calibration, new: Calibration, rare: frozenset[str] = frozenset()) -> str:
     """Why the re-fit would leave a class without drift detectors that the model in force
     watches (empty: it would not).  Design r8: such a re-fit is refused.  The model in force
     still speaks for the traffic it was calibrated on, and a swing back there finds it watching;
     an installed blind re-fit would leave the class unwatched until an operator recalibrates.
+
+    Design r35: not for a class in ``rare`` (``rare_classes``: too few of the re-fit window's
+    steps for the gate to require it).  Since r3 a class the gate requires that has no
+    detectors is itself a re-fit trigger, so a swing back finds the class required, the gate
+    INCONCLUSIVE, and a re-fit on a window that holds the class; before r35 the refusal kept a
+    model whose other classes had left their calibrated compositions, and the gate
+    INCONCLUSIVE, to the run's end (why and on which runs: DESIGN in benchmarks/gate_matrix.py).
 
     >>> class C:  # only the two fields read here
     ...     def __init__(self, drift, unwatched): self.drift, self.unwatched = drift, unwatched
@@ -233,12 +240,33 @@ def newly_unwatched(parent: Calibration, new: Calibration) -> str:
     'the re-fit could not calibrate drift detectors for decode (no threshold reaches 1e-05), which the model in force watches (design r8)'
     >>> newly_unwatched(C({"decode": 1}, {}), C({"decode": 2}, {}))
     ''
+    >>> newly_unwatched(C({"decode": 1, "mixed": 1}, {}), C({"decode": 2}, {}), frozenset({"mixed"}))
+    ''
     """
-    lost = sorted(set(parent.drift) - set(new.drift))
+    lost = sorted(set(parent.drift) - set(new.drift) - rare)
     if not lost:
         return ""
     why = "; ".join(f"{c} ({new.unwatched.get(c, 'not calibrated')})" for c in lost)
     return f"the re-fit could not calibrate drift detectors for {why}, which the model in force watches (design r8)"
+
+
+def rare_classes(new: Calibration, settings: CalibrationSettings) -> frozenset[str]:
+    """Classes carrying less than ``cover_class_share`` of the re-fit window's steps (design
+    r35; none with ``settings.refit_unwatch_rare`` off): the share below which the warm-up
+    window does not widen for a class either, as the gate does not require it.
+
+    >>> from shadowd.daemon.calibrator import CalibrationSettings as S
+    >>> class C:
+    ...     class_steps, window_steps = {"decode": 900, "mixed": 90, "prefill": 10}, 1000
+    >>> sorted(rare_classes(C(), S()))
+    ['mixed', 'prefill']
+    >>> rare_classes(C(), S(refit_unwatch_rare=False))
+    frozenset()
+    """
+    if not settings.refit_unwatch_rare or not new.window_steps:
+        return frozenset()
+    share = settings.cover_class_share
+    return frozenset(c for c, n in new.class_steps.items() if n / new.window_steps < share)
 
 
 def newly_dulled(parent: Calibration, new: Calibration) -> str:

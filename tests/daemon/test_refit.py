@@ -194,6 +194,35 @@ def test_a_refit_that_would_leave_a_watched_class_blind_is_refused(ipc_endpoint,
         daemon.stop()
 
 
+def test_a_refit_may_leave_unwatched_a_class_too_rare_in_its_window_to_be_required():
+    """Design r35: H31/H32-swing-30k's re-fits in the light half of a swing were refused under
+    r8 (mixed steps too few in the window to calibrate its detectors), leaving a model whose
+    decode steps had left their compositions, and the gate INCONCLUSIVE, to the run's end.  A
+    class carrying under ``cover_class_share`` of the window is not one the gate requires, so
+    losing its detectors no longer refuses the re-fit; a class the window still carries does."""
+    from shadowd.daemon.refit import newly_unwatched, rare_classes
+    from shadowd.steps.batch import KIND_NAMES
+
+    key = PLATFORM.as_key()
+    parent = calibrate(synthetic_batch(steps=3000, seed=31), key)
+    window = synthetic_batch(steps=3000, seed=32)
+    mixed = window.kind == KIND_NAMES.index("mixed")
+    keep = ~mixed | (np.random.default_rng(0).random(window.num_steps) < 0.05)
+    new = calibrate(window.select_steps(keep), key)
+    assert "mixed" in parent.drift and "mixed" not in new.drift and "decode" in new.drift, new.unwatched
+    settings = CalibrationSettings()
+    assert "mixed" in rare_classes(new, settings) and "decode" not in rare_classes(new, settings)
+    assert newly_unwatched(parent, new, rare_classes(new, settings)) == ""
+    r8 = newly_unwatched(
+        parent, new, rare_classes(new, dataclasses.replace(settings, refit_unwatch_rare=False))
+    )
+    assert "could not calibrate drift detectors for mixed" in r8 and "design r8" in r8
+    # A class the window carries stays r8's: its lost detectors still refuse the re-fit.
+    assert "decode" in newly_unwatched(
+        parent, dataclasses.replace(new, drift={}), rare_classes(new, settings)
+    )
+
+
 def test_a_refit_whose_detectors_would_not_raise_a_slowdown_is_refused(ipc_endpoint, db_path, monkeypatch):
     """Design r15: the same healthy traffic, but the re-fit's window gives its Page-Hinkley
     thresholds ten times the size (as a window whose residual wanders does: held-out 14's

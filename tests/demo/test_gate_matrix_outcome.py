@@ -98,3 +98,20 @@ def test_an_armed_fault_that_never_fired_is_not_a_test():
     assert not met and why == (
         "not a test: the gate never said GO from step 7000 on (the armed fault never fired)"
     )
+
+
+def test_an_evaluation_at_the_fault_step_comes_after_the_fault():
+    """The demo injects, then evaluates: F32-platform's NO_GO at the step its armed swap fired is
+    the swap's doing (its not-GO delay), not a page on a healthy engine."""
+    from benchmarks.gate_matrix import Scenario, summarise
+
+    s = Scenario(
+        "F-platform", "held_out_32", "fault", "swap", "p", "m", 1, (), 12000, 1, ("platform:x@go:7000",)
+    )
+    hist = [
+        {"step": 6830, "verdict": "GO", "causes": {}},
+        {"step": 7001, "verdict": "NO_GO", "causes": {"platform": "fail"}},
+    ]
+    result = {"verdict": "NO_GO", "steps": 12001, "gate_history": hist, "injections": [{"step": 7001}]}
+    row = summarise(s, result)
+    assert row["fault_at"] == 7001 and row["pages_after_first_go"] == 0 and row["not_go_delay_steps"] == 0
