@@ -209,6 +209,9 @@ class CalibrationSettings:
     # Design r35: a re-fit may leave unwatched a class too rare in its window for the gate to
     # require it (shadowd.daemon.refit.rare_classes; why: DESIGN in benchmarks/gate_matrix.py).
     refit_unwatch_rare: bool = True
+    # Design r36: a re-fit is also considered while GO is held through an inconclusive round
+    # (shadowd.daemon.refit.vouching; why: DESIGN in benchmarks/gate_matrix.py).
+    refit_in_grace: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class

@@ -93,7 +93,7 @@ class RegimeRefit:
 
     def _consider(self, decision: dict[str, Any]) -> None:
         cal = self.current()
-        if not self.enabled or cal is None or decision.get("verdict") == "GO":
+        if not self.enabled or cal is None or vouching(decision, self.settings()):
             return
         reasons = triggers(decision.get("evidence") or {}, self.policy())
         if not reasons or not cal.window_steps:
@@ -296,6 +296,30 @@ def still_dull(reasons: tuple[str, ...], new: Calibration) -> str:
         return ""
     why = "; ".join(f"{k} ({v})" for k, v in sorted(dull.items()))
     return f"the re-fit's drift detectors would be too dull as well: {why} (design r19)"
+
+
+def vouching(decision: dict[str, Any], settings: CalibrationSettings) -> bool:
+    """Whether the gate's decision leaves the model alone: GO with every check passing.
+
+    Design r36: a GO held through an inconclusive round (``GatePolicy.inconclusive_grace``)
+    does not; the traffic that made a check inconclusive is looked at for a re-fit then, one
+    evaluation before the gate would leave GO for it.  Before r36 (``settings.refit_in_grace``
+    off) any GO left the model alone, so a re-fit could only start once the gate had gone
+    INCONCLUSIVE, and its consecutive passes had to be earned again (why and on which runs:
+    DESIGN in benchmarks/gate_matrix.py).
+
+    >>> from shadowd.daemon.calibrator import CalibrationSettings as S
+    >>> held = {"verdict": "GO", "checks": [{"status": "pass"}, {"status": "inconclusive"}]}
+    >>> vouching(held, S()), vouching(held, S(refit_in_grace=False))
+    (False, True)
+    >>> vouching({"verdict": "GO", "checks": [{"status": "pass"}]}, S())
+    True
+    """
+    if decision.get("verdict") != "GO":
+        return False
+    if not settings.refit_in_grace:
+        return True
+    return all(c.get("status") == "pass" for c in decision.get("checks", []))
 
 
 def triggers(evidence: dict[str, Any], policy: checks.GatePolicy) -> tuple[str, ...]:

@@ -223,6 +223,42 @@ def test_a_refit_may_leave_unwatched_a_class_too_rare_in_its_window_to_be_requir
     )
 
 
+def test_a_go_held_through_an_inconclusive_round_is_looked_at_for_a_refit():
+    """Design r36: the gate held GO through one inconclusive round (traffic beyond the envelope)
+    and a re-fit is started then, one evaluation before the gate would leave GO; a GO with
+    every check passing, or the setting off (r35), leaves the model alone."""
+    import duckdb
+
+    from shadowd.daemon.refit import RegimeRefit
+
+    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
+    con = duckdb.connect()
+    con.execute("CREATE TABLE steps (model_version VARCHAR, latency_ms DOUBLE)")
+    con.executemany("INSERT INTO steps VALUES (?, 1.0)", [[cal.model.version]] * cal.window_steps)
+
+    def started(settings: CalibrationSettings, decision: dict) -> int:
+        jobs: list = []
+        refit = RegimeRefit(
+            current=lambda: cal,
+            cursor=lambda: con,
+            install=lambda new: None,
+            policy=GatePolicy,
+            settings=lambda: settings,
+            platform_key=PLATFORM.as_key,
+            run_job=jobs.append,
+        )
+        refit.consider(decision)
+        return len(jobs)
+
+    beyond = {"extrapolated_fraction": 0.5}
+    held = {"verdict": "GO", "checks": [{"status": "pass"}, {"status": "inconclusive"}], "evidence": beyond}
+    clean = {"verdict": "GO", "checks": [{"status": "pass"}], "evidence": beyond}
+    assert started(CalibrationSettings(), held) == 1
+    assert started(CalibrationSettings(refit_in_grace=False), held) == 0
+    assert started(CalibrationSettings(), clean) == 0
+    assert started(CalibrationSettings(), {**held, "verdict": "INCONCLUSIVE"}) == 1
+
+
 def test_a_refit_whose_detectors_would_not_raise_a_slowdown_is_refused(ipc_endpoint, db_path, monkeypatch):
     """Design r15: the same healthy traffic, but the re-fit's window gives its Page-Hinkley
     thresholds ten times the size (as a window whose residual wanders does: held-out 14's
