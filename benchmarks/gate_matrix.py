@@ -1204,7 +1204,16 @@ DESIGN = [
     "drift delays moved by at most 12 steps (F33-step5: 284, r35 272), except F31-platform, "
     "whose re-fit at 6834, before the swap, was installed (under r35 refused), and whose new "
     "detectors raised no drift event after the swap: it was NO_GO from the swap's own "
-    "evaluation on, on the platform and decode accuracy checks, as under r35.",
+    "evaluation on, on the platform and decode accuracy checks, as under r35. On held-out 34 "
+    "(declared after r36; r35 run on the same rows for comparison, from a worktree with "
+    "`refit_in_grace` off): both ended every row alike. Seven of eight healthy runs reached GO "
+    "(the 30,000-step swing too; H34-swing ended INCONCLUSIVE, its decode detectors blind on "
+    "compositions seen too rarely) and none paged; four faults were tests that met their "
+    "targets (the 5 and 15 % slowdowns' drift events 214 and 213 steps after them, the platform "
+    "swap NO_GO at once, the new tenant INCONCLUSIVE); F34-step8 was not a test: its healthy "
+    "engine raised a decode Page-Hinkley drift event at step 5342, confirmed, and paged from "
+    "5427 on (34 NO_GO evaluations), so the armed slowdown never fired: the never-page target "
+    "missed on a healthy engine, under r35 and r36 alike.",
     "Design r33 (built on held-out 27, confirmed against on held-out 30, then withdrawn; its "
     "rows are marked r33; the code is r32's again, r33 behind `CalibrationSettings."
     "detrend_by_size`): each watched class's drift detectors judged a step's standardised residual "
@@ -2501,10 +2510,12 @@ def outcome(row: dict[str, Any]) -> tuple[bool, str]:
         if row["pages_after_first_go"]:
             return False, f"{row['pages_after_first_go']} NO_GO evaluations after the first GO"
         return True, ""
-    if row.get("fault_unfired"):
+    if row.get("fault_unfired"):  # the whole run was a healthy engine: a page there is the news
+        pages = row.get("pages_after_first_go") or 0
+        lead = f"{pages} NO_GO evaluations after the first GO on the healthy engine; " if pages else ""
         return (
             False,
-            f"not a test: the gate never said GO from step {s['fault_step']} on (the armed fault never fired)",
+            f"{lead}not a test: the gate never said GO from step {s['fault_step']} on (the armed fault never fired)",
         )
     at = fault_at(row)
     # A fault row that ends GO says so first, test or not: the gate vouched for a faulty engine.

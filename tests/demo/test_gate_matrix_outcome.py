@@ -98,6 +98,12 @@ def test_an_armed_fault_that_never_fired_is_not_a_test():
     assert not met and why == (
         "not a test: the gate never said GO from step 7000 on (the armed fault never fired)"
     )
+    # F34-step8: its healthy engine paged before the fault could fire; the row says so first.
+    paged = {**_armed_row([CALIBRATING], fault_at=None, unfired=True), "pages_after_first_go": 34}
+    met, why = outcome(paged)
+    assert not met and why.startswith(
+        "34 NO_GO evaluations after the first GO on the healthy engine; not a test"
+    )
 
 
 def test_an_evaluation_at_the_fault_step_comes_after_the_fault():
