@@ -2219,10 +2219,11 @@ def _scenarios() -> list[Scenario]:
     steady_12k = "steady, 12,000 steps scheduled as 6,000: the fault runs' timeline, nothing injected"
     swing_long = "load swings, 800,000 steps: the false-alarm bound"
     swing = {"steps": 800000, "loads": ("swing:0.3:3:150",)}
+    timeline = {"steps": 12000, "horizon": 6000}  # as ARMED_SETS' fault runs
     for name, set_, base, seed, what, kw in (
-        ("H32-steady-12k", "held_out_32", HELD32_BASE, 3313, steady_12k, {"steps": 12000, "horizon": 6000}),
-        ("H33-steady-12k", "held_out_33", HELD33_BASE, 3413, steady_12k, {"steps": 12000, "horizon": 6000}),
-        ("H34-steady-12k", "held_out_34", HELD34_BASE, 3513, steady_12k, {"steps": 12000, "horizon": 6000}),
+        ("H32-steady-12k", "held_out_32", HELD32_BASE, 3313, steady_12k, timeline),
+        ("H33-steady-12k", "held_out_33", HELD33_BASE, 3413, steady_12k, timeline),
+        ("H34-steady-12k", "held_out_34", HELD34_BASE, 3513, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
     ):
