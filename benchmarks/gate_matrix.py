@@ -1057,8 +1057,41 @@ PROTOCOL = {
             "earlier) declared with the set."
         ),
     },
+    "held_out_35": {
+        "platforms": ["H200 SXM tables (as in held-out 1-34: no other unseen tables exist)"],
+        "models": [
+            "qwen3-14b tp4 (after the public config of Qwen3 14B, added for this set as "
+            "benchmarks/models/qwen3-14b; never run before, by any set or study): 40 layers of "
+            "hidden 5,120, 40 query heads over 8 KV heads of 128 dimensions, an MLP of 17,408, a "
+            "151,936 vocabulary; the first set at tensor parallelism 4 since held-out 2"
+        ],
+        "tenants": [
+            "ShareGPT length statistics at 1.5 req/s as tenant a, the Azure 2023 code trace at "
+            "2 req/s as tenant b, the Mooncake conversation trace at 0.2 req/s as tenant c; every "
+            "source used before, this mix, model and these rates not; the Azure 2023 conversation "
+            "trace at 4 req/s as the new heavy tenant"
+        ],
+        "seeds": "3601-3613 (3611 and 3612 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r37 (confirmation strata cut at CUDA-graph edges and at quarter "
+            "octaves both; built on F34-step8, whose healthy engine paged under r34's graph "
+            "strata) was committed and tried on held-out 34's short, 12,000- and 30,000-step rows, "
+            "and before any run of this set. Faults armed as held-out 32-34's (`@go:7000`, "
+            "12,000 steps scheduled as 6,000); H35-steady-12k (seed 3613) runs their timeline with "
+            "nothing injected. Rates sized from the sources' lengths only (mean prompts as stated "
+            "in earlier sets' notes: ShareGPT 2,427, Mooncake conversation about 12k, Azure code "
+            "about 2k tokens): about 10k prompt tokens/s at the base rate, for a 14B model on four "
+            "GPUs; the newcomer about 4.6k more. One 800-step machinery check of the new config "
+            "on the H100 tables (development platform, seed 99) was run first; its verdict was "
+            "not read. H35-ramp-30k and H35-swing-30k (seeds 3602, 3603) and H35-swing-long "
+            "(H35-swing-30k's seed and load, 800,000 steps: r37's false alarms per judged step "
+            "on a swinging engine it was not built on, as r37's strata are finer) declared with "
+            "the set."
+        ),
+    },
 }
-DESIGN_REVISION = "r36"
+DESIGN_REVISION = "r37"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -1216,6 +1249,24 @@ DESIGN = [
     "missed on a healthy engine, under r35 and r36 alike. H34-swing-long (r36, declared with the "
     "set) met the false-alarm target: no drift event in 399,811 judged steps (95 % bound 7.5e-6 "
     "per step), GO from step 507,926 to its end without a page; no re-fit was asked for on it.",
+    "Design r37 (built on held-out 34's F34-step8 under r36; in force from held-out 35, declared "
+    "after it): r34's CUDA-graph confirmation strata are also cut where r31's quarter octaves "
+    "are (`checks.stratum(..., graph=True, octaves=True)`; `CalibrationSettings.octave_strata`, "
+    "`DriftCalibration.octave_strata`), so no stratum spans more than a quarter octave or "
+    "crosses a graph edge: the graph of 16 holds strata of 9-10, 11-12, 13-14 and 15-16. A "
+    "finding of held-out 34 under r36: F34-step8's engine, healthy until its armed fault, "
+    "raised a downward decode drift event at 5342 (detected at 5133) in a window of mean batch "
+    "12.5, confirmed at -3.38 % within r34's strata (cover 100 %) and at -0.27 % within r31's "
+    "(cover 37 %): inside the graph of 16 the model's noise-free error falls from -1.7 % at "
+    "batches of 9-10 to -7.6 % at 14, as the engine runs every batch's GEMMs at 16 while the "
+    "model's cost grows with the batch, and the window's mix had moved from the graph's small "
+    "batches to its large ones: docs/graph_strata.md (`.venv/bin/python -m "
+    "benchmarks.swing_drift_study --scenario F34-step8 ...`; the run under r37 beside it). r34 "
+    "was right that an edge must not lie inside a stratum, and wrong that the model's error is "
+    "constant inside a graph. On held-out 34's short, 12,000- and 30,000-step rows under r37 "
+    "(development evidence, rows marked r37): F34-step8's gate did not page before its fault, "
+    "the armed slowdown fired at 7001 and its drift event came 214 steps after; every other row "
+    "ended as under r36, with the same first GO and drift delays.",
     "Design r33 (built on held-out 27, confirmed against on held-out 30, then withdrawn; its "
     "rows are marked r33; the code is r32's again, r33 behind `CalibrationSettings."
     "detrend_by_size`): each watched class's drift detectors judged a step's standardised residual "
@@ -1808,6 +1859,11 @@ HELD34_BASE = _h200(
     2,
     ("a=lengths:arxiv:0.8", "b=azure-conv:2.5", "c=lengths:sharegpt:1.5"),
 )
+HELD35_BASE = _h200(
+    "benchmarks/models/qwen3-14b",
+    4,
+    ("a=lengths:sharegpt:1.5", "b=azure-code:2", "c=mooncake-conversation:0.2"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -1834,7 +1890,7 @@ FAULT_AT = {12000: 7000, 9000: 7000, 6000: 5000}  # engine step of the fault, by
 # faults mostly landed on a gate already INCONCLUSIVE, when traffic left the calibrated envelope
 # between steps 5600 and 7000, and so tested nothing; an armed fault lands on a gate vouching
 # for the engine, and 12,000 steps leave time after a late GO.
-ARMED_SETS = {"32": 12000, "33": 12000, "34": 12000}
+ARMED_SETS = {"32": 12000, "33": 12000, "34": 12000, "35": 12000}
 LONG_FAULT_SETS = {
     "5",
     "6",
@@ -1893,6 +1949,7 @@ HORIZON_SETS = {
     "32": 6000,
     "33": 6000,
     "34": 6000,
+    "35": 6000,
 }
 
 
@@ -2003,6 +2060,7 @@ def _scenarios() -> list[Scenario]:
         ("32", HELD32_BASE, 3300, "lengths:arxiv:2"),
         ("33", HELD33_BASE, 3400, "lengths:sharegpt:3"),
         ("34", HELD34_BASE, 3500, "lengths:arxiv:2.5"),
+        ("35", HELD35_BASE, 3600, "azure-conv:4"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -2171,6 +2229,8 @@ def _scenarios() -> list[Scenario]:
         ("H33-swing-30k", "held_out_33", HELD33_BASE, SWING_30K, 3403, "swing:0.3:3:150"),
         ("H34-ramp-30k", "held_out_34", HELD34_BASE, RAMP_30K, 3502, "ramp:0.3:3:300"),
         ("H34-swing-30k", "held_out_34", HELD34_BASE, SWING_30K, 3503, "swing:0.3:3:150"),
+        ("H35-ramp-30k", "held_out_35", HELD35_BASE, RAMP_30K, 3602, "ramp:0.3:3:300"),
+        ("H35-swing-30k", "held_out_35", HELD35_BASE, SWING_30K, 3603, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -2212,10 +2272,11 @@ def _scenarios() -> list[Scenario]:
             loads=("swing:0.3:3:150",),
         )
     )
-    # Declared with held-out 32-34: their fault runs' timeline with nothing injected (the stretch
+    # Declared with held-out 32-35: their fault runs' timeline with nothing injected (the stretch
     # an armed fault lands in, judged on a healthy engine too); and with 33 (after design r35:
-    # re-fits installed that r8 refused) and 34 (after r36: re-fits started earlier), the false
-    # alarms per judged step on a swinging engine the design was not built on.
+    # re-fits installed that r8 refused), 34 (after r36: re-fits started earlier) and 35 (after
+    # r37: finer strata), the false alarms per judged step on a swinging engine the design was
+    # not built on.
     steady_12k = "steady, 12,000 steps scheduled as 6,000: the fault runs' timeline, nothing injected"
     swing_long = "load swings, 800,000 steps: the false-alarm bound"
     swing = {"steps": 800000, "loads": ("swing:0.3:3:150",)}
@@ -2224,8 +2285,10 @@ def _scenarios() -> list[Scenario]:
         ("H32-steady-12k", "held_out_32", HELD32_BASE, 3313, steady_12k, timeline),
         ("H33-steady-12k", "held_out_33", HELD33_BASE, 3413, steady_12k, timeline),
         ("H34-steady-12k", "held_out_34", HELD34_BASE, 3513, steady_12k, timeline),
+        ("H35-steady-12k", "held_out_35", HELD35_BASE, 3613, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
+        ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -2261,6 +2324,7 @@ def _scenarios() -> list[Scenario]:
         ("32", HELD32_BASE, 3310),
         ("33", HELD33_BASE, 3410),
         ("34", HELD34_BASE, 3510),
+        ("35", HELD35_BASE, 3610),
     ):
         out.append(
             Scenario(

@@ -81,6 +81,7 @@ SETS = {
     "held_out_32": ("HELD32_BASE", {"saturated": 3311, "light": 3312}, "held_out_32"),
     "held_out_33": ("HELD33_BASE", {"saturated": 3411, "light": 3412}, "held_out_33"),
     "held_out_34": ("HELD34_BASE", {"saturated": 3511, "light": 3512}, "held_out_34"),
+    "held_out_35": ("HELD35_BASE", {"saturated": 3611, "light": 3612}, "held_out_35"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)

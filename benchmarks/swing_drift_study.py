@@ -20,6 +20,12 @@ held-out 30's, so the design it suggested (r34) was confirmed on a set declared 
 ``docs/swing_drift.md`` was made from the row's run under r32 (``--db``); without ``--db`` the
 row runs here under the design in force, whose events may differ.
 
+Design r37 came from the same question asked of another row: F34-step8's healthy engine, under
+r34, confirmed a decode drift event before its armed fault.  ``--scenario`` and ``--contrast``
+name any two rows; the study then also gives the shift within r37's strata (r34's, cut at r31's
+quarter octaves too) and the model's noise-free error per batch size inside the CUDA graphs
+above 8 (``docs/graph_strata.md``).
+
     .venv/bin/python -m benchmarks.swing_drift_study --db RUN.duckdb  # reads that row's --db run
     .venv/bin/python -m benchmarks.swing_drift_study                  # runs the row first (long)
 """
@@ -37,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.size_strata_study import REPO, _run, write
+from checks import size_stratum, stratum
 
 COMMAND = ".venv/bin/python -m benchmarks.swing_drift_study"
 SCENARIO = "H30-swing-long"
@@ -143,11 +150,12 @@ def _event_shifts(
     keys: np.ndarray,
     finer: np.ndarray,
     noise_free: np.ndarray,
+    cut: np.ndarray | None = None,
 ) -> list[dict[str, Any]]:
     """Per decode event: the shift of its confirmation window within strata, measured and
     noise-free, against the same strata's last steps before it (as many as the confirmation
     window's) under the same model version; and, measured, within design r34's strata
-    (``finer``: batch sizes by the CUDA graph they run at)."""
+    (``finer``: batch sizes by the CUDA graph they run at) and r37's (``cut``)."""
     step = d["step"]
     out = []
     for e in events:
@@ -161,6 +169,9 @@ def _event_shifts(
         m, cover = _shift_within_strata(keys, d["measured"], before, after, memory)
         n, _ = _shift_within_strata(keys, noise_free, before, after, memory)
         m2, cover2 = _shift_within_strata(finer, d["measured"], before, after, memory)
+        m3, cover3 = _shift_within_strata(
+            cut if cut is not None else finer, d["measured"], before, after, memory
+        )
         out.append(
             {
                 **{k: e[k] for k in ("step", "detector", "direction")},
@@ -174,6 +185,8 @@ def _event_shifts(
                 "strata_cover": cover,
                 "finer_measured_shift": m2,
                 "finer_cover": cover2,
+                "cut_measured_shift": m3,
+                "cut_cover": cover3,
             }
         )
     return out
@@ -221,6 +234,41 @@ def _phases(d: dict[str, Any], noise_free: np.ndarray, keys: np.ndarray, block: 
     return out
 
 
+def _inside_graphs(d: dict[str, Any], noise_free: np.ndarray) -> list[dict[str, Any]]:
+    """Per batch size from 9 to 32 (the CUDA graphs of 16, 24 and 32): decode steps scored and
+    the model's mean noise-free error, where the model's cost grows with the batch and the
+    engine's is flat up to the graph's edge (design r37)."""
+    from shadowd.twin.cuda_graphs import padding_table
+
+    graph = padding_table(32)
+    out = []
+    for b in range(9, 33):
+        m = d["size"] == b
+        if m.any():
+            out.append(
+                {
+                    "batch": b,
+                    "graph": int(graph[b]),
+                    "steps": int(m.sum()),
+                    "noise_free": float(noise_free[m].mean()),
+                }
+            )
+    return out
+
+
+def _cell(batch: int, octaves: bool) -> str:
+    """The batch sizes that share ``batch``'s r34 (or, with ``octaves``, r37) size stratum."""
+    key = size_stratum(stratum(batch, 1.0, True, octaves))
+    same = [b for b in range(1, 513) if size_stratum(stratum(b, 1.0, True, octaves)) == key]
+    return f"{same[0]}-{same[-1]}" if len(same) > 1 else str(same[0])
+
+
+def _scheme(decode: dict[str, Any]) -> str:
+    if decode.get("octave_strata"):
+        return "r37 (CUDA graphs cut at quarter octaves)"
+    return "r34 (CUDA graphs)" if decode.get("graph_strata") else "r31 (quarter octaves)"
+
+
 def study(name: str, db: str) -> dict[str, Any]:
     """The figures of row ``name`` from its run in ``db`` (run here first if the file is absent)."""
     import duckdb
@@ -236,17 +284,19 @@ def study(name: str, db: str) -> dict[str, Any]:
     kv_tokens = feats.pop("kv")
     keys = np.array([checks.stratum(b, kv) for b, kv in zip(d["size"], kv_tokens)])
     finer = np.array([checks.stratum(b, kv, graph=True) for b, kv in zip(d["size"], kv_tokens)])
+    cut = np.array([checks.stratum(b, kv, True, True) for b, kv in zip(d["size"], kv_tokens)])
     noise_free = _noise_free(name, d)
     events = _events(con)
     body = json.loads(con.execute("SELECT body FROM model_versions ORDER BY created_at").fetchone()[0])
     decode = body.get("drift", {}).get("decode", {})
     return {
-        "strata": "r34 (CUDA graphs)" if decode.get("graph_strata") else "r31 (quarter octaves)",
+        "strata": _scheme(decode),
         "scenario": name,
         "scenario_command": scenario(name).command("RUN.duckdb"),
         "decode_steps_scored": len(d["step"]),
         "model_versions": len(d["versions"]),
-        "events": _event_shifts(events, d, keys, finer, noise_free),
+        "events": _event_shifts(events, d, keys, finer, noise_free, cut),
+        "inside_graphs": _inside_graphs(d, noise_free),
         "other_events": [e for e in events if e["class"] != "decode"],
         "error_std": {
             "measured": float(d["measured"].std()),
@@ -270,20 +320,26 @@ def _events_table(doc: dict[str, Any], label: str) -> list[str]:
             f"{_pct(e['lasting_shift'])} | {_pct(e['measured_shift_within_strata'])} | "
             f"{_pct(e['noise_free_shift_within_strata'])} | {100 * e['strata_cover']:.0f} % | "
             f"{e['window_mean_batch']:.1f} | {_pct(e['finer_measured_shift'])} | "
-            f"{100 * e['finer_cover']:.0f} % |"
+            f"{100 * e['finer_cover']:.0f} % | {_pct(e['cut_measured_shift'])} | {100 * e['cut_cover']:.0f} % |"
         )
-    return rows or [f"| {label} | no decode drift event | | | | | | | | | |"]
+    return rows or [f"| {label} | no decode drift event | | | | | | | | | | | |"]
 
 
 def render(doc: dict[str, Any]) -> str:
     run, fault = doc["run"], doc["contrast"]
+    a_label, b_label = run["scenario"], fault["scenario"]
+    if a_label == b_label:  # one row run under two designs
+        a_label, b_label = (
+            f"{x['scenario']} (run with {x['strata'].split()[0]} strata)" for x in (run, fault)
+        )
     lines = [
-        "# A healthy engine whose load swings: what its drift events are (held-out 30)",
+        f"# A healthy engine's drift events: what they are ({run['scenario']})",
         "",
         "Generated by `" + doc["command"] + "` (" + doc["finished_at"] + "); do not edit by hand.",
         "",
         f"Row `{run['scenario']}` of `benchmarks/gate_matrix.py`, run as `{run['scenario_command']}`: "
-        "a stationary reference engine, nothing injected, whose verdicts are in `docs/validation.md`.  "
+        "a stationary reference engine (a fault row's up to its fault), whose verdicts are in "
+        "`docs/validation.md`.  "
         f"Beside it, row `{fault['scenario']}` (`{fault['scenario_command']}`), whose engine does slow down.  "
         "*Noise-free*: each decode step's latency recomputed by the reference engine without jitter, "
         "from the requests it carried, so its error is the model's own; a slower engine moves the "
@@ -294,7 +350,9 @@ def render(doc: dict[str, Any]) -> str:
         f"confirmation keeps them), step-weighted over strata with {MIN_STRATUM} steps on both "
         "sides (*cover*: the window's share in those strata).  *r34 strata*: the same with batch "
         "sizes above 8 taken by the CUDA graph vLLM runs them at (`checks.stratum(..., graph=True)`): "
-        "design r34, built on this run, so confirmed only on a set declared after it.",
+        "design r34, built on H30-swing-long, so confirmed only on a set declared after it.  "
+        "*r37 strata*: r34's cut at r31's quarter octaves too (`checks.stratum(..., True, True)`): "
+        "design r37, built on F34-step8's healthy engine.",
         "",
         f"Confirmation strata in force: {run['scenario']}, design {run['strata']}; "
         f"{fault['scenario']}, design {fault['strata']}.  "
@@ -305,10 +363,10 @@ def render(doc: dict[str, Any]) -> str:
         "",
         "| run | event at step | detected at | detector | lasting shift (confirmation) | "
         "within strata, measured | within strata, noise-free | cover | mean batch in window | "
-        "r34 strata, measured | r34 cover |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-        *_events_table(run, run["scenario"]),
-        *_events_table(fault, fault["scenario"]),
+        "r34 strata, measured | r34 cover | r37 strata, measured | r37 cover |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *_events_table(run, a_label),
+        *_events_table(fault, b_label),
         "",
         "## What the model's error follows inside a stratum",
         "",
@@ -316,7 +374,7 @@ def render(doc: dict[str, Any]) -> str:
         f"{FEATURE_MIN_STRATUM} steps or more) on one more feature of the step's composition at a "
         "time: the share of that within-stratum variance the feature explains.",
         "",
-        f"| feature | {run['scenario']} | {fault['scenario']} |",
+        f"| feature | {a_label} | {b_label} |",
         "|---|---:|---:|",
     ]
     a, b = run["within_stratum"], fault["within_stratum"]
@@ -339,13 +397,32 @@ def render(doc: dict[str, Any]) -> str:
     ]
     for p in run["phases"]:
         lines.append(f"| {p['first_step']} | {p['mean_batch']:.1f} | {_pct(p['noise_free_within_strata'])} |")
+    lines += [
+        "",
+        f"## {run['scenario']}: the model's error inside the CUDA graphs of 16, 24 and 32",
+        "",
+        "Per batch size: the decode steps scored and the model's mean noise-free error.  The "
+        "engine runs every batch's GEMMs at the graph's size, so their cost is flat up to the edge; "
+        "the model's grows with the batch.  One r34 stratum holds a whole graph; r37 cuts it at "
+        "r31's quarter octaves.",
+        "",
+        "| batch size | CUDA graph | decode steps | noise-free error | r34 stratum | r37 stratum |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for g in run["inside_graphs"]:
+        lines.append(
+            f"| {g['batch']} | {g['graph']} | {g['steps']} | {_pct(g['noise_free'])} | "
+            f"{_cell(g['batch'], False)} | {_cell(g['batch'], True)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--db", help=f"the {SCENARIO} row's run with --db (made here if absent)")
-    ap.add_argument("--contrast-db", help=f"the {CONTRAST} row's run with --db (made here if absent)")
+    ap.add_argument("--scenario", default=SCENARIO, help="the healthy row whose drift events are studied")
+    ap.add_argument("--contrast", default=CONTRAST, help="a row whose engine does slow down")
+    ap.add_argument("--db", help="the --scenario row's run with --db (made here if absent)")
+    ap.add_argument("--contrast-db", help="the --contrast row's run with --db (made here if absent)")
     ap.add_argument("--out", default=str(REPO / "docs" / "swing_drift"))
     args = ap.parse_args(argv)
     import tempfile
@@ -356,8 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="swing-drift-") as tmp:
         doc = {
             "command": " ".join([COMMAND, *(argv if argv is not None else sys.argv[1:])]),
-            "run": study(SCENARIO, args.db or f"{tmp}/run.duckdb"),
-            "contrast": study(CONTRAST, args.contrast_db or f"{tmp}/contrast.duckdb"),
+            "run": study(args.scenario, args.db or f"{tmp}/run.duckdb"),
+            "contrast": study(args.contrast, args.contrast_db or f"{tmp}/contrast.duckdb"),
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
             "wall_seconds": time.perf_counter() - t0,
             "machine": machine(),

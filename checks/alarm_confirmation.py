@@ -95,7 +95,7 @@ GRAPH_MAX = 512  # vLLM's largest captured CUDA graph by default: larger steps r
 GRAPH_SIZES = 56  # size strata 1-8 and the 47 graphs above 8 up to GRAPH_MAX (r34)
 
 
-def stratum(batch_size: float, kv_tokens: float = 0.0, graph: bool = False) -> int:
+def stratum(batch_size: float, kv_tokens: float = 0.0, graph: bool = False, octaves: bool = False) -> int:
     """A step's composition stratum (design r31): its batch size (itself up to 8, then quarter
     octaves) and its KV tokens (half octaves), as one key.
 
@@ -112,18 +112,46 @@ def stratum(batch_size: float, kv_tokens: float = 0.0, graph: bool = False) -> i
 
     >>> [stratum(b, graph=True) // 100 for b in (8, 9, 16, 17, 24, 256, 257, 512, 1024)]
     [8, 9, 9, 10, 10, 39, 40, 55, 60]
+
+    With ``octaves`` too (design r37) a graph's sizes are also cut where r31's quarter octaves
+    are, so no stratum spans more than a quarter octave or crosses a graph edge.  Inside one
+    graph the engine's cost is flat while the model's grows with the batch: the model's error
+    there follows the ratio of graph size to batch size, as across an edge it jumps with it
+    (``docs/validation.md``, design r37).
+
+    >>> [stratum(b, graph=True, octaves=True) // 100 for b in (8, 9, 10, 11, 14, 15, 16, 17)]
+    [8, 36, 36, 37, 38, 39, 39, 40]
     """
     b = max(1.0, float(batch_size))
     if b <= 8:
         size = int(b)
     elif graph and b <= GRAPH_MAX:
-        n = math.ceil(b)
-        size = 7 + math.ceil(min(n, 256) / 8) + (math.ceil((n - 256) / 16) if n > 256 else 0)
+        size = _graph_index(math.ceil(b))
+        if octaves:  # r37: 4 slots per graph; a graph of up to 8 sizes spans at most 4 octants
+            size = 4 * size + _quarter_octave(b) - _quarter_octave(_graph_first(math.ceil(b)))
     elif graph:
-        size = GRAPH_SIZES + int(round(4 * math.log2(b / GRAPH_MAX)))
+        size = GRAPH_SIZES + _quarter_octave(b / GRAPH_MAX * 8) - 8
+        size = 4 * size if octaves else size
     else:
-        size = 8 + int(round(4 * math.log2(b / 8)))
+        size = _quarter_octave(b)
     return 100 * size + int(round(2 * math.log2(max(1.0, float(kv_tokens)))))
+
+
+def _quarter_octave(b: float) -> int:
+    """r31's size stratum of a batch above 8: 8 plus its quarter octaves above 8."""
+    return 8 + int(round(4 * math.log2(b / 8)))
+
+
+def _graph_index(n: int) -> int:
+    """r34's size stratum of a batch of ``n`` (9 to ``GRAPH_MAX``): its CUDA graph's index."""
+    return 7 + math.ceil(min(n, 256) / 8) + (math.ceil((n - 256) / 16) if n > 256 else 0)
+
+
+def _graph_first(n: int) -> int:
+    """The smallest batch that runs at the same CUDA graph as a batch of ``n`` (9 to ``GRAPH_MAX``)."""
+    step = 8 if n <= 256 else 16
+    base = 0 if n <= 256 else 256
+    return max(9, base + step * (math.ceil((n - base) / step) - 1) + 1)
 
 
 def size_stratum(key: int) -> int:
@@ -135,13 +163,15 @@ def size_stratum(key: int) -> int:
     return int(key) // 100
 
 
-def strata(features: Mapping[str, Any] | None, graph: bool = False) -> list[int] | None:
+def strata(
+    features: Mapping[str, Any] | None, graph: bool = False, octaves: bool = False
+) -> list[int] | None:
     """Each step's ``stratum`` from its composition features (``batch_size``, ``kv_tokens``,
     arrays of equal length); ``None`` where either is missing."""
     if not features or "batch_size" not in features or "kv_tokens" not in features:
         return None
     sizes, kv = (np.asarray(features[k], dtype=float).tolist() for k in ("batch_size", "kv_tokens"))
-    return [stratum(b, t, graph) for b, t in zip(sizes, kv)]
+    return [stratum(b, t, graph, octaves) for b, t in zip(sizes, kv)]
 
 
 @dataclass

@@ -99,6 +99,9 @@ class DriftCalibration:
     # Design r34: those strata take the batch size by the CUDA graph it runs at above 8
     # (``checks.alarm_confirmation.stratum``, ``graph``).  False: r31's quarter octaves.
     graph_strata: bool = False
+    # Design r37: graph strata also cut at r31's quarter octaves (``stratum``, ``octaves``).
+    # False: r34's graph strata.
+    octave_strata: bool = False
     # Design r33: the detectors judge each step against its batch-size stratum's own detrend
     # baseline (``checks.stratified_detrend``; groups: ``checks.alarm_confirmation.size_stratum``).
     # ``fault_groups``: the held-out steps' strata in order, the last ``FAULT_GROUPS_KEPT``

@@ -251,7 +251,9 @@ class DriftMonitor:
             # Design r24: the detectors watch the residual less its calibrated composition bias.
             z = cal.standardise(cal.unbiased(r[idx], _at(features, idx) if cal.bias else None))
             keyed = cal.stratify or cal.detrend_by_size  # design r31, r33
-            keys = _strata_at(features, idx, cal.graph_strata) if keyed else [None] * len(idx)
+            keys = (
+                _strata_at(features, idx, cal.graph_strata, cal.octave_strata) if keyed else [None] * len(idx)
+            )
             y, base = self._detrend(name, z, keys)
             zr, yr = self._raw_stream(name, r[idx], len(idx))  # design r26
             for i, zi, yi, bi, zri, yri, k in zip(
@@ -307,11 +309,11 @@ class DriftMonitor:
 
 
 def _strata_at(
-    features: Mapping[str, np.ndarray] | None, idx: np.ndarray, graph: bool = False
+    features: Mapping[str, np.ndarray] | None, idx: np.ndarray, graph: bool = False, octaves: bool = False
 ) -> list[int | None]:
     """The composition stratum of each step ``idx`` (``None`` for all without its features;
-    ``graph``: design r34's batch sizes)."""
-    keys = strata(_at(features, idx), graph)
+    ``graph``: design r34's batch sizes; ``octaves``: r37's cuts within them)."""
+    keys = strata(_at(features, idx), graph, octaves)
     return [None] * len(idx) if keys is None else list(keys)
 
 

@@ -206,6 +206,9 @@ class CalibrationSettings:
     # Design r34: those strata take batch sizes above 8 by the CUDA graph they run at
     # (checks.alarm_confirmation.stratum; why: DESIGN in benchmarks/gate_matrix.py).
     graph_strata: bool = True
+    # Design r37: and within a graph also at r31's quarter octaves (checks.alarm_confirmation
+    # .stratum; why: DESIGN in benchmarks/gate_matrix.py).
+    octave_strata: bool = True
     # Design r35: a re-fit may leave unwatched a class too rare in its window for the gate to
     # require it (shadowd.daemon.refit.rare_classes; why: DESIGN in benchmarks/gate_matrix.py).
     refit_unwatch_rare: bool = True
@@ -266,8 +269,9 @@ def calibrate(
     hold_features = hold.composition()
     # Design r33: each step's batch-size stratum, where the detectors detrend by it.
     sizes_by = settings.detrend_by_size and settings.detrend_steps > 0
-    win_groups = _size_strata(features, settings.graph_strata) if sizes_by else None
-    hold_groups = _size_strata(hold_features, settings.graph_strata) if sizes_by else None
+    scheme = (settings.graph_strata, settings.octave_strata)
+    win_groups = _size_strata(features, scheme) if sizes_by else None
+    hold_groups = _size_strata(hold_features, scheme) if sizes_by else None
     drift, unwatched, raw_holdout = {}, {}, {}
     for i, cls in enumerate(sorted(usable)):
         mine = batch.kind == KIND_NAMES.index(cls)
@@ -310,7 +314,10 @@ def calibrate(
                 )
             if settings.stratify_confirmation:
                 drift[cls] = dataclasses.replace(
-                    drift[cls], stratify=True, graph_strata=settings.graph_strata
+                    drift[cls],
+                    stratify=True,
+                    graph_strata=settings.graph_strata,
+                    octave_strata=settings.octave_strata,
                 )
         except ValueError as exc:  # e.g. residuals too non-stationary for the target rate
             unwatched[cls] = str(exc)
@@ -352,9 +359,10 @@ def calibrate(
     )
 
 
-def _size_strata(features: dict[str, np.ndarray], graph: bool) -> np.ndarray:
-    """Each step's batch-size stratum (design r33's detrend groups; ``graph``: r34's sizes)."""
-    keys = checks.strata(features, graph)
+def _size_strata(features: dict[str, np.ndarray], scheme: tuple[bool, bool]) -> np.ndarray:
+    """Each step's batch-size stratum (design r33's detrend groups; ``scheme``: r34's graph sizes
+    and r37's octave cuts, each on or off)."""
+    keys = checks.strata(features, *scheme)
     if keys is None:
         raise ValueError("design r33 needs each step's batch size and KV tokens (its composition)")
     return np.array([checks.size_stratum(k) for k in keys], dtype=np.int64)
@@ -362,12 +370,12 @@ def _size_strata(features: dict[str, np.ndarray], graph: bool) -> np.ndarray:
 
 def _strata(hold: StepBatch, resid: np.ndarray, drift: dict[str, Any]) -> dict[str, np.ndarray]:
     """Per watched class, the composition stratum of each held-out step with a residual (r31),
-    as that class's calibration keys them (r34: ``graph_strata``)."""
+    as that class's calibration keys them (r34: ``graph_strata``; r37: ``octave_strata``)."""
     comp = hold.composition()
-    schemes = {cal.graph_strata for cal in drift.values()}
-    keys = {g: np.array(checks.strata(comp, g), dtype=np.int64) for g in schemes}
+    scheme = {name: (cal.graph_strata, cal.octave_strata) for name, cal in drift.items()}
+    keys = {g: np.array(checks.strata(comp, *g), dtype=np.int64) for g in set(scheme.values())}
     return {
-        name: keys[drift[name].graph_strata][(hold.kind == code) & np.isfinite(resid)]
+        name: keys[scheme[name]][(hold.kind == code) & np.isfinite(resid)]
         for code, name in enumerate(KIND_NAMES)
         if name in drift
     }

@@ -53,12 +53,16 @@ def _monitor(
     *,
     window: tuple | None = None,
     graph: bool = False,
+    octaves: bool = False,
 ) -> tuple:
     """A monitor primed as a calibration window holding both compositions primes it (``window``:
-    batch sizes, KV tokens and residuals; ``graph``: design r34's strata), then fed."""
-    mon = checks.DriftMonitor({"decode": dataclasses.replace(_calibration(stratify), graph_strata=graph)})
+    batch sizes, KV tokens and residuals; ``graph``: design r34's strata; ``octaves``: r37's),
+    then fed."""
+    cal = dataclasses.replace(_calibration(stratify), graph_strata=graph, octave_strata=octaves)
+    mon = checks.DriftMonitor({"decode": cal})
     cs, ck, cr = window or _traffic([(SHORT, 200, 0.0), (LONG, 200, 0.0)], seed=9)
-    mon.prime({"decode": cr}, keys={"decode": np.array([stratum(b, k, graph) for b, k in zip(cs, ck)])})
+    keys = np.array([stratum(b, k, graph, octaves) for b, k in zip(cs, ck)])
+    mon.prime({"decode": cr}, keys={"decode": keys})
     n = len(resid)
     events = mon.update_many(
         np.arange(n),
@@ -192,14 +196,14 @@ def test_strata_seen_only_thinly_are_no_reason_to_hold_a_shift_back():
 AT_16, AT_17 = (16.0, 40000.0), (17.0, 40000.0)
 
 
-def _graph_monitor(graph: bool, phases: list) -> tuple:
-    OFFSET.update({AT_16: 0.0, AT_17: -0.04})
+def _graph_monitor(graph: bool, phases: list, pair: tuple = (AT_16, AT_17), octaves: bool = False) -> tuple:
+    OFFSET.update({pair[0]: 0.0, pair[1]: -0.04})
     try:
         size, kv, resid = _traffic(phases)
-        cs, ck, cr = _traffic([(AT_16, 200, 0.0), (AT_17, 200, 0.0)], seed=9)
+        cs, ck, cr = _traffic([(pair[0], 200, 0.0), (pair[1], 200, 0.0)], seed=9)
     finally:
-        del OFFSET[AT_16], OFFSET[AT_17]
-    return _monitor(True, size, kv, resid, window=(cs, ck, cr), graph=graph)
+        del OFFSET[pair[0]], OFFSET[pair[1]]
+    return _monitor(True, size, kv, resid, window=(cs, ck, cr), graph=graph, octaves=octaves)
 
 
 def test_a_mix_moving_across_a_cuda_graph_edge_is_dismissed_with_graph_strata():
@@ -220,3 +224,33 @@ def test_a_slower_engine_is_still_confirmed_with_graph_strata():
     assert abs(first.details["strata_lasting_shift"] - 0.05) < 0.015, first.details
     cal = dataclasses.replace(_calibration(True), graph_strata=True)
     assert checks.DriftCalibration.from_dict(cal.to_dict()).graph_strata is True
+
+
+# Design r37: batches of 10 and 14 both run at the CUDA graph of 16, so the engine's cost is
+# flat between them while the model's grows with the batch: the model is 4 % off between them
+# (F34-step8's healthy engine paged on such a move under r34).
+AT_10, AT_14 = (10.0, 30000.0), (14.0, 30000.0)
+
+
+def test_a_mix_moving_inside_one_cuda_graph_is_dismissed_with_octave_strata():
+    assert stratum(*AT_10, True) == stratum(*AT_14, True)
+    assert stratum(*AT_10, True, True) != stratum(*AT_14, True, True)
+    mix = [(AT_10, 400, 0.0), (AT_14, 400, 0.0)] * 4
+    pair = (AT_10, AT_14)
+    assert _graph_monitor(True, mix, pair)[1], "in one r34 stratum the move is an alarm (F34-step8)"
+    mon, events = _graph_monitor(True, mix, pair, octaves=True)
+    conf = mon.state()["classes"]["decode"]["confirmation"]
+    assert events == [] and conf["dismissed_strata"] >= 1 and conf["unsupported"] == 0, str(conf)
+
+
+def test_octave_strata_still_keep_a_cuda_graph_edge_apart_and_confirm_a_slower_engine():
+    mix = [(AT_16, 400, 0.0), (AT_17, 400, 0.0)] * 4
+    assert _graph_monitor(True, mix, octaves=True)[1] == [], "r34's edge stays cut under r37"
+    phases = [(AT_10, 400, 0.0), (AT_14, 400, 0.0)] * 3 + [(AT_10, 400, 0.05), (AT_14, 400, 0.05)] * 2
+    mon, events = _graph_monitor(True, phases, (AT_10, AT_14), octaves=True)
+    assert events, mon.state()["classes"]["decode"]["confirmation"]
+    first = min(events, key=lambda e: e.step_seq)
+    assert 2400 <= first.details["detected_step_seq"] and first.step_seq < 2400 + 800, first
+    assert abs(first.details["strata_lasting_shift"] - 0.05) < 0.015, first.details
+    cal = dataclasses.replace(_calibration(True), graph_strata=True, octave_strata=True)
+    assert checks.DriftCalibration.from_dict(cal.to_dict()).octave_strata is True

@@ -41,3 +41,17 @@ def test_within_stratum_variance_is_explained_by_the_feature_it_follows():
     r = _within_stratum_r2(keys, y, {"follows": follows, "other": other})
     assert r["explained_share"]["follows"] > 0.99 and r["explained_share"]["other"] < 0.02
     assert abs(r["within_stratum_std"] - 0.01 * follows[:400].std()) < 0.001
+
+
+def test_r37_cells_cut_a_cuda_graph_where_r31s_quarter_octaves_are():
+    from benchmarks.swing_drift_study import _cell
+
+    assert [_cell(b, False) for b in (9, 14, 16)] == ["9-16"] * 3  # r34: one graph, one stratum
+    assert [_cell(b, True) for b in (9, 11, 13, 15, 17, 18)] == [
+        "9-10",
+        "11-12",
+        "13-14",
+        "15-16",
+        "17",
+        "18-20",
+    ]
