@@ -94,3 +94,25 @@ def test_a_lasting_shift_in_unseen_compositions_leaves_the_class_blind_until_a_r
     assert "seen too rarely" in why.get("decode", ""), why
     watch.install(cal)
     assert "decode" not in watch.blind_classes()
+
+
+def test_a_calibration_keys_its_held_out_steps_as_the_watch_keys_live_ones():
+    """Design r37: a real calibration's strata are r34's CUDA graphs cut at quarter octaves; the
+    held-out steps that prime the confirmation are keyed by the same scheme the monitor applies
+    to live steps, or a stratum's memory before a detection would never match its window."""
+    from shadowd.attribution.accuracy import split_window
+    from shadowd.daemon.calibrator import CalibrationSettings
+    from shadowd.steps.batch import KIND_NAMES
+
+    batch = synthetic_batch(steps=3000, seed=21, max_seqs=32)
+    cal = calibrate(batch, KEY)
+    decode = cal.drift["decode"]
+    assert decode.stratify and decode.graph_strata and decode.octave_strata
+    _, hold = split_window(batch, 1.0 - CalibrationSettings().holdout_fraction)
+    keys = np.array(checks.strata(hold.composition(), True, True))
+    mine = hold.kind == KIND_NAMES.index("decode")
+    held = cal.holdout_keys["decode"]
+    assert len(held) and set(held.tolist()) <= set(keys[mine].tolist())
+    off = calibrate(batch, KEY, CalibrationSettings(octave_strata=False))
+    assert not off.drift["decode"].octave_strata
+    assert len(set(held.tolist())) > len(set(off.holdout_keys["decode"].tolist()))
