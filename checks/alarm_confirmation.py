@@ -114,10 +114,10 @@ def stratum(batch_size: float, kv_tokens: float = 0.0, graph: bool = False, octa
     [8, 9, 9, 10, 10, 39, 40, 55, 60]
 
     With ``octaves`` too (design r37) a graph's sizes are also cut where r31's quarter octaves
-    are, so no stratum spans more than a quarter octave or crosses a graph edge.  Inside one
-    graph the engine's cost is flat while the model's grows with the batch: the model's error
-    there follows the ratio of graph size to batch size, as across an edge it jumps with it
-    (``docs/validation.md``, design r37).
+    are, so no stratum spans more than a quarter octave or crosses a graph edge (without
+    ``graph`` it changes nothing: r31's strata are quarter octaves already).  Inside one graph
+    the engine's GEMMs cost the same while the model's price grows with the batch, so the
+    model's error moves with the batch there, as across an edge it jumps (``docs/graph_strata.md``).
 
     >>> [stratum(b, graph=True, octaves=True) // 100 for b in (8, 9, 10, 11, 14, 15, 16, 17)]
     [8, 36, 36, 37, 38, 39, 39, 40]
@@ -127,7 +127,7 @@ def stratum(batch_size: float, kv_tokens: float = 0.0, graph: bool = False, octa
         size = int(b)
     elif graph and b <= GRAPH_MAX:
         size = _graph_index(math.ceil(b))
-        if octaves:  # r37: 4 slots per graph; a graph of up to 8 sizes spans at most 4 octants
+        if octaves:  # r37: 4 slots per graph; no graph spans more than 4 quarter octaves
             size = 4 * size + _quarter_octave(b) - _quarter_octave(_graph_first(math.ceil(b)))
     elif graph:
         size = GRAPH_SIZES + _quarter_octave(b / GRAPH_MAX * 8) - 8
