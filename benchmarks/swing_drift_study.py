@@ -150,7 +150,7 @@ def _event_shifts(
     keys: np.ndarray,
     finer: np.ndarray,
     noise_free: np.ndarray,
-    cut: np.ndarray | None = None,
+    cut: np.ndarray,
 ) -> list[dict[str, Any]]:
     """Per decode event: the shift of its confirmation window within strata, measured and
     noise-free, against the same strata's last steps before it (as many as the confirmation
@@ -169,9 +169,7 @@ def _event_shifts(
         m, cover = _shift_within_strata(keys, d["measured"], before, after, memory)
         n, _ = _shift_within_strata(keys, noise_free, before, after, memory)
         m2, cover2 = _shift_within_strata(finer, d["measured"], before, after, memory)
-        m3, cover3 = _shift_within_strata(
-            cut if cut is not None else finer, d["measured"], before, after, memory
-        )
+        m3, cover3 = _shift_within_strata(cut, d["measured"], before, after, memory)
         out.append(
             {
                 **{k: e[k] for k in ("step", "detector", "direction")},
@@ -236,8 +234,8 @@ def _phases(d: dict[str, Any], noise_free: np.ndarray, keys: np.ndarray, block: 
 
 def _inside_graphs(d: dict[str, Any], noise_free: np.ndarray) -> list[dict[str, Any]]:
     """Per batch size from 9 to 32 (the CUDA graphs of 16, 24 and 32): decode steps scored and
-    the model's mean noise-free error, where the model's cost grows with the batch and the
-    engine's is flat up to the graph's edge (design r37)."""
+    the model's mean noise-free error, where the model's price grows with the batch and the
+    engine's GEMMs cost the same up to the graph's edge (design r37)."""
     from shadowd.twin.cuda_graphs import padding_table
 
     graph = padding_table(32)
@@ -284,7 +282,7 @@ def study(name: str, db: str) -> dict[str, Any]:
     kv_tokens = feats.pop("kv")
     keys = np.array([checks.stratum(b, kv) for b, kv in zip(d["size"], kv_tokens)])
     finer = np.array([checks.stratum(b, kv, graph=True) for b, kv in zip(d["size"], kv_tokens)])
-    cut = np.array([checks.stratum(b, kv, True, True) for b, kv in zip(d["size"], kv_tokens)])
+    cut = np.array([stratum(b, kv, True, True) for b, kv in zip(d["size"], kv_tokens)])
     noise_free = _noise_free(name, d)
     events = _events(con)
     body = json.loads(con.execute("SELECT body FROM model_versions ORDER BY created_at").fetchone()[0])

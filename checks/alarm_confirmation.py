@@ -130,7 +130,7 @@ def stratum(batch_size: float, kv_tokens: float = 0.0, graph: bool = False, octa
         if octaves:  # r37: 4 slots per graph; no graph spans more than 4 quarter octaves
             size = 4 * size + _quarter_octave(b) - _quarter_octave(_graph_first(math.ceil(b)))
     elif graph:
-        size = GRAPH_SIZES + _quarter_octave(b / GRAPH_MAX * 8) - 8
+        size = GRAPH_SIZES + int(round(4 * math.log2(b / GRAPH_MAX)))  # unpadded: quarter octaves
         size = 4 * size if octaves else size
     else:
         size = _quarter_octave(b)
