@@ -1092,6 +1092,11 @@ PROTOCOL = {
     },
 }
 DESIGN_REVISION = "r37"
+# How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":
+# in slices cut at fixed steps (``shadowd.demo.step_slices``), so a row is the same run when
+# repeated; rows without the field ran on the receiver's timed batches, where the step a model
+# came into force at, and everything that counts from it, moved with thread timing.
+INGEST = "steps"
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "
@@ -2435,7 +2440,12 @@ def regime(db: str, block: int = 500) -> dict[str, Any]:
 
 def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
     """The matrix row of one run."""
-    out: dict[str, Any] = {"scenario": asdict(s), "command": s.command(), "design": DESIGN_REVISION}
+    out: dict[str, Any] = {
+        "scenario": asdict(s),
+        "command": s.command(),
+        "design": DESIGN_REVISION,
+        "ingest": INGEST,
+    }
     if "error" in r:
         return {**out, "error": r["error"], "final": "ERROR"}
     hist = r.get("gate_history", [])
@@ -2968,7 +2978,10 @@ def _superseded(out: Path, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if n is None or n == r:
             continue
         if n["scenario"] == r["scenario"] and not r.get("superseded_by"):
-            r = {**r, "superseded_by": "a re-run of the same scenario"}
+            again = "a re-run of the same scenario"
+            if n.get("ingest") != r.get("ingest"):
+                again += ", its ingest cut at fixed steps (repeatable)"
+            r = {**r, "superseded_by": again}
         kept.append(r)
     return kept
 

@@ -22,6 +22,7 @@ from shadowd.daemon.gate_evidence import class_accuracy
 from shadowd.daemon.service import Daemon
 from shadowd.demo.progress import NoProgress, Progress
 from shadowd.demo.spec import DemoSpec, Injection, demo_policy
+from shadowd.demo.step_slices import StepSlices
 from shadowd.govern.ledger import ATTRIBUTED
 from shadowd.sim.reference_run import ReferenceRun, RunSpec
 from shadowd.twin.request_spec import RequestSpec
@@ -154,6 +155,8 @@ class DemoRun:
             expected_tenants=tuple(sorted({r.tenant for r in workload})),
         )
         daemon.start(http=False, jobs=False)
+        # Ingest cut at fixed steps, not at the receiver's timed batches: the run is repeatable.
+        self.slices = daemon.receiver.consume = StepSlices(daemon.pipeline)
         self._hand_over(ref, daemon)
         # The engine runs on simulated time, ahead of the wall clock: the daemon's receipt time (its
         # bound on a frame's date) reads the same clock, as the gate's "now" does (_sim_now).
@@ -164,6 +167,7 @@ class DemoRun:
             self._drive(ref, daemon)
             result = self._result(ref, daemon)
         finally:
+            self.slices.flush()
             daemon.stop()
         result["wall_seconds"] = time.perf_counter() - t0
         result.update(self._after_stop())
@@ -230,9 +234,12 @@ class DemoRun:
         # Observed, not only stored: the calibrator and the drift watch see a batch after it is
         # stored, and a gate evaluated in between would depend on thread timing (the same run
         # calibrated by one evaluation or the next).
+        self.slices.cut(tap.step_seq)
         while daemon.pipeline.steps_observed + tap.dropped_total < tap.step_seq:
             if time.monotonic() > deadline:
                 raise RuntimeError("the daemon did not keep up with the demo engine")
+            if tap.dropped_total:  # a slice's last frame may never come: hand over what is held
+                self.slices.flush()
             time.sleep(0.01)
         while daemon.calibrator is not None and daemon.calibrator.state == "calibrating":
             time.sleep(0.05)
