@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from checks.policy import GatePolicy
+from shadowd.demo.step_slices import SLICE_STEPS
 
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = "$SHADOWD_SHARED/data/kernels/aiconfigurator-vllm-0.14.0"
@@ -2801,6 +2802,13 @@ def markdown(res: dict[str, Any]) -> str:
         "means no load profile: each ServeGen client's own rate changes (its trace, time-compressed to",
         "the stated mean rate) remain, and can take the engine from light to saturated by themselves",
         "(the regime table shows the range each run went through).",
+        "",
+        "The daemon takes the tap's frames in slices cut at fixed steps (`shadowd/demo/step_slices.py`:",
+        f"every {SLICE_STEPS} steps and at each gate evaluation), so a row is the same run when repeated: rows",
+        "stored with `ingest: steps` in `docs/validation.json` ran so. Earlier rows ran on the",
+        "receiver's timed batches, where the step a model came into force at moved with thread",
+        "timing, and so did every later decision counted from it (when a re-fit may start, above",
+        "all); rows re-run since are listed as superseded at the end.",
         "",
         f"## The gate as validated here (design {DESIGN_REVISION}; r1 differed from r2 only in the "
         "stability check; r3 and r6 added the points named after them; r4, r25, r30 and r33 were withdrawn; r5 "

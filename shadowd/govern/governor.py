@@ -20,6 +20,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from typing import Any
 
 from shadowd.govern.charge_thread import ChargeThread, ChargeThreadDied
@@ -40,6 +41,22 @@ log = logging.getLogger("shadowd.govern")
 ROWS_PER_CHANGE = 16
 CHURN_SMOOTHING = 0.1  # weight of the last step in the smoothed arrivals and finishes per step
 VTC_ONLY = Verdict("mode_vtc")
+
+
+class Standing:
+    """A tenant's normalised service on the counter admission follows, as the victim order reads
+    it: one object per tenant, which each of its vLLM requests points at (``STANDING_ATTR``), so
+    the sort of the running list reads its key in C (``BY_STANDING``) and the governor sets one
+    value per tenant, not one per request (``benchmarks/govern_cost.py``, workload ``pressure``)."""
+
+    __slots__ = ("served",)
+
+    def __init__(self) -> None:
+        self.served = 0.0
+
+
+STANDING_ATTR = "shadowd_standing"  # set on a vLLM request at first sight, with over-served victims
+BY_STANDING = attrgetter(STANDING_ATTR + ".served")
 
 
 class Governor:
@@ -64,6 +81,8 @@ class Governor:
         )
         self.facts: dict[str, RequestFacts] = {}  # live requests: from first sight to finish
         self._contexts: list[list[int]] = []  # per tenant: this step's decode contexts (see _tally)
+        self.standings: list[Standing] = []  # per tenant, with over-served victims (order_victims)
+        self._mark = config.preempt == "over-served"  # point each request at its tenant's standing
         self._sums: dict[int, TenantSums] = {}  # per tenant: this step's sums (see _sums_of)
         self.roster = DecodeRoster()  # the running rows expected next step
         self.rows_per_change = ROWS_PER_CHANGE  # see ROWS_PER_CHANGE
@@ -95,6 +114,9 @@ class Governor:
             contexts = self._contexts
             while len(contexts) <= t:
                 contexts.append([])
+                self.standings.append(Standing())
+            if self._mark:
+                setattr(request, STANDING_ATTR, self.standings[t])
             f = self.facts[rid] = RequestFacts(t, request.num_prompt_tokens, next(self._seq), contexts[t])
         return f
 
@@ -456,15 +478,18 @@ class Governor:
             return False
         self.collect()
         service, weight = self.ledger.service[self.kind()], self.ledger.weight
-        served = [service[t] / weight[t] for t in range(len(weight))]  # per tenant, once a step
-        known, facts_of = self.facts.get, self.facts_of
+        for t, standing in enumerate(self.standings):  # once per tenant a step
+            standing.served = service[t] / weight[t]
+        try:  # under deep KV pressure the running list is sorted in nearly every step: keys in C
+            running.sort(key=BY_STANDING)
+        except AttributeError:  # a request not marked (the list is left as it was): the slow key
+            facts_of = self.facts_of
 
-        # One call per request, no nested one: under deep KV pressure the long running list is
-        # sorted in nearly every step (``benchmarks/govern_cost.py``, workload ``pressure``).
-        def key(request: Any) -> float:
-            return served[(known(request.request_id) or facts_of(request)).tenant]
+            def key(request: Any) -> float:
+                t = facts_of(request).tenant
+                return service[t] / weight[t]
 
-        running.sort(key=key)
+            running.sort(key=key)
         self.victim_orderings += 1
         return True
 

@@ -220,6 +220,39 @@ def test_preemption_under_kv_pressure_takes_the_most_over_served_tenant(llama_di
     assert sched.shadowd_governor.victim_orderings == 0
 
 
+def test_the_victim_order_reads_each_tenants_standing_and_survives_an_unmarked_request():
+    """``order_victims`` sorts by the standing each request points at (one value set per tenant);
+    a request it never marked falls back to the facts, with the same order.  With vLLM's own
+    victims no request is marked (the engine's objects are left alone)."""
+    from types import SimpleNamespace as NS
+
+    from shadowd.govern.governor import STANDING_ATTR, Governor
+    from shadowd.govern.ledger import VTC
+
+    def request(i: int, tenant: str) -> NS:
+        extra = NS(extra_args={"tenant": tenant})
+        return NS(request_id=f"r{i}", num_prompt_tokens=8, sampling_params=extra, lora_request=None)
+
+    gov = Governor(GovernConfig(mode="vtc", preempt="over-served"), {})
+    running = [request(i, t) for i, t in enumerate("abcabcab")]
+    for r in running:
+        gov.facts_of(r)
+    gov.ledger.service[VTC][:] = [9.0, 1.0, 5.0]  # b least served, then c, then a
+    assert gov.order_victims(running, free_blocks=0, blocks_per_step=1)
+    want = ["r1", "r4", "r7", "r2", "r5", "r0", "r3", "r6"]  # stable within a tenant
+    assert [r.request_id for r in running] == want
+    stranger = request(9, "a")  # never seen: no standing
+    running.insert(0, stranger)
+    gov.ledger.service[VTC][:] = [0.0, 1.0, 5.0]  # now a least served
+    assert gov.order_victims(running, free_blocks=0, blocks_per_step=1)
+    assert [r.request_id for r in running] == ["r9", "r0", "r3", "r6", "r1", "r4", "r7", "r2", "r5"]
+    assert not gov.order_victims(running, free_blocks=5, blocks_per_step=5)  # no preemption possible
+    plain = Governor(GovernConfig(mode="vtc"), {})
+    r = request(0, "a")
+    plain.facts_of(r)
+    assert not hasattr(r, STANDING_ATTR)
+
+
 def test_over_served_victims_while_prompts_are_chunked(llama_dir):
     """The ordering runs only when a preemption is possible: its trigger counts the step's budget
     only while a running prompt is unfinished.  With prompts chunked (1024-token budget), every
