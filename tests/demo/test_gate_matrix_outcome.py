@@ -75,6 +75,8 @@ def test_a_re_run_keeps_what_it_replaced_on_record_but_not_the_same_row_twice(tm
     assert kept[-1]["superseded_by"] == "a re-run of the same scenario"
     longer = {**row, "scenario": {**scenario, "steps": 9000}}
     assert "superseded_by" not in _superseded(out, [longer])[-1]
+    sliced = {**row, "ingest": "steps"}  # the same scenario, its ingest cut at fixed steps
+    assert _superseded(out, [sliced])[-1]["superseded_by"].endswith("cut at fixed steps (repeatable)")
 
 
 def _armed_row(episodes: list[dict], fault_at: int | None, unfired: bool = False) -> dict:
