@@ -300,8 +300,16 @@ def _breakdown_reading(r: dict[str, Any], col: str) -> str:
         f"- {col} ({r['arrivals_per_step']} arrivals/step): the queue's calls {queue:.1f} µs/step "
         f"against FCFS's {sum(p['us_per_step'] for p in fcfs.values()):.1f} (µs per call: {calls}); "
         f"the step's charge (`on_schedule`) {by['governor.on_schedule']['us_per_step']} µs, its "
-        f"largest part `{top['part']}` ({top['us_per_step']} µs)."
+        f"largest part `{top['part']}` ({top['us_per_step']} µs){_victims_reading(by)}."
     )
+
+
+def _victims_reading(by: dict[str, dict[str, Any]]) -> str:
+    """The victim order's cost where it ran (workload ``pressure``; absent from older runs)."""
+    p = by.get("governor.order_victims")
+    if not p or not p["calls_per_step"]:
+        return ""
+    return f"; the victim order (`order_victims`, before vLLM's loop) {p['us_per_step']} µs"
 
 
 def page_name(section: str) -> str:

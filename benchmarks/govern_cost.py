@@ -365,9 +365,17 @@ PARTS = (
     ("governor", "_charge_decode", "governor.on_schedule"),
     ("governor", "_retire", "governor.on_schedule"),
     ("queue", "invalidate", "governor.on_schedule"),
+    ("governor", "order_victims", "vLLM"),
 )
 FCFS_PARTS = ("add_request", "pop_request", "peek_request", "__bool__")
-BREAKDOWN = ((32, "churn"), (32, "trace"), (256, "churn"), (256, "trace"))
+BREAKDOWN = (
+    (32, "churn"),
+    (32, "trace"),
+    (32, "pressure"),
+    (256, "churn"),
+    (256, "trace"),
+    (256, "pressure"),
+)
 
 
 def _time_part(eng: _Engine, obj: Any, name: str, steps: int, per_call: float) -> dict[str, Any]:

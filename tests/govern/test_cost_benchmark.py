@@ -76,6 +76,13 @@ def test_breakdown_reaches_every_part_its_workload_takes():
     assert by["queue.add_request"]["calls_per_step"] > 0 and by["queue.pop_request"]["calls_per_step"] > 0
     assert [p["part"] for p in r["fcfs"]] == [f"fcfs.{m}" for m in govern_cost.FCFS_PARTS]
     assert all(p["calls_per_step"] > 0 for p in r["fcfs"])
+    assert by["governor.order_victims"]["calls_per_step"] == 0  # vLLM's own victims on churn
+
+
+def test_breakdown_times_the_victim_order_under_pressure():
+    r = govern_cost.breakdown(32, "pressure", steps=6, warmup=4)
+    by = {p["part"]: p for p in r["parts"]}
+    assert by["governor.order_victims"]["calls_per_step"] == 1.0  # asked before every step
 
 
 def test_admission_doc_is_the_render_of_its_stored_results():
