@@ -1302,7 +1302,15 @@ DESIGN = [
     "22 detections dismissed by the strata, none unsupported). So r37 removed a page on a development run (F34-step8) and added "
     "one on a held-out run: finer strata leave more windows unsupported, and an unsupported "
     "class asks for re-fits. A next design must weigh that, and be confirmed on a set declared "
-    "after it.",
+    "after it. A repeat of H35-swing-long (its command with `--db`) did not page: its warm-up "
+    "model came into force at 400,192 (its `steps` table), its first re-fit came one evaluation "
+    "later (520,388) on another window, and the run went another way. The demo's ingest was "
+    "then cut at fixed steps (`shadowd/demo/step_slices.py`; the protocol, not the design) and "
+    "held-out 35's rows were run again under r37 (rows with `ingest: steps`; the earlier ones "
+    "are superseded): every row ended as before, step for step, except H35-saturated, whose "
+    "first GO came one evaluation sooner (4221), and H35-swing-long paged again, with the same "
+    "re-fits at the same steps and its drift event in the same place. So r37's false alarm "
+    "there stands, and is repeatable.",
     "Design r33 (built on held-out 27, confirmed against on held-out 30, then withdrawn; its "
     "rows are marked r33; the code is r32's again, r33 behind `CalibrationSettings."
     "detrend_by_size`): each watched class's drift detectors judged a step's standardised residual "
