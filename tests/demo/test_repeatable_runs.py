@@ -3,7 +3,8 @@
 Before the demo cut ingest at fixed steps, the step a model came into force at depended on where
 the receiver's timed batches ended, and so did every later decision that counts its steps (a
 re-fit, first of all): the same 1,200-step run installed its warm-up model at step 756 with the
-receiver's default batches and at 723 with batches of three frames, and re-fitted only then.
+receiver's default batches and at 723 with batches of three frames; cut at fixed steps, at 769 in
+both.
 """
 
 from __future__ import annotations
