@@ -1091,8 +1091,42 @@ PROTOCOL = {
             "the set."
         ),
     },
+    "held_out_36": {
+        "platforms": ["H200 SXM tables (as in held-out 1-35: no other unseen tables exist)"],
+        "models": [
+            "phi-4 tp2 (after the public config of Microsoft's Phi-4, added for this set as "
+            "benchmarks/models/phi-4; never run before, by any set or study): 40 layers of hidden "
+            "5,120, 40 query heads over 10 KV heads of 128 dimensions, an MLP of 17,920, a "
+            "100,352 vocabulary; the first model with 10 KV heads (5 per GPU at tensor "
+            "parallelism 2)"
+        ],
+        "tenants": [
+            "ServeGen client 34 at 1.2 req/s as tenant a, the Azure 2023 conversation trace at "
+            "1.5 req/s as tenant b, ShareGPT length statistics at 0.8 req/s as tenant c; every "
+            "source used before, this mix, model and these rates not; arXiv lengths at 1.5 req/s "
+            "as the new heavy tenant (Poisson arrivals: it stays busy)"
+        ],
+        "seeds": "3701-3713 (3711 and 3712 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "Named after design r38 (r34's graph strata judge a detection where r37's are too "
+            "thin; built on H35-swing-long, whose healthy engine paged under r37 after a re-fit "
+            "asked for by an unsupported window) was committed, and before any run of this set "
+            "or of r38 on another. Faults armed as held-out 32-35's (`@go:7000`, 12,000 steps "
+            "scheduled as 6,000); H36-steady-12k (seed 3713) runs their timeline with nothing "
+            "injected. Rates sized from the sources' lengths only (mean prompts: ServeGen client "
+            "34 1,950 over its first 600 s, Azure conversation 1,150, ShareGPT 2,427 tokens): "
+            "about 5.9k prompt tokens/s at the base rate, for a 14B model on two GPUs (held-out "
+            "35's 14B model on four ran about 10k); the newcomer about 3.9k more. One 800-step "
+            "machinery check of the new config on the H100 tables (development platform, seed "
+            "99) was run first; its verdict was not read. H36-ramp-30k and H36-swing-30k (seeds "
+            "3702, 3703) and H36-swing-long (H36-swing-30k's seed and load, 800,000 steps: r38's "
+            "false alarms per judged step on a swinging engine it was not built on) declared "
+            "with the set."
+        ),
+    },
 }
-DESIGN_REVISION = "r37"
+DESIGN_REVISION = "r38"
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":
 # in slices cut at fixed steps (``shadowd.demo.step_slices``), so a row is the same run when
 # repeated; rows without the field ran on the receiver's timed batches, where the step a model
@@ -1311,6 +1345,24 @@ DESIGN = [
     "first GO came one evaluation sooner (4221), and H35-swing-long paged again, with the same "
     "re-fits at the same steps and its drift event in the same place. So r37's false alarm "
     "there stands, and is repeatable.",
+    "Design r38 (built on held-out 35's H35-swing-long under r37, with F34-step8 kept in view; in "
+    "force from held-out 36, declared after it): where r37's strata hold too little of a "
+    "detection's confirmation window to judge it (under a fifth in strata seen on both sides), "
+    "r34's graph strata judge it if they hold enough, and a lasting shift is unsupported only "
+    "where most of the window lies in graph strata never seen (`checks.alarm_confirmation."
+    "graph_stratum`, `AlarmConfirmation(coarser=...)`; `CalibrationSettings.strata_fallback`, "
+    "`DriftCalibration.strata_fallback`; counted as `judged_coarse`, "
+    "`shadowd_drift_detections_judged_coarse`). Where r37's strata cover a window they decide, as "
+    "under r37, so F34-step8's case (covered at 37 %) is judged as r37 judges it. A finding of "
+    "held-out 35 under r37: H35-swing-long's first re-fit was asked for because a +7.2 % decode "
+    "shift from 409,700 lay in compositions r37's strata had not seen (unsupported: the class "
+    "blind), and the page came under the second re-fit's model; r36, judging in graph strata "
+    "alone, found no window unsupported over the whole run. An unsupported class is blind "
+    "until a re-fit, and a re-fit on a window the class drifted in is the riskiest re-fit the "
+    "daemon installs; r38 asks for one only where no strata at all can judge the window. The "
+    "price: where only the graph strata judge, a mix moving inside one graph is judged with the "
+    "model's error inside that graph (r34's flaw, F34-step8), now only on windows r37's strata "
+    "leave thin.",
     "Design r33 (built on held-out 27, confirmed against on held-out 30, then withdrawn; its "
     "rows are marked r33; the code is r32's again, r33 behind `CalibrationSettings."
     "detrend_by_size`): each watched class's drift detectors judged a step's standardised residual "
@@ -1908,6 +1960,11 @@ HELD35_BASE = _h200(
     4,
     ("a=lengths:sharegpt:1.5", "b=azure-code:2", "c=mooncake-conversation:0.2"),
 )
+HELD36_BASE = _h200(
+    "benchmarks/models/phi-4",
+    2,
+    ("a=servegen:34:1.2", "b=azure-conv:1.5", "c=lengths:sharegpt:0.8"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -1934,7 +1991,7 @@ FAULT_AT = {12000: 7000, 9000: 7000, 6000: 5000}  # engine step of the fault, by
 # faults mostly landed on a gate already INCONCLUSIVE, when traffic left the calibrated envelope
 # between steps 5600 and 7000, and so tested nothing; an armed fault lands on a gate vouching
 # for the engine, and 12,000 steps leave time after a late GO.
-ARMED_SETS = {"32": 12000, "33": 12000, "34": 12000, "35": 12000}
+ARMED_SETS = {"32": 12000, "33": 12000, "34": 12000, "35": 12000, "36": 12000}
 LONG_FAULT_SETS = {
     "5",
     "6",
@@ -1994,6 +2051,7 @@ HORIZON_SETS = {
     "33": 6000,
     "34": 6000,
     "35": 6000,
+    "36": 6000,
 }
 
 
@@ -2105,6 +2163,7 @@ def _scenarios() -> list[Scenario]:
         ("33", HELD33_BASE, 3400, "lengths:sharegpt:3"),
         ("34", HELD34_BASE, 3500, "lengths:arxiv:2.5"),
         ("35", HELD35_BASE, 3600, "azure-conv:4"),
+        ("36", HELD36_BASE, 3700, "lengths:arxiv:1.5"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -2275,6 +2334,8 @@ def _scenarios() -> list[Scenario]:
         ("H34-swing-30k", "held_out_34", HELD34_BASE, SWING_30K, 3503, "swing:0.3:3:150"),
         ("H35-ramp-30k", "held_out_35", HELD35_BASE, RAMP_30K, 3602, "ramp:0.3:3:300"),
         ("H35-swing-30k", "held_out_35", HELD35_BASE, SWING_30K, 3603, "swing:0.3:3:150"),
+        ("H36-ramp-30k", "held_out_36", HELD36_BASE, RAMP_30K, 3702, "ramp:0.3:3:300"),
+        ("H36-swing-30k", "held_out_36", HELD36_BASE, SWING_30K, 3703, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -2316,11 +2377,11 @@ def _scenarios() -> list[Scenario]:
             loads=("swing:0.3:3:150",),
         )
     )
-    # Declared with held-out 32-35: their fault runs' timeline with nothing injected (the stretch
+    # Declared with held-out 32-36: their fault runs' timeline with nothing injected (the stretch
     # an armed fault lands in, judged on a healthy engine too); and with 33 (after design r35:
-    # re-fits installed that r8 refused), 34 (after r36: re-fits started earlier) and 35 (after
-    # r37: finer strata), the false alarms per judged step on a swinging engine the design was
-    # not built on.
+    # re-fits installed that r8 refused), 34 (after r36: re-fits started earlier), 35 (after
+    # r37: finer strata) and 36 (after r38: coarser strata behind them), the false alarms per
+    # judged step on a swinging engine the design was not built on.
     steady_12k = "steady, 12,000 steps scheduled as 6,000: the fault runs' timeline, nothing injected"
     swing_long = "load swings, 800,000 steps: the false-alarm bound"
     swing = {"steps": 800000, "loads": ("swing:0.3:3:150",)}
@@ -2330,9 +2391,11 @@ def _scenarios() -> list[Scenario]:
         ("H33-steady-12k", "held_out_33", HELD33_BASE, 3413, steady_12k, timeline),
         ("H34-steady-12k", "held_out_34", HELD34_BASE, 3513, steady_12k, timeline),
         ("H35-steady-12k", "held_out_35", HELD35_BASE, 3613, steady_12k, timeline),
+        ("H36-steady-12k", "held_out_36", HELD36_BASE, 3713, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
+        ("H36-swing-long", "held_out_36", HELD36_BASE, 3703, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -2369,6 +2432,7 @@ def _scenarios() -> list[Scenario]:
         ("33", HELD33_BASE, 3410),
         ("34", HELD34_BASE, 3510),
         ("35", HELD35_BASE, 3610),
+        ("36", HELD36_BASE, 3710),
     ):
         out.append(
             Scenario(

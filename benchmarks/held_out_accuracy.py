@@ -82,6 +82,7 @@ SETS = {
     "held_out_33": ("HELD33_BASE", {"saturated": 3411, "light": 3412}, "held_out_33"),
     "held_out_34": ("HELD34_BASE", {"saturated": 3511, "light": 3512}, "held_out_34"),
     "held_out_35": ("HELD35_BASE", {"saturated": 3611, "light": 3612}, "held_out_35"),
+    "held_out_36": ("HELD36_BASE", {"saturated": 3711, "light": 3712}, "held_out_36"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)

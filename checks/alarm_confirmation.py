@@ -77,13 +77,34 @@ judge it, and it lasts as judged without strata: unsupported, not an alarm.
 >>> done = [c.observe(-2.0, -1.0, key=5) for i in range(50)]
 >>> done[-1][0].unsupported, done[-1][0].confirmed, c.unsupported
 (True, False, 1)
+
+Design r38: with ``coarser`` (a map of each stratum to a coarser one holding it: in the daemon,
+r37's strata to r34's, ``graph_stratum``), where the strata are too thin to judge a window the
+coarser strata judge it if they cover it, and a lasting shift is unsupported only where most of
+the window lies in coarser strata never seen.  Finer strata leave more windows thin, and each
+unsupported window blinds its class until a re-fit (H35-swing-long under r37 re-fitted on one
+and paged under the re-fit).  Keys 12 and 13 here are finer strata of one coarser stratum 1
+that key 11 also belongs to; the mix moves from 11 and 21 to the unseen 12 and 13, where the
+model errs as at 11:
+
+>>> def moved(coarser):
+...     c = AlarmConfirmation(steps=50, allowance_z=0.5, lag=20, stratify=True, coarser=coarser)
+...     quiet = [c.observe(-2.0 * (i % 2), -1.0, key=11 + 10 * (i % 2)) for i in range(100)]
+...     c.open("page_hinkley", "up", {"step_seq": 100})
+...     return [c.observe(0.0, -1.0, key=12 + i % 2) for i in range(50)][-1][0]
+>>> p = moved(None)   # r37: a lasting shift in strata never seen
+>>> p.unsupported, p.confirmed, p.strata_level, round(p.shift_z, 2)
+(True, False, None, 1.0)
+>>> p = moved(lambda k: k // 10)   # r38: within the coarser stratum 1, nothing moved
+>>> p.unsupported, p.confirmed, p.strata_level, round(p.strata_shift_z, 2)
+(False, False, 'coarse', 0.0)
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,7 +149,8 @@ def stratum(batch_size: float, kv_tokens: float = 0.0, graph: bool = False, octa
     elif graph and b <= GRAPH_MAX:
         size = _graph_index(math.ceil(b))
         if octaves:  # r37: 4 slots per graph; no graph spans more than 4 quarter octaves
-            size = 4 * size + _quarter_octave(b) - _quarter_octave(_graph_first(math.ceil(b)))
+            # (clamped: a fractional batch between 8 and 9, never a real step's, joins 9's slot)
+            size = 4 * size + max(0, _quarter_octave(b) - _quarter_octave(_graph_first(math.ceil(b))))
     elif graph:
         size = GRAPH_SIZES + int(round(4 * math.log2(b / GRAPH_MAX)))  # unpadded: quarter octaves
         size = 4 * size if octaves else size
@@ -152,6 +174,18 @@ def _graph_first(n: int) -> int:
     step = 8 if n <= 256 else 16
     base = 0 if n <= 256 else 256
     return max(9, base + step * (math.ceil((n - base) / step) - 1) + 1)
+
+
+def graph_stratum(key: int) -> int:
+    """The r34 stratum (CUDA graphs alone) holding an r37 ``stratum`` key (graphs cut at quarter
+    octaves): design r38's coarser strata, where r37's are too thin to judge.
+
+    >>> all(graph_stratum(stratum(b, t, True, True)) == stratum(b, t, True)
+    ...     for b in range(1, 2048) for t in (0, 700, 90000))
+    True
+    """
+    size, kv = divmod(int(key), 100)
+    return 100 * (size if size <= 8 else size // 4) + kv
 
 
 def size_stratum(key: int) -> int:
@@ -194,6 +228,9 @@ class PendingAlarm:
     after: dict[int, list[float]] = field(default_factory=dict)
     strata_shift_z: float | None = None  # None: not stratified, or too few steps in strata
     unsupported: bool = False  # r31: it lasted, in compositions too rarely seen to judge it
+    # Design r38: the same ``before`` in the coarser strata, and which strata judged it.
+    coarse_before: dict[int, list[float]] | None = None
+    strata_level: str | None = None  # "fine" | "coarse" (r38) | None: no strata judged it
 
 
 class AlarmConfirmation:
@@ -205,7 +242,10 @@ class AlarmConfirmation:
     ``raw_allowance_z`` (design r26) ``observe`` also takes the raw stream's standardised residual
     and baseline, and a confirmation needs the shift on it too.  With ``stratify`` (design r31)
     it takes each step's stratum (``key``; ``None``: unknown, not counted): where strata cover
-    the window they decide, and where they do not a lasting shift is ``unsupported``.
+    the window they decide, and where they do not a lasting shift is ``unsupported``.  With
+    ``coarser`` (design r38; a map of each key to a coarser stratum holding it, e.g.
+    ``graph_stratum``), where the strata do not cover the window the coarser ones judge it if
+    they do, and only a window mostly in coarser strata never seen is ``unsupported``.
     """
 
     def __init__(
@@ -215,6 +255,7 @@ class AlarmConfirmation:
         lag: int = 100,
         raw_allowance_z: float | None = None,
         stratify: bool = False,
+        coarser: Callable[[int], int] | None = None,
     ) -> None:
         if steps < 0 or lag < 1 or not allowance_z >= 0:
             raise ValueError("confirmation needs steps >= 0, lag >= 1 and allowance_z >= 0")
@@ -227,6 +268,7 @@ class AlarmConfirmation:
         self._raw_baselines: deque[float] = deque(maxlen=int(lag))
         self.lag = int(lag)
         self.stratify = bool(stratify)
+        self.coarser = coarser if stratify else None
         # Design r31: per stratum, (judged step index, z) of its last lag + steps steps: at least
         # ``steps`` of them lie before the reference point, ``lag`` judged steps back.
         self._strata: dict[int, deque[tuple[int, float]]] = {}
@@ -237,6 +279,7 @@ class AlarmConfirmation:
         self.dismissed_raw = 0  # of those: the unbiased shift lasted, the raw one did not (r26)
         self.dismissed_strata = 0  # of those: it lasted, but within no composition stratum (r31)
         self.unsupported = 0  # it lasted, in compositions too rarely seen to judge it (r31)
+        self.judged_coarse = 0  # judged within the coarser strata, the finer too thin (r38)
         self.absorbed = 0  # detections while the same detector had one pending the same way
 
     @property
@@ -289,6 +332,8 @@ class AlarmConfirmation:
             p.raw_reference = self._raw_baselines[0] if self._raw_baselines else 0.0
         if self.stratify:
             p.before = self._before()
+            if self.coarser is not None:
+                p.coarse_before = self._coarse_before()
         if self.steps == 0:
             p.confirmed = True
             self.confirmed += 1
@@ -307,25 +352,69 @@ class AlarmConfirmation:
                 out[key] = [float(sum(old)), len(old)]
         return out
 
+    def _coarse_before(self) -> dict[int, list[float]]:
+        """``_before`` in the coarser strata (design r38): per coarser stratum, its last ``steps``
+        judged steps before the reference point, whichever finer strata they fell in.  Exact:
+        each finer stratum keeps its last ``steps`` steps before the point, so it holds every one
+        of its steps among its coarser stratum's last ``steps``."""
+        assert self.coarser is not None
+        point = self._seen - self.lag
+        merged: dict[int, list[tuple[int, float]]] = {}
+        for key, mine in self._strata.items():
+            merged.setdefault(self.coarser(key), []).extend((i, z) for i, z in mine if i <= point)
+        out: dict[int, list[float]] = {}
+        for key, steps in merged.items():
+            old = [z for _, z in sorted(steps)[-self.steps :]]
+            out[key] = [float(sum(old)), len(old)]
+        return out
+
+    def _coarsen(self, after: dict[int, list[float]]) -> dict[int, list[float]]:
+        """A window's per-stratum [sum, count] summed into the coarser strata (design r38)."""
+        assert self.coarser is not None
+        out: dict[int, list[float]] = {}
+        for key, (total, n) in after.items():
+            acc = out.setdefault(self.coarser(key), [0.0, 0])
+            acc[0] += total
+            acc[1] += n
+        return out
+
     @staticmethod
-    def _within_strata(p: PendingAlarm) -> float | None:
-        """The shift within strata (z; not signed), or ``None`` where too few steps are in strata
-        seen on both sides."""
-        before = p.before or {}
+    def _within_strata(
+        before: dict[int, list[float]], after: dict[int, list[float]], n_window: int
+    ) -> float | None:
+        """The shift within strata (z; not signed), or ``None`` where too few of the window's
+        ``n_window`` steps are in strata seen on both sides."""
         both = [
             (a, before[k])
-            for k, a in p.after.items()
+            for k, a in after.items()
             if a[1] >= MIN_STRATUM and k in before and before[k][1] >= MIN_STRATUM
         ]
         n = sum(a[1] for a, _ in both)
-        if not p.n or n < MIN_COVERAGE * p.n:
+        if not n_window or n < MIN_COVERAGE * n_window:
             return None
         return sum(a[1] * (a[0] / a[1] - b[0] / b[1]) for a, b in both) / n
+
+    def _strata_judgment(self, p: PendingAlarm) -> float | None:
+        """The shift within the finest strata that cover the window (r31's; r38: else the
+        coarser ones), recording which judged it; ``None`` where none do."""
+        if p.before is None:
+            return None
+        within = self._within_strata(p.before, p.after, p.n)
+        if within is not None:
+            p.strata_level = "fine"
+            return within
+        if p.coarse_before is None:
+            return None
+        within = self._within_strata(p.coarse_before, self._coarsen(p.after), p.n)
+        if within is not None:
+            p.strata_level = "coarse"
+            self.judged_coarse += 1
+        return within
 
     def _judge(self, p: PendingAlarm) -> PendingAlarm:
         sign = -1.0 if p.direction == "down" else 1.0
         p.shift_z = sign * (p.total / p.n - p.reference)
-        within = self._within_strata(p) if p.before is not None else None
+        within = self._strata_judgment(p)
         if within is not None:  # design r31: the strata decide (the bias is constant within one)
             p.strata_shift_z = sign * within
             p.confirmed = p.strata_shift_z >= self.allowance_z
@@ -344,15 +433,17 @@ class AlarmConfirmation:
             return p
         return self._count(p)
 
-    @staticmethod
-    def _in_unseen_strata(p: PendingAlarm) -> bool:
+    def _in_unseen_strata(self, p: PendingAlarm) -> bool:
         """Whether most of the window's steps lie in strata never seen before the reference point
-        (design r32).  Steps without a stratum (a monitor fed no features) and strata seen, if
-        only a few times (traffic spread over many compositions), count as seen: judged as
-        before, a lasting shift there is an alarm."""
+        (design r32; r38: coarser strata never seen).  Steps without a stratum (a monitor fed no
+        features) and strata seen, if only a few times (traffic spread over many compositions),
+        count as seen: judged as before, a lasting shift there is an alarm."""
         if p.before is None:
             return False
-        unseen = sum(a[1] for k, a in p.after.items() if k not in p.before)
+        before, after = p.before, p.after
+        if p.coarse_before is not None:
+            before, after = p.coarse_before, self._coarsen(p.after)
+        unseen = sum(a[1] for k, a in after.items() if k not in before)
         return 2 * unseen >= p.n
 
     def _count(self, p: PendingAlarm) -> PendingAlarm:
@@ -370,5 +461,6 @@ class AlarmConfirmation:
             "dismissed_raw": self.dismissed_raw,
             "dismissed_strata": self.dismissed_strata,
             "unsupported": self.unsupported,
+            "judged_coarse": self.judged_coarse,
             "absorbed": self.absorbed,
         }

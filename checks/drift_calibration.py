@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from checks.adwin import AdwinDetector
-from checks.alarm_confirmation import AlarmConfirmation
+from checks.alarm_confirmation import AlarmConfirmation, graph_stratum
 from checks.detrend import Detrend, detrend
 from checks.page_hinkley import PageHinkleyDetector
 from checks.residual_bias import remove_bias
@@ -102,6 +102,10 @@ class DriftCalibration:
     # Design r37: graph strata also cut at r31's quarter octaves (``stratum``, ``octaves``).
     # False: r34's graph strata.
     octave_strata: bool = False
+    # Design r38: where those strata are too thin to judge a window, r34's graph strata judge it
+    # (``AlarmConfirmation``, ``coarser``; read with ``graph_strata`` and ``octave_strata``).
+    # False: r37's strata alone.
+    strata_fallback: bool = False
     # Design r33: the detectors judge each step against its batch-size stratum's own detrend
     # baseline (``checks.stratified_detrend``; groups: ``checks.alarm_confirmation.size_stratum``).
     # ``fault_groups``: the held-out steps' strata in order, the last ``FAULT_GROUPS_KEPT``
@@ -182,7 +186,13 @@ class DriftCalibration:
             lag=lag,
             raw_allowance_z=raw,
             stratify=self.stratify,
+            coarser=graph_stratum if self.coarse_strata else None,
         )
+
+    @property
+    def coarse_strata(self) -> bool:
+        """Design r38: r34's graph strata stand behind r37's (octave-cut) ones."""
+        return self.stratify and self.graph_strata and self.octave_strata and self.strata_fallback
 
     @property
     def watches_raw(self) -> bool:

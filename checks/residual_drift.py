@@ -206,6 +206,7 @@ class DriftMonitor:
                 details.update(raw_lasting_shift=p.raw_shift_z * cal.std)
             if p.strata_shift_z is not None:  # design r31
                 details.update(strata_lasting_shift=p.strata_shift_z * cal.std)
+                details.update(strata=p.strata_level)  # r38: "coarse" where r37's were too thin
         return DriftEvent(
             ts=ts,
             step_seq=step_seq,

@@ -368,6 +368,13 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
         "(a move of the batch-size mix, not of the engine)",
         labels=["step_class"],
     )
+    # Design r38: of the judged within strata, those judged in r34's coarser strata.
+    judged_coarse = CounterMetricFamily(
+        "shadowd_drift_detections_judged_coarse",
+        "Residual detections judged within the coarser (CUDA-graph) strata because the finer ones "
+        "held too little of the confirmation window",
+        labels=["step_class"],
+    )
     pending = GaugeMetricFamily(
         "shadowd_drift_detections_pending",
         "Residual detections waiting for confirmation",
@@ -381,12 +388,14 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
             detections.add_metric([cls, outcome], float(conf.get(outcome, 0)))
         dismissed_raw.add_metric([cls], float(conf.get("dismissed_raw", 0)))
         dismissed_strata.add_metric([cls], float(conf.get("dismissed_strata", 0)))
+        judged_coarse.add_metric([cls], float(conf.get("judged_coarse", 0)))
         pending.add_metric([cls], float(conf.get("pending", 0)))
     yield judged
     yield outside
     yield detections
     yield dismissed_raw
     yield dismissed_strata
+    yield judged_coarse
     yield pending
 
 

@@ -93,6 +93,7 @@ def test_one_shift_one_alarm():
         "dismissed_raw": 0,
         "dismissed_strata": 0,
         "unsupported": 0,
+        "judged_coarse": 0,
         "absorbed": 1,
     }
 

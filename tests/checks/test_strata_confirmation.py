@@ -54,11 +54,14 @@ def _monitor(
     window: tuple | None = None,
     graph: bool = False,
     octaves: bool = False,
+    fallback: bool = False,
 ) -> tuple:
     """A monitor primed as a calibration window holding both compositions primes it (``window``:
-    batch sizes, KV tokens and residuals; ``graph``: design r34's strata; ``octaves``: r37's),
-    then fed."""
-    cal = dataclasses.replace(_calibration(stratify), graph_strata=graph, octave_strata=octaves)
+    batch sizes, KV tokens and residuals; ``graph``: design r34's strata; ``octaves``: r37's;
+    ``fallback``: r38's, r34's behind r37's), then fed."""
+    cal = dataclasses.replace(
+        _calibration(stratify), graph_strata=graph, octave_strata=octaves, strata_fallback=fallback
+    )
     mon = checks.DriftMonitor({"decode": cal})
     cs, ck, cr = window or _traffic([(SHORT, 200, 0.0), (LONG, 200, 0.0)], seed=9)
     keys = np.array([stratum(b, k, graph, octaves) for b, k in zip(cs, ck)])
@@ -196,14 +199,18 @@ def test_strata_seen_only_thinly_are_no_reason_to_hold_a_shift_back():
 AT_16, AT_17 = (16.0, 40000.0), (17.0, 40000.0)
 
 
-def _graph_monitor(graph: bool, phases: list, pair: tuple = (AT_16, AT_17), octaves: bool = False) -> tuple:
+def _graph_monitor(
+    graph: bool, phases: list, pair: tuple = (AT_16, AT_17), octaves: bool = False, fallback: bool = False
+) -> tuple:
     OFFSET.update({pair[0]: 0.0, pair[1]: -0.04})
     try:
         size, kv, resid = _traffic(phases)
         cs, ck, cr = _traffic([(pair[0], 200, 0.0), (pair[1], 200, 0.0)], seed=9)
     finally:
         del OFFSET[pair[0]], OFFSET[pair[1]]
-    return _monitor(True, size, kv, resid, window=(cs, ck, cr), graph=graph, octaves=octaves)
+    return _monitor(
+        True, size, kv, resid, window=(cs, ck, cr), graph=graph, octaves=octaves, fallback=fallback
+    )
 
 
 def test_a_mix_moving_across_a_cuda_graph_edge_is_dismissed_with_graph_strata():
@@ -254,3 +261,63 @@ def test_octave_strata_still_keep_a_cuda_graph_edge_apart_and_confirm_a_slower_e
     assert abs(first.details["strata_lasting_shift"] - 0.05) < 0.015, first.details
     cal = dataclasses.replace(_calibration(True), graph_strata=True, octave_strata=True)
     assert checks.DriftCalibration.from_dict(cal.to_dict()).octave_strata is True
+
+
+# Design r38: batches of 10 and 12 run at the CUDA graph of 16 (one r34 stratum, two of r37's),
+# and the model errs alike at both; at 17 (the graph of 24) it is 6 % low.  The calibration
+# window held 10 and 17; then the mix moves wholly to 12, which r37's strata never saw (H35-swing-
+# long's +7.2 % decode shift at 409,700 under r37 in small: unsupported, a blind class, a re-fit).
+AT_12 = (12.0, 30000.0)
+
+
+def _r38_monitor(phases: list, fallback: bool) -> tuple:
+    offsets = {AT_10: 0.0, AT_12: 0.0, AT_17: -0.06}
+    OFFSET.update(offsets)
+    try:
+        size, kv, resid = _traffic(phases)
+        window = _traffic([(AT_10, 200, 0.0), (AT_17, 200, 0.0)], seed=9)
+    finally:
+        for k in offsets:
+            del OFFSET[k]
+    return _monitor(True, size, kv, resid, window=window, graph=True, octaves=True, fallback=fallback)
+
+
+def test_r37_calls_a_move_into_an_unseen_octave_of_a_seen_graph_unsupported():
+    assert stratum(*AT_10, True) == stratum(*AT_12, True)
+    assert stratum(*AT_10, True, True) != stratum(*AT_12, True, True)
+    mon, events = _r38_monitor([(AT_10, 400, 0.0), (AT_17, 400, 0.0)] * 2 + [(AT_12, 1200, 0.0)], False)
+    assert events == [] and "decode" in mon.unsupported(), mon.state()["classes"]["decode"]["confirmation"]
+
+
+def test_r38_judges_that_move_within_the_graph_and_dismisses_it():
+    mon, events = _r38_monitor([(AT_10, 400, 0.0), (AT_17, 400, 0.0)] * 2 + [(AT_12, 1200, 0.0)], True)
+    conf = mon.state()["classes"]["decode"]["confirmation"]
+    assert events == [] and mon.unsupported() == {}, conf
+    assert conf["judged_coarse"] >= 1 and conf["dismissed_strata"] >= 1 and conf["unsupported"] == 0, conf
+
+
+def test_r38_still_confirms_a_slower_engine_there_where_r37_calls_it_unsupported():
+    """A 5 % slowdown arriving with the move to 12: r37's strata never saw 12, so r37 holds the
+    shift back as unsupported; r38 measures it against batches of 10 in the same graph."""
+    phases = [(AT_10, 400, 0.0), (AT_17, 400, 0.0)] * 2 + [(AT_12, 1200, 0.05)]
+    mon, events = _r38_monitor(phases, True)
+    assert events, mon.state()["classes"]["decode"]["confirmation"]
+    first = min(events, key=lambda e: e.step_seq)
+    assert 1600 <= first.details["detected_step_seq"] and first.step_seq < 1600 + 800, first
+    assert first.details["strata"] == "coarse", first.details
+    assert abs(first.details["strata_lasting_shift"] - 0.05) < 0.015, first.details
+    old, old_events = _r38_monitor(phases, False)
+    assert old_events == [] and "decode" in old.unsupported()
+
+
+def test_r38_leaves_a_window_r37_strata_cover_to_them():
+    """F34-step8's case (a mix moving between 10 and 14 inside the graph of 16, the model 4 %
+    apart there): r37's strata cover the window, so r38 judges it as r37 does and dismisses it."""
+    mix = [(AT_10, 400, 0.0), (AT_14, 400, 0.0)] * 4
+    mon, events = _graph_monitor(True, mix, (AT_10, AT_14), octaves=True, fallback=True)
+    conf = mon.state()["classes"]["decode"]["confirmation"]
+    assert events == [] and conf["dismissed_strata"] >= 1 and conf["judged_coarse"] == 0, conf
+    cal = dataclasses.replace(_calibration(True), graph_strata=True, octave_strata=True, strata_fallback=True)
+    assert checks.DriftCalibration.from_dict(cal.to_dict()).coarse_strata is True
+    assert cal.confirmation().coarser is not None
+    assert dataclasses.replace(cal, octave_strata=False).confirmation().coarser is None

@@ -107,7 +107,7 @@ def test_a_calibration_keys_its_held_out_steps_as_the_watch_keys_live_ones():
     batch = synthetic_batch(steps=3000, seed=21, max_seqs=32)
     cal = calibrate(batch, KEY)
     decode = cal.drift["decode"]
-    assert decode.stratify and decode.graph_strata and decode.octave_strata
+    assert decode.stratify and decode.graph_strata and decode.octave_strata and decode.coarse_strata
     _, hold = split_window(batch, 1.0 - CalibrationSettings().holdout_fraction)
     keys = np.array(checks.strata(hold.composition(), True, True))
     mine = hold.kind == KIND_NAMES.index("decode")
