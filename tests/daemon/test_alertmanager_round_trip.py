@@ -60,6 +60,9 @@ def test_drift_alert_fires_in_alertmanager_and_resolves_after_recalibration(tmp_
         # Design r8: every event is a confirmed detection, counted as such on /metrics.
         confirmed = _scrape(daemon, "shadowd_drift_detections", outcome="confirmed")
         assert sum(confirmed.values()) >= len([e for e in _events(daemon) if e["detector"] == "page_hinkley"])
+        # Design r38: detections judged in the coarser strata are a series of their own, per class.
+        coarse = _scrape(daemon, "shadowd_drift_detections_judged_coarse")
+        assert set(coarse) == set(cal.drift) and all(v >= 0 for v in coarse.values())
 
         def firing() -> list[dict]:
             return [a for a in am.alerts(active="true") if a["labels"]["alertname"] == "AttributionDrift"]
