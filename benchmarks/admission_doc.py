@@ -198,6 +198,13 @@ def _charge_thread(data: list[dict[str, Any]]) -> list[str]:
         f"engine thread waits on the GPU, emulated by {data[0]['gpu_wait_s'] * 1e3:g} ms of sleep between",
         "scheduling a step and taking the previous step's output in, for every scheduler alike.  *Gross*",
         "is the engine thread's side: `on_schedule` (the verdict, the hand-over), taking the charge in",
+        *(
+            [
+                "(the charge thread re-keyed the queue from it: the queue is that thread's while a charge is owed)"
+            ]
+            if data[0].get("queue_rekeyed_on") == "thread"
+            else []
+        ),
         "and the arrivals that waited for it, and the queue's calls.  The charge thread's own CPU per",
         "step, and the wall time the engine thread waited for a charge not yet done, are beside it.",
         "That CPU is above what the same charge costs inline (`governor.on_schedule` in the breakdown",

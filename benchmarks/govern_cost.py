@@ -31,8 +31,9 @@ is charged on its charge thread while the engine waits on the GPU, emulated here
 ``benchmarks/tap_cost.py``, by ``GPU_WAIT_S`` of sleep between scheduling a step and taking the
 previous one's output in, for every scheduler alike.  The engine thread's side is the figure
 judged (its ``on_schedule`` hand-over, taking the charge in, the arrivals that waited meanwhile
-and the queue's calls); the charge thread's CPU per step, and the wall time the engine thread
-spent waiting for a charge not yet done, are reported beside it.
+and the queue's calls; the charge thread re-keys the queue after the charge); the charge thread's
+CPU per step, and the wall time the engine thread spent waiting for a charge not yet done, are
+reported beside it.
 
     .venv/bin/python -m benchmarks.govern_cost              # writes its section of docs/admission.json
     .venv/bin/python -m benchmarks.govern_cost --breakdown  # where the time goes, part by part
@@ -327,6 +328,7 @@ def measure(
         "scheduler_cpu_us_per_step": round(median(us["plain"]), 1),
         "governor_pct_of_step": round(100 * median(net) / median(us["plain"]), 2),
         "charge": "thread",
+        "queue_rekeyed_on": "thread",  # the charge thread re-keys the queue after the charge
         "charge_thread_us_per_step": round(median(thread_us), 2),
         "engine_wait_us_per_step": round(median(wait_us), 2),
         "gpu_wait_s": GPU_WAIT_S,

@@ -100,7 +100,7 @@ class Governor:
         self.victim_orderings = 0  # steps whose running list was put in over-served order
         path = config.status_path
         self.status_file = StatusFile(path) if path else None
-        self.charger = ChargeThread(self._charge_step) if config.charge == "thread" else None
+        self.charger = ChargeThread(self._charge_off_thread) if config.charge == "thread" else None
 
     # -- per request -----------------------------------------------------------------------------
     def facts_of(self, request: Any) -> RequestFacts:
@@ -148,25 +148,40 @@ class Governor:
 
     def collect(self) -> None:
         """Engine thread: take the owed step's charge in (waiting for the charge thread if it is
-        not done), re-key the tenants it charged and admit the requests that arrived meanwhile.
-        Called before anything reads a counter: the next ``schedule`` and the fair queue's calls."""
+        not done: that thread has re-keyed the queue too) and admit the requests that arrived
+        meanwhile.  Called before anything reads a counter: the next ``schedule`` and the fair
+        queue's calls."""
         queue = self.queue
         if not queue.owed:
             return
         try:
-            charged = self.charger.result()  # type: ignore[union-attr]
+            self.charger.result()  # type: ignore[union-attr]
         except ChargeThreadDied as exc:  # charge inline from now on
             self.charger = None
             self._forget_step()
             self._fault(exc)
-            charged = None
+            self._take_in(None)  # the step went uncharged: every tenant re-keyed
         queue.owed = False
-        self._take_in(charged)
         queue.admit_inbox()
 
+    def _charge_off_thread(self, out: Any) -> None:
+        """The charge thread's job: the step's charge, then the queue re-keyed from it.  While a
+        charge is owed the queue is this thread's (every engine-thread call into it settles
+        first, arrivals wait in its inbox), so the re-keying costs the engine thread nothing
+        (``benchmarks/govern_cost.py``, workload ``pressure``: tenants wait every step).  A thread
+        given up on (``ChargeThread.abandoned``) leaves the queue alone: it is the engine's again."""
+        try:
+            charged = self._charge_step(out)
+            charger = self.charger
+            if charger is not None and not charger.abandoned:
+                self._take_in(charged)
+        except Exception as exc:  # never out of the thread: a dead thread costs the engine a wait
+            self._fault(exc)
+
     def _take_in(self, charged: Iterable[int] | None) -> None:
-        """Engine thread: the queue re-keys the tenants charged and, where the charge read a new
-        verdict, follows its counter and price."""
+        """The queue's owner (the charge thread while a charge is owed, else the engine thread)
+        re-keys the tenants charged and, where the charge read a new verdict, follows its counter
+        and price."""
         self.queue.invalidate(charged)
         if self.verdict is not self._followed:
             self._followed = self.verdict

@@ -15,10 +15,10 @@ The last waiting request popped carries none: nothing is left for it to order (a
 between ``schedule`` calls, never within one).
 
 While a step's charge is *owed* (being made on the governor's charge thread,
-:mod:`shadowd.govern.charge_thread`), the counters are not the engine thread's to read: an arrival
-waits in an inbox, and any other call first settles the charge (``settle``, the governor's),
-which re-keys and then admits the inbox in arrival order, as the inline charge would have found
-it.
+:mod:`shadowd.govern.charge_thread`), the counters and this queue are that thread's, which
+re-keys the queue after the charge: an arrival waits in an inbox, and any other call first
+settles the charge (``settle``, the governor's), which takes it in and then admits the inbox in
+arrival order, as the inline charge would have found it.
 """
 
 from __future__ import annotations

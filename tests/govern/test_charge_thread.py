@@ -72,11 +72,7 @@ def _run(llama_dir, tmp_path, charge: str):
         seen["inboxed"] += len(queue._inbox)
         admit_inbox()
 
-    if gov.charger is not None:  # the thread took the bound method at start: hand it the recorder
-        gov.charger.close()
-        gov.charger = type(gov.charger)(recorded_charge)
-    else:
-        gov._charge_step = recorded_charge
+    gov._charge_step = recorded_charge  # the charge thread looks it up per step, as inline does
     queue.pop_request, queue.admit_inbox = recorded_pop, recorded_admit_inbox
 
     def switch(step: int) -> None:
@@ -139,17 +135,21 @@ def test_a_charge_thread_that_stalls_is_given_up_and_the_charge_goes_inline(llam
     monkeypatch.setattr(charge_thread, "WAIT_S", 0.02)
     monkeypatch.setattr(charge_thread, "MAX_WAIT_S", 0.1)
     gov, driver = _threaded(llama_dir, tmp_path)
-    calls, charge = [0], gov._charge_step
+    calls, charge, take_in = [0], gov._charge_step, gov._take_in
+    late = []
 
-    def stalling_charge(out):  # the tenth step's charge never comes back in time
-        calls[0] += 1
-        if calls[0] == 10:
-            time.sleep(1.0)
-            return None
+    def stalling_charge(out):  # on the charge thread, the tenth step's charge comes back too late
+        if threading.current_thread().name == "shadowd-govern-charge":
+            calls[0] += 1
+            if calls[0] == 10:
+                time.sleep(1.0)
         return charge(out)
 
-    gov.charger.close()
-    gov.charger = charge_thread.ChargeThread(stalling_charge)
+    def recorded_take_in(charged):
+        late.append(threading.current_thread().name)
+        take_in(charged)
+
+    gov._charge_step, gov._take_in = stalling_charge, recorded_take_in
     stalled = gov.charger
     t0 = time.monotonic()
     driver.run(mixed_trace_requests(30, seed=13), max_steps=120)
@@ -157,5 +157,7 @@ def test_a_charge_thread_that_stalls_is_given_up_and_the_charge_goes_inline(llam
     assert stalled.abandoned and gov.charger is None and gov.errors == 1
     assert calls[0] == 10  # the thread took no step after the one it stalled on
     assert sum(gov.steps_charged.values()) >= 110  # the rest charged inline
-    time.sleep(1.0)  # the stalled charge ends: it hands nothing back
+    on_thread = late.count("shadowd-govern-charge")
+    time.sleep(1.0)  # the stalled charge ends: it hands nothing back, and leaves the queue alone
+    assert late.count("shadowd-govern-charge") == on_thread == 9  # the nine steps it answered
     assert stalled._results.empty()
