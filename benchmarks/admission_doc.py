@@ -114,6 +114,14 @@ def _workloads(data: list[dict[str, Any]]) -> list[str]:
         f"from the Azure 2023 code and conversation traces, alternately (capped at {trace['max_prompt']} and",
         f"{trace['max_output']} tokens), with chunked prefills.",
     ]
+    every = p.get("every-step", {})
+    if every:
+        lines += [
+            f"*every-step*: exactly one arrival and one completion every step ({every['prompt']}-token prompts,",
+            "outputs one token fewer than there are requests, so each is scheduled in as many steps as",
+            "there are requests; the first requests' staggered): the target's",
+            "\"arrivals and completions every step\" read literally, beside churn's stress case.",
+        ]
     if pressure:
         lines += [
             f"*pressure*: outputs of mean {pressure['mean_output']} tokens and about half the KV blocks the",

@@ -9,7 +9,10 @@ tenants and driven in the engine's pipelined order (schedule N+1, then update N)
   requests added before each step as finished, so requests arrive, are admitted through the
   fair queue (a short prompt prefill) and finish every step: a stress case, with shorter
   outputs than either Azure trace (about ``n / 16`` admissions per step);
-* **trace**: the same, with prompt and output lengths from the Azure 2023 code and conversation
+* **every-step**: exactly one arrival and one completion every step (outputs of ``n - 1`` tokens,
+  so each request is scheduled in ``n`` steps; the first ``n`` requests' staggered 1..n), the case "arrivals and completions every step" read
+  literally; churn is the stress case beside it;
+* **trace**: the same as churn, with prompt and output lengths from the Azure 2023 code and conversation
   traces (alternately, capped at ``TRACE_MAX_PROMPT`` and ``TRACE_MAX_OUTPUT``): real lengths,
   chunked prefills, fewer admissions per step;
 * **pressure**: geometric outputs of mean ``PRESSURE_MEAN_OUTPUT`` and about half the KV blocks
@@ -65,7 +68,7 @@ PRESSURE_MEAN_OUTPUT = 256
 # Half ``benchmarks/tap_cost.py``'s, itself far shorter than a real step of an 8B model at these
 # batch sizes: the charge thread has less time to hide in than in a real engine.
 GPU_WAIT_S = 0.001
-WORKLOADS = ("steady", "churn", "trace", "pressure")
+WORKLOADS = ("steady", "every-step", "churn", "trace", "pressure")
 TENANTS = ("acme", "beta", "gamma", "delta")
 KEY = "bench/h100/llama-3.1-8b"
 QUEUE_METHODS = (
@@ -94,6 +97,7 @@ class _Engine:
         from shadowd.sim.vllm_scheduler import SchedulerSpec, build_scheduler
 
         self.n, self.churn = n, workload != "steady"
+        self.stagger = workload == "every-step"  # each request lives n steps: one finishes a step
         self.rng = np.random.default_rng(seed)
         self.lengths = _trace_lengths() if workload == "trace" else None
         prompt_max = TRACE_MAX_PROMPT if self.lengths else PROMPT_TOKENS
@@ -112,13 +116,15 @@ class _Engine:
         self.sched = build_scheduler(spec, cls)
         self.driver = EngineDriver(self.sched, lambda st: 1.0, vocab_size=128256, clock=RealClock())
         self.made = 0
-        for _ in range(n):  # geometric outputs are memoryless: churn from the first step
-            self._add(None if self.churn else steps + 1000)
+        for i in range(n):  # geometric outputs are memoryless: churn from the first step
+            self._add(i + 1 if self.stagger else None if self.churn else steps + 1000)
         self.queue: deque = deque([self.sched.schedule()])
 
     def _add(self, output: int | None = None) -> None:
         prompt = PROMPT_TOKENS
-        if output is None and self.lengths:
+        if output is None and self.stagger:  # its prefill step and n - 1 more: n steps in all
+            output = self.n - 1
+        elif output is None and self.lengths:
             prompt, output = self.lengths[self.made % len(self.lengths)]
         elif output is None:
             output = int(min(self.rng.geometric(1.0 / self.mean_output), self.mean_output * 12))
@@ -453,6 +459,8 @@ def breakdown(n: int, workload: str, *, steps: int = 300, warmup: int = 60) -> d
 def _params(workload: str) -> dict[str, Any]:
     if workload == "trace":
         return {"traces": list(TRACES), "max_prompt": TRACE_MAX_PROMPT, "max_output": TRACE_MAX_OUTPUT}
+    if workload == "every-step":
+        return {"prompt": PROMPT_TOKENS, "output": "requests per step, less one"}
     if workload in ("churn", "pressure"):
         mean = PRESSURE_MEAN_OUTPUT if workload == "pressure" else CHURN_MEAN_OUTPUT
         return {"prompt": PROMPT_TOKENS, "mean_output": mean}

@@ -106,3 +106,21 @@ def test_flags_are_parsed_before_anything_runs(argv, code, monkeypatch):
     with pytest.raises(SystemExit) as exc:
         govern_cost.main(argv)
     assert exc.value.code == code
+
+
+
+def test_every_step_workload_has_one_arrival_and_one_completion_a_step():
+    """The target's "arrivals and completions every step" read literally: staggered outputs keep
+    it at one of each in every step, not on average over bursts."""
+    from shadowd.govern.config import GovernConfig
+
+    eng = govern_cost._engine(32, "every-step", GovernConfig(), 200)
+    eng.steps(5)
+    arrivals = []
+    for _ in range(60):
+        made = eng.made
+        eng.steps(1)
+        arrivals.append(eng.made - made)
+    assert arrivals == [1] * 60
+    r = govern_cost.measure(32, "every-step", blocks=2, block_steps=30, warmup=20)
+    assert r["arrivals_per_step"] == 1.0 and r["workload"] == "every-step"
