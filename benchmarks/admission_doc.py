@@ -120,7 +120,7 @@ def _workloads(data: list[dict[str, Any]]) -> list[str]:
             f"*every-step*: exactly one arrival and one completion every step ({every['prompt']}-token prompts,",
             "outputs one token fewer than there are requests, so each is scheduled in as many steps as",
             "there are requests; the first requests' staggered): the target's",
-            "\"arrivals and completions every step\" read literally, beside churn's stress case.",
+            '"arrivals and completions every step" read literally, beside churn\'s stress case.',
         ]
     if pressure:
         lines += [

@@ -108,7 +108,6 @@ def test_flags_are_parsed_before_anything_runs(argv, code, monkeypatch):
     assert exc.value.code == code
 
 
-
 def test_every_step_workload_has_one_arrival_and_one_completion_a_step():
     """The target's "arrivals and completions every step" read literally: staggered outputs keep
     it at one of each in every step, not on average over bursts."""
