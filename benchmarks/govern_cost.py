@@ -377,9 +377,11 @@ PARTS = (
 )
 FCFS_PARTS = ("add_request", "pop_request", "peek_request", "__bool__")
 BREAKDOWN = (
+    (32, "every-step"),
     (32, "churn"),
     (32, "trace"),
     (32, "pressure"),
+    (256, "every-step"),
     (256, "churn"),
     (256, "trace"),
     (256, "pressure"),
