@@ -161,3 +161,26 @@ def test_a_charge_thread_that_stalls_is_given_up_and_the_charge_goes_inline(llam
     time.sleep(1.0)  # the stalled charge ends: it hands nothing back, and leaves the queue alone
     assert late.count("shadowd-govern-charge") == on_thread == 9  # the nine steps it answered
     assert stalled._results.empty()
+
+
+def test_a_re_keying_that_fails_on_the_charge_thread_is_counted_and_the_thread_goes_on(llama_dir, tmp_path):
+    """The charge thread re-keys the queue after each charge; an error there is counted like a
+    charge's, never ends the thread (a dead thread would cost the engine a wait) and the next
+    re-keying finds the queue usable: every request is still admitted."""
+    gov, driver = _threaded(llama_dir, tmp_path)
+    invalidate, failed = gov.queue.invalidate, []
+
+    def failing_once(charged=None):
+        if not failed and threading.current_thread().name == "shadowd-govern-charge":
+            failed.append(True)
+            raise RuntimeError("re-keying failed")
+        invalidate(charged)
+
+    gov.queue.invalidate = failing_once
+    requests = mixed_trace_requests(30, seed=14)
+    driver.run(requests, max_steps=100000)
+    charger = gov.charger
+    assert failed and gov.errors == 1
+    assert charger is not None and not charger.abandoned and charger._thread.is_alive()
+    assert sum(gov.steps_charged.values()) == len(driver.steps)  # every step charged, on the thread
+    assert len(driver.service) >= 30 and all(s.finish_ns is not None for s in driver.service.values())
