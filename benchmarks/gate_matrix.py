@@ -1160,7 +1160,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r38"
+DESIGN_REVISION = "r39"
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":
 # in slices cut at fixed steps (``shadowd.demo.step_slices``), so a row is the same run when
 # repeated; rows without the field ran on the receiver's timed batches, where the step a model
@@ -1379,6 +1379,27 @@ DESIGN = [
     "first GO came one evaluation sooner (4221), and H35-swing-long paged again, with the same "
     "re-fits at the same steps and its drift event in the same place. So r37's false alarm "
     "there stands, and is repeatable.",
+    "Design r39 (built on held-out 37's H37-swing-30k under r38, with held-out 30's H30-ramp-30k, "
+    "where r33 paged, in view; declared before held-out 38): design r33's detrend by batch-size "
+    "stratum is back on (`CalibrationSettings.detrend_by_size`; `checks/stratified_detrend.py`), "
+    "now behind r34-r38's confirmation, which judges a detection's lasting shift within CUDA-graph "
+    "and quarter-octave strata. r33 was withdrawn after held-out 30, where its keener detectors "
+    "paged on two healthy engines with detections that r31's strata confirmed; r34-r38 were built "
+    "since, on swinging engines, to dismiss shifts that batch composition explains. A finding of "
+    "held-out 37 under r38: on H37-swing-30k the re-fits asked for at 24,321 and 28,944 were "
+    "refused as duller than the model in force (r15: a 5 % slowdown not raised within 1,200 "
+    "judged steps against its 32), so traffic stayed beyond the envelope and the run ended "
+    "INCONCLUSIVE: on a swinging engine the decode residual against one class baseline swings "
+    "with the batch-size mix, and the thresholds that hold the false-alarm target on it are "
+    "high. Development evidence under r39 (rows marked r39): H37-swing-30k first GO at 20,904, "
+    "INCONCLUSIVE from 21,306 to 24,723 (traffic beyond the envelope), its re-fit at 24,321 "
+    "installed, then GO to its end; H37-swing still INCONCLUSIVE; H30-ramp-30k GO from 20,100 with no page and no drift "
+    "event (r33: 21 NO_GO evaluations after its first GO); H30-swing-30k GO from 19,698; held-out "
+    "36 and 37's other short, 12,000- and 30,000-step rows ended as under r38, with the same first "
+    "GO, the slowdowns' drift events 1-11 steps sooner (F37-step5 217 steps after the fault "
+    "against 225). H30-swing-long (800,000 steps, where r32 and r33 paged and r34 and r37 did "
+    "not) was still running under r39 when held-out 38 was declared; its row says how it ended. "
+    "`CalibrationSettings.detrend_by_size=False` restores r38.",
     "Design r38 (built on held-out 35's H35-swing-long under r37, with F34-step8 kept in view; in "
     "force from held-out 36, declared after it): where r37's strata hold too little of a "
     "detection's confirmation window to judge it (under a fifth in strata seen on both sides), "
