@@ -1159,6 +1159,38 @@ PROTOCOL = {
             "800,000 steps) declared with the set."
         ),
     },
+    "held_out_38": {
+        "platforms": ["H200 SXM tables (as in held-out 1-37: no other unseen tables exist)"],
+        "models": [
+            "command-r-35b tp4 (after the public config of Cohere's Command-R v01, added for this "
+            "set as benchmarks/models/command-r-35b; never run before, by any set or study): 40 "
+            "layers of hidden 8,192, 64 query heads over 64 KV heads of 128 dimensions (full "
+            "multi-head attention: the most KV per token of any model run), an MLP of 22,528, a "
+            "256,000 vocabulary, 8,192 positions (prompts capped by them)"
+        ],
+        "tenants": [
+            "Azure 2023 conversation trace at 2 req/s as tenant a, ShareGPT length statistics at "
+            "1 req/s as tenant b, the Mooncake conversation trace at 0.15 req/s as tenant c; every "
+            "source used before, this mix, model and these rates not; the Azure 2023 code trace "
+            "at 1.5 req/s as the new heavy tenant"
+        ],
+        "seeds": "3901-3913 (3911 and 3912 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "The set for design r39, declared after r39 was committed with its development "
+            "evidence (held-out 30, 36 and 37's rows under r39) and before any run of this set. "
+            "Faults armed as held-out 32-37's (`@go:7000`, 12,000 steps scheduled as 6,000); "
+            "H38-steady-12k (seed 3913) runs their timeline with nothing injected. Rates sized "
+            "from the sources' mean prompt lengths as stated in earlier sets' notes (Azure "
+            "conversation 1,150, ShareGPT 2,427, Mooncake conversation 11,168 tokens, cut here "
+            "to about 7k by the model's positions): about 5.8k prompt tokens/s at the base rate, "
+            "for a 35B model on four GPUs (held-out 26's 32B model on four ran 5.2k); the "
+            "newcomer (Azure code, about 2k) about 3k more. One 800-step machinery check of the "
+            "new config on the H100 tables (development platform, seed 99) was run first; its "
+            "verdict was not read. H38-ramp-30k and H38-swing-30k (seeds 3902, 3903) and "
+            "H38-swing-long (H38-swing-30k's seed and load, 800,000 steps) declared with the set."
+        ),
+    },
 }
 DESIGN_REVISION = "r39"
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":
@@ -2058,6 +2090,11 @@ HELD37_BASE = _h200(
     4,
     ("a=azure-code:2", "b=lengths:arxiv:0.8", "c=servegen:10:15"),
 )
+HELD38_BASE = _h200(
+    "benchmarks/models/command-r-35b",
+    4,
+    ("a=azure-conv:2", "b=lengths:sharegpt:1", "c=mooncake-conversation:0.15"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -2084,7 +2121,7 @@ FAULT_AT = {12000: 7000, 9000: 7000, 6000: 5000}  # engine step of the fault, by
 # faults mostly landed on a gate already INCONCLUSIVE, when traffic left the calibrated envelope
 # between steps 5600 and 7000, and so tested nothing; an armed fault lands on a gate vouching
 # for the engine, and 12,000 steps leave time after a late GO.
-ARMED_SETS = {"32": 12000, "33": 12000, "34": 12000, "35": 12000, "36": 12000, "37": 12000}
+ARMED_SETS = {"32": 12000, "33": 12000, "34": 12000, "35": 12000, "36": 12000, "37": 12000, "38": 12000}
 LONG_FAULT_SETS = {
     "5",
     "6",
@@ -2146,6 +2183,7 @@ HORIZON_SETS = {
     "35": 6000,
     "36": 6000,
     "37": 6000,
+    "38": 6000,
 }
 
 
@@ -2259,6 +2297,7 @@ def _scenarios() -> list[Scenario]:
         ("35", HELD35_BASE, 3600, "azure-conv:4"),
         ("36", HELD36_BASE, 3700, "lengths:arxiv:1.5"),
         ("37", HELD37_BASE, 3800, "lengths:sharegpt:2"),
+        ("38", HELD38_BASE, 3900, "azure-code:1.5"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -2433,6 +2472,8 @@ def _scenarios() -> list[Scenario]:
         ("H36-swing-30k", "held_out_36", HELD36_BASE, SWING_30K, 3703, "swing:0.3:3:150"),
         ("H37-ramp-30k", "held_out_37", HELD37_BASE, RAMP_30K, 3802, "ramp:0.3:3:300"),
         ("H37-swing-30k", "held_out_37", HELD37_BASE, SWING_30K, 3803, "swing:0.3:3:150"),
+        ("H38-ramp-30k", "held_out_38", HELD38_BASE, RAMP_30K, 3902, "ramp:0.3:3:300"),
+        ("H38-swing-30k", "held_out_38", HELD38_BASE, SWING_30K, 3903, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -2474,12 +2515,12 @@ def _scenarios() -> list[Scenario]:
             loads=("swing:0.3:3:150",),
         )
     )
-    # Declared with held-out 32-37: their fault runs' timeline with nothing injected (the stretch
+    # Declared with held-out 32-38: their fault runs' timeline with nothing injected (the stretch
     # an armed fault lands in, judged on a healthy engine too); and with 33 (after design r35:
     # re-fits installed that r8 refused), 34 (after r36: re-fits started earlier), 35 (after
-    # r37: finer strata), 36 (after r38: coarser strata behind them) and 37 (r38 again: a second
-    # set, its fallback unexercised on 36), the false alarms per judged step on a swinging engine
-    # the design was not built on.
+    # r37: finer strata), 36 (after r38: coarser strata behind them), 37 (r38 again: a second
+    # set, its fallback unexercised on 36) and 38 (after r39: stratified detrend behind them), the
+    # false alarms per judged step on a swinging engine the design was not built on.
     steady_12k = "steady, 12,000 steps scheduled as 6,000: the fault runs' timeline, nothing injected"
     swing_long = "load swings, 800,000 steps: the false-alarm bound"
     swing = {"steps": 800000, "loads": ("swing:0.3:3:150",)}
@@ -2491,11 +2532,13 @@ def _scenarios() -> list[Scenario]:
         ("H35-steady-12k", "held_out_35", HELD35_BASE, 3613, steady_12k, timeline),
         ("H36-steady-12k", "held_out_36", HELD36_BASE, 3713, steady_12k, timeline),
         ("H37-steady-12k", "held_out_37", HELD37_BASE, 3813, steady_12k, timeline),
+        ("H38-steady-12k", "held_out_38", HELD38_BASE, 3913, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
         ("H36-swing-long", "held_out_36", HELD36_BASE, 3703, swing_long, swing),
         ("H37-swing-long", "held_out_37", HELD37_BASE, 3803, swing_long, swing),
+        ("H38-swing-long", "held_out_38", HELD38_BASE, 3903, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -2534,6 +2577,7 @@ def _scenarios() -> list[Scenario]:
         ("35", HELD35_BASE, 3610),
         ("36", HELD36_BASE, 3710),
         ("37", HELD37_BASE, 3810),
+        ("38", HELD38_BASE, 3910),
     ):
         out.append(
             Scenario(
