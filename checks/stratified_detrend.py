@@ -1,10 +1,12 @@
 """The detrend baseline kept per batch-size stratum: what a class's detectors see (designs r33, r39).
 
 Design r33 was withdrawn: on held-out 30 its keener detectors paged on two healthy engines,
-their detections confirmed by r31's strata.  Design r39 turns it back on behind the confirmation
+their detections confirmed by r31's strata.  Design r39 turned it back on behind the confirmation
 of r34-r38, which judges a detection's lasting shift within CUDA-graph and quarter-octave strata
-(``checks.alarm_confirmation``); ``CalibrationSettings.detrend_by_size=False`` restores r38
-(``DESIGN`` in ``benchmarks/gate_matrix.py`` says what each did, and on which runs).
+(``checks.alarm_confirmation``), and was withdrawn too: a healthy swinging engine paged under it
+on its held-out set and on a development run.  It is off by default and stays for comparisons
+(``CalibrationSettings.detrend_by_size``; ``DESIGN`` in ``benchmarks/gate_matrix.py`` says what
+each did, and on which runs).
 
 ``checks.detrend`` judges each standardised residual against one slow baseline of the class's
 past, so the detectors see sudden changes and not slow wander.  Where the latency model's error

@@ -187,11 +187,11 @@ class CalibrationSettings:
     clip: float = 5.0  # standardised residuals are clipped to +-clip before the detectors
     noise_from_window: bool = True  # thresholds from the whole window's residual dynamics
     detrend_steps: int = 100  # detectors judge changes against a baseline of this time constant
-    # Design r39 (r33's, withdrawn then, back behind r34-r38's stratified confirmation): each
-    # step judged against its batch-size stratum's own such baseline
-    # (``checks.stratified_detrend``).  ``False`` restores r38 for comparisons; ``DESIGN`` in
-    # benchmarks/gate_matrix.py says what each did, and on which runs.
-    detrend_by_size: bool = True
+    # Designs r33 and r39 (both withdrawn; off): each step judged against its batch-size
+    # stratum's own such baseline (``checks.stratified_detrend``; r39 behind r34-r38's stratified
+    # confirmation).  Kept for comparisons: ``DESIGN`` in benchmarks/gate_matrix.py says what each
+    # did, and on which runs.
+    detrend_by_size: bool = False
     # A detection is an alarm only if its shift lasts this many more judged steps of the class
     # (design r8: checks.alarm_confirmation; why this many: DESIGN in benchmarks/gate_matrix.py).
     confirm_steps: int = 200
