@@ -1191,7 +1191,7 @@ PROTOCOL = {
             "H38-swing-long (H38-swing-30k's seed and load, 800,000 steps) declared with the set. "
             "r39 was withdrawn on this set's H38-swing-30k (a page on a healthy engine) and on "
             "H30-swing-long; H38-swing-long under r39 was stopped then (no row), and the set's "
-            "rows were run under r38 for comparison (rows marked r38)."
+            "rows were run under r38 for comparison (rows marked r38), where H38-steady-12k paged."
         ),
     },
 }
@@ -1439,9 +1439,13 @@ DESIGN = [
     "then NO_GO from 26,733 to its end (a decode drift event, a lasting 2.3 % shift, 18 NO_GO "
     "evaluations); every fault ended not GO (the 8 % slowdown's drift event 205 steps after "
     "it). Run under r38 for comparison (rows marked r38), H38-swing-30k reached GO at 24,924 and "
-    "did not page. A page on a healthy engine outweighs an earlier GO, as r33's did: r39 was "
-    "withdrawn and r38 is in force again. H38-swing-long under r39 was stopped when r39 was "
-    "withdrawn (no row).",
+    "did not page, but H38-steady-12k, GO under r39 without a page, paged under r38: a decode "
+    "drift event at 7,342 (a lasting 2.5 % shift), 307 steps after a re-fit was installed at "
+    "7,035, then NO_GO to its end (24 evaluations); so on this set each design paged one healthy "
+    "engine that the other did not. r39 also paged on H30-swing-long, where r34 and r37 raised "
+    "no drift event; a page on a healthy engine outweighs an earlier GO, as r33's did: r39 was "
+    "withdrawn and r38 is in force again, with its page on H38-steady-12k a miss of its own. "
+    "H38-swing-long under r39 was stopped when r39 was withdrawn (no row).",
     "Design r38 (built on held-out 35's H35-swing-long under r37, with F34-step8 kept in view; in "
     "force from held-out 36, declared after it): where r37's strata hold too little of a "
     "detection's confirmation window to judge it (under a fifth in strata seen on both sides), "
