@@ -10,9 +10,9 @@ tenants and driven in the engine's pipelined order (schedule N+1, then update N)
   fair queue (a short prompt prefill) and finish every step: a stress case, with shorter
   outputs than either Azure trace (about ``n / 16`` admissions per step);
 * **every-step**: exactly one arrival and one completion every step (outputs of ``n - 1`` tokens,
-  so each request is scheduled in ``n`` steps; the first ``n`` requests' staggered 1..n), the case "arrivals and completions every step" read
-  literally; churn is the stress case beside it;
-* **trace**: the same as churn, with prompt and output lengths from the Azure 2023 code and conversation
+  so each request is scheduled in ``n`` steps; the first ``n`` requests' staggered 1..n): the
+  case "arrivals and completions every step" read literally; churn is the stress case beside it;
+* **trace**: as churn, with prompt and output lengths from the Azure 2023 code and conversation
   traces (alternately, capped at ``TRACE_MAX_PROMPT`` and ``TRACE_MAX_OUTPUT``): real lengths,
   chunked prefills, fewer admissions per step;
 * **pressure**: geometric outputs of mean ``PRESSURE_MEAN_OUTPUT`` and about half the KV blocks
@@ -116,7 +116,7 @@ class _Engine:
         self.sched = build_scheduler(spec, cls)
         self.driver = EngineDriver(self.sched, lambda st: 1.0, vocab_size=128256, clock=RealClock())
         self.made = 0
-        for i in range(n):  # geometric outputs are memoryless: churn from the first step
+        for i in range(n):  # geometric outputs are memoryless, staggered ones finish one a step
             self._add(i + 1 if self.stagger else None if self.churn else steps + 1000)
         self.queue: deque = deque([self.sched.schedule()])
 
