@@ -80,7 +80,8 @@ def test_a_governor_whose_charge_thread_stops_says_so(tmp_path, monkeypatch):
     assert status.charged_on == "thread" and status.errors == 0
     gov.charger._jobs.put(charge_thread._STOP)  # the thread ends
     gov.charger._thread.join(timeout=5)
-    gov.queue.owed = True  # a step handed over that it will never answer
+    gov.charger.submit(None)  # a step handed over that it will never answer
+    gov.queue.owed = True
     gov.collect()
     gov.status_file.write(gov.published())
     (status,) = GovernorFiles(str(tmp_path)).read()
