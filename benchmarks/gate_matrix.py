@@ -1194,8 +1194,39 @@ PROTOCOL = {
             "rows were run under r38 for comparison (rows marked r38), where H38-steady-12k paged."
         ),
     },
+    "held_out_39": {
+        "platforms": ["H200 SXM tables (as in held-out 1-38: no other unseen tables exist)"],
+        "models": [
+            "olmo-2-13b tp2 (after the public config of AI2's OLMo-2 1124 13B, added for this set "
+            "as benchmarks/models/olmo-2-13b; never run before, by any set or study): 40 layers of "
+            "hidden 5,120, 40 query heads over 40 KV heads of 128 dimensions, an MLP of 13,824, a "
+            "100,352 vocabulary, 4,096 positions (prompts capped by them)"
+        ],
+        "tenants": [
+            "Azure 2023 conversation trace at 2.5 req/s as tenant a, arXiv-summarisation length "
+            "statistics at 0.6 req/s as tenant b, the Azure 2023 code trace at 1.2 req/s as tenant "
+            "c; every source used before, this mix, model and these rates not; the Mooncake "
+            "conversation trace at 0.5 req/s as the new heavy tenant"
+        ],
+        "seeds": "4001-4013 (4011 and 4012 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "The set for design r40, declared after r40 was committed, with its one development "
+            "run (H38-steady-12k under r40, the run it was built on), and before any run of this "
+            "set. Faults armed as held-out 32-38's (`@go:7000`, 12,000 steps scheduled as 6,000); "
+            "H39-steady-12k (seed 4013) runs their timeline with nothing injected. Rates sized "
+            "from the sources' mean prompt lengths as stated in earlier sets' notes (Azure "
+            "conversation 1,150, arXiv 2,578 cut by the model's 4,096 positions, Azure code about "
+            "2k): about 6.8k prompt tokens/s at the base rate, for a 13B model on two GPUs; the "
+            "newcomer (Mooncake conversation, prompts cut to about 3k) about 1.5k more. One "
+            "800-step machinery check of the new config on the built-in platform (seed 99) was "
+            "run first; its verdict was not read. H39-ramp-30k and H39-swing-30k (seeds 4002, "
+            "4003) and H39-swing-long (H39-swing-30k's seed and load, 800,000 steps) declared with "
+            "the set."
+        ),
+    },
 }
-DESIGN_REVISION = "r38"
+DESIGN_REVISION = "r40"
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":
 # in slices cut at fixed steps (``shadowd.demo.step_slices``), so a row is the same run when
 # repeated; rows without the field ran on the receiver's timed batches, where the step a model
@@ -1414,6 +1445,33 @@ DESIGN = [
     "first GO came one evaluation sooner (4221), and H35-swing-long paged again, with the same "
     "re-fits at the same steps and its drift event in the same place. So r37's false alarm "
     "there stands, and is repeatable.",
+    "Design r40 (built on held-out 38's H38-steady-12k under r38; in force from held-out 39, "
+    "declared after it): where neither r37's strata nor r34's graph strata hold enough of a "
+    "detection's confirmation window to judge it, r31's quarter-octave strata judge it if they "
+    "do (`checks.alarm_confirmation.octave_stratum`, `AlarmConfirmation(coarsest=...)`; "
+    "`CalibrationSettings.octave_fallback`, `DriftCalibration.octave_fallback`; counted as "
+    "`judged_octave`, `shadowd_drift_detections_judged_octave`); and where none do and most of "
+    "the window lies in quarter-octave strata seen fewer than ten times before its reference "
+    "point, a lasting shift of less than twice the allowance (`RARE_SHIFT`) is unsupported "
+    "(INCONCLUSIVE until a re-fit, no page) instead of an alarm. A finding of held-out 38 under "
+    "r38: H38-steady-12k's page (a decode drift event at 7,342, detected at 7,135, 100 judged "
+    "steps after a re-fit was installed) came from a mix moving across a CUDA-graph edge, from "
+    "batches of about 20 run at the graph of 24 (the model's noise-free error about +1.6 %) to "
+    "batches of 13-16 run at the graph of 16 (about -1.8 %), compositions the re-fit's held-out "
+    "steps, the strata's only memory then, had not held: no strata level covered the window, "
+    "which was judged without strata as a lasting 2.5 % shift against a 2 % allowance, and "
+    "the graph strata had seen it a few times, so r38 called it an alarm "
+    "(docs/steady_drift.md, `.venv/bin/python -m benchmarks.swing_drift_study --scenario "
+    "H38-steady-12k ...`; the run itself is stationary). The octave fallback alone did not cover "
+    "that window either (tried first: the run still paged), and holding every rare window "
+    "unsupported hid the 20 % slowdown of tests/daemon/test_alertmanager_round_trip.py, as r31's "
+    "rule did; the bound of twice the allowance keeps that slowdown an alarm (the jump of the "
+    "model's error across a graph edge, about 3.4 % on that run, is under twice its 2 % "
+    "allowance). Every fault the gate must catch stays not GO either way (unsupported is "
+    "INCONCLUSIVE), and an 8 % slowdown in rare compositions is still an alarm wherever the "
+    "allowance is under 4 %. Development evidence under r40: H38-steady-12k GO from 5,427, "
+    "INCONCLUSIVE from 7,236 to 8,643 (traffic beyond the envelope, the decode detection "
+    "unsupported), re-fitted, then GO to its end without a page (r38: NO_GO from 7,437).",
     "Design r39 (built on held-out 37's H37-swing-30k under r38, with held-out 30's H30-ramp-30k, "
     "where r33 paged, in view; confirmed against on held-out 38, then withdrawn; its rows are "
     "marked r39; the code is r38's again, r39 behind `CalibrationSettings.detrend_by_size`): "
@@ -2109,6 +2167,11 @@ HELD38_BASE = _h200(
     4,
     ("a=azure-conv:2", "b=lengths:sharegpt:1", "c=mooncake-conversation:0.15"),
 )
+HELD39_BASE = _h200(
+    "benchmarks/models/olmo-2-13b",
+    2,
+    ("a=azure-conv:2.5", "b=lengths:arxiv:0.6", "c=azure-code:1.2"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -2135,7 +2198,16 @@ FAULT_AT = {12000: 7000, 9000: 7000, 6000: 5000}  # engine step of the fault, by
 # faults mostly landed on a gate already INCONCLUSIVE, when traffic left the calibrated envelope
 # between steps 5600 and 7000, and so tested nothing; an armed fault lands on a gate vouching
 # for the engine, and 12,000 steps leave time after a late GO.
-ARMED_SETS = {"32": 12000, "33": 12000, "34": 12000, "35": 12000, "36": 12000, "37": 12000, "38": 12000}
+ARMED_SETS = {
+    "32": 12000,
+    "33": 12000,
+    "34": 12000,
+    "35": 12000,
+    "36": 12000,
+    "37": 12000,
+    "38": 12000,
+    "39": 12000,
+}
 LONG_FAULT_SETS = {
     "5",
     "6",
@@ -2312,6 +2384,7 @@ def _scenarios() -> list[Scenario]:
         ("36", HELD36_BASE, 3700, "lengths:arxiv:1.5"),
         ("37", HELD37_BASE, 3800, "lengths:sharegpt:2"),
         ("38", HELD38_BASE, 3900, "azure-code:1.5"),
+        ("39", HELD39_BASE, 4000, "mooncake-conversation:0.5"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -2488,6 +2561,8 @@ def _scenarios() -> list[Scenario]:
         ("H37-swing-30k", "held_out_37", HELD37_BASE, SWING_30K, 3803, "swing:0.3:3:150"),
         ("H38-ramp-30k", "held_out_38", HELD38_BASE, RAMP_30K, 3902, "ramp:0.3:3:300"),
         ("H38-swing-30k", "held_out_38", HELD38_BASE, SWING_30K, 3903, "swing:0.3:3:150"),
+        ("H39-ramp-30k", "held_out_39", HELD39_BASE, RAMP_30K, 4002, "ramp:0.3:3:300"),
+        ("H39-swing-30k", "held_out_39", HELD39_BASE, SWING_30K, 4003, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -2547,12 +2622,14 @@ def _scenarios() -> list[Scenario]:
         ("H36-steady-12k", "held_out_36", HELD36_BASE, 3713, steady_12k, timeline),
         ("H37-steady-12k", "held_out_37", HELD37_BASE, 3813, steady_12k, timeline),
         ("H38-steady-12k", "held_out_38", HELD38_BASE, 3913, steady_12k, timeline),
+        ("H39-steady-12k", "held_out_39", HELD39_BASE, 4013, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
         ("H36-swing-long", "held_out_36", HELD36_BASE, 3703, swing_long, swing),
         ("H37-swing-long", "held_out_37", HELD37_BASE, 3803, swing_long, swing),
         ("H38-swing-long", "held_out_38", HELD38_BASE, 3903, swing_long, swing),
+        ("H39-swing-long", "held_out_39", HELD39_BASE, 4003, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -2592,6 +2669,7 @@ def _scenarios() -> list[Scenario]:
         ("36", HELD36_BASE, 3710),
         ("37", HELD37_BASE, 3810),
         ("38", HELD38_BASE, 3910),
+        ("39", HELD39_BASE, 4010),
     ):
         out.append(
             Scenario(

@@ -85,6 +85,7 @@ SETS = {
     "held_out_36": ("HELD36_BASE", {"saturated": 3711, "light": 3712}, "held_out_36"),
     "held_out_37": ("HELD37_BASE", {"saturated": 3811, "light": 3812}, "held_out_37"),
     "held_out_38": ("HELD38_BASE", {"saturated": 3911, "light": 3912}, "held_out_38"),
+    "held_out_39": ("HELD39_BASE", {"saturated": 4011, "light": 4012}, "held_out_39"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)

@@ -98,6 +98,42 @@ model errs as at 11:
 >>> p = moved(lambda k: k // 10)   # r38: within the coarser stratum 1, nothing moved
 >>> p.unsupported, p.confirmed, p.strata_level, round(p.strata_shift_z, 2)
 (False, False, 'coarse', 0.0)
+
+Design r40: with ``coarsest`` too (in the daemon, r31's quarter octaves: ``octave_stratum``),
+where the coarser strata are too thin as well the coarsest judge the window if they cover it;
+before r40 such a window was judged without strata.  Right after a re-fit the strata hold only
+its calibration's held-out steps, often too few in r37's and r34's strata (H38-steady-12k under
+r38 paged on a mix that moved across a CUDA-graph edge, judged without strata:
+``docs/steady_drift.md``).  Here the window moves to 112, in coarser stratum 11, seen five
+times (too few to judge), and in the coarsest stratum 1 with 101, where the model errs alike:
+
+>>> def thin(coarsest):
+...     c = AlarmConfirmation(steps=50, allowance_z=0.5, lag=20, stratify=True,
+...                           coarser=lambda k: k // 10, coarsest=coarsest)
+...     rare = [c.observe(0.0, -1.0, key=112) for _ in range(5)]
+...     quiet = [c.observe(-2.0 * (i % 2), -1.0, key=101 + 100 * (i % 2)) for i in range(100)]
+...     c.open("page_hinkley", "up", {"step_seq": 105})
+...     return [c.observe(0.0, -1.0, key=112) for i in range(50)][-1][0], c
+>>> p, _ = thin(None)   # r38: judged without strata, a lasting shift: an alarm
+>>> p.unsupported, p.confirmed, p.strata_level
+(False, True, None)
+>>> p, c = thin(lambda k: k // 100)   # r40: within the coarsest stratum 1, nothing moved
+>>> p.unsupported, p.confirmed, p.strata_level, round(p.strata_shift_z, 2), c.judged_octave
+(False, False, 'octave', 0.0, 1)
+
+Where no level covers the window and most of it lies in compositions rare even in the coarsest
+strata, r40 holds a lasting shift of less than ``RARE_SHIFT`` allowances unsupported (the gate:
+INCONCLUSIVE, no page); a larger one is an alarm.  Shifts of 1.6 and 2.4 allowances:
+
+>>> def rare(shift):
+...     c = AlarmConfirmation(steps=50, allowance_z=0.5, lag=20, stratify=True,
+...                           coarser=lambda k: k // 10, coarsest=lambda k: k // 100)
+...     seldom = [c.observe(0.0, 0.0, key=212) for _ in range(5)]
+...     quiet = [c.observe(0.0, 0.0, key=101) for _ in range(100)]
+...     c.open("page_hinkley", "up", {"step_seq": 105})
+...     return [c.observe(shift, 0.0, key=212) for _ in range(50)][-1][0]
+>>> [(p.confirmed, p.unsupported) for p in (rare(0.8), rare(1.2))]
+[(False, True), (True, False)]
 """
 
 from __future__ import annotations
@@ -112,6 +148,7 @@ import numpy as np
 
 MIN_STRATUM = 10  # steps of a stratum on each side of the reference for it to count (r31)
 MIN_COVERAGE = 0.2  # of the confirmation window's steps in counted strata for them to judge (r31)
+RARE_SHIFT = 2.0  # allowances below which a lasting shift in rare compositions is unsupported (r40)
 GRAPH_MAX = 512  # vLLM's largest captured CUDA graph by default: larger steps run unpadded (r34)
 GRAPH_SIZES = 56  # size strata 1-8 and the 47 graphs above 8 up to GRAPH_MAX (r34)
 
@@ -188,6 +225,32 @@ def graph_stratum(key: int) -> int:
     return 100 * (size if size <= 8 else size // 4) + kv
 
 
+def octave_stratum(key: int) -> int:
+    """The r31 stratum (quarter octaves, no graphs) holding an r37 ``stratum`` key: design r40's
+    coarsest strata, where r37's and r34's are both too thin to judge.  An r37 stratum lies
+    inside one quarter octave (its slot counts quarter octaves from its graph's first batch), so
+    the map is exact.
+
+    >>> all(octave_stratum(stratum(b, t, True, True)) == stratum(b, t)
+    ...     for b in range(1, 2048) for t in (0, 700, 90000))
+    True
+    """
+    size, kv = divmod(int(key), 100)
+    if size <= 8:
+        return 100 * size + kv
+    graph, slot = divmod(size, 4)
+    if graph > GRAPH_SIZES:  # unpadded (above GRAPH_MAX): quarter octaves from GRAPH_MAX up
+        return 100 * (_quarter_octave(GRAPH_MAX) + graph - GRAPH_SIZES) + kv
+    return 100 * (_quarter_octave(_graph_first_of(graph)) + slot) + kv
+
+
+def _graph_first_of(index: int) -> int:
+    """The smallest batch run at the CUDA graph of r34 size stratum ``index`` (9 to ``GRAPH_SIZES``)."""
+    if index <= 7 + 32:  # graphs every 8 up to 256
+        return max(9, 8 * (index - 8) + 1)
+    return 256 + 16 * (index - 40) + 1
+
+
 def size_stratum(key: int) -> int:
     """The batch-size part of a ``stratum`` key: design r33's detrend groups.
 
@@ -230,7 +293,9 @@ class PendingAlarm:
     unsupported: bool = False  # r31: it lasted, in compositions too rarely seen to judge it
     # Design r38: the same ``before`` in the coarser strata, and which strata judged it.
     coarse_before: dict[int, list[float]] | None = None
-    strata_level: str | None = None  # "fine" | "coarse" (r38) | None: no strata judged it
+    # Design r40: the same in the coarsest strata.
+    coarsest_before: dict[int, list[float]] | None = None
+    strata_level: str | None = None  # "fine" | "coarse" (r38) | "octave" (r40) | None: none judged it
 
 
 class AlarmConfirmation:
@@ -245,7 +310,9 @@ class AlarmConfirmation:
     the window they decide, and where they do not a lasting shift is ``unsupported``.  With
     ``coarser`` (design r38; a map of each key to a coarser stratum holding it, e.g.
     ``graph_stratum``), where the strata do not cover the window the coarser ones judge it if
-    they do, and only a window mostly in coarser strata never seen is ``unsupported``.
+    they do, and only a window mostly in coarser strata never seen is ``unsupported``.  With
+    ``coarsest`` too (design r40; e.g. ``octave_stratum``), where the coarser strata do not cover
+    it either, the coarsest judge it if they do; ``unsupported`` is still read in the coarser.
     """
 
     def __init__(
@@ -256,6 +323,7 @@ class AlarmConfirmation:
         raw_allowance_z: float | None = None,
         stratify: bool = False,
         coarser: Callable[[int], int] | None = None,
+        coarsest: Callable[[int], int] | None = None,
     ) -> None:
         if steps < 0 or lag < 1 or not allowance_z >= 0:
             raise ValueError("confirmation needs steps >= 0, lag >= 1 and allowance_z >= 0")
@@ -269,6 +337,7 @@ class AlarmConfirmation:
         self.lag = int(lag)
         self.stratify = bool(stratify)
         self.coarser = coarser if stratify else None
+        self.coarsest = coarsest if stratify else None
         # Design r31: per stratum, (judged step index, z) of its last lag + steps steps: at least
         # ``steps`` of them lie before the reference point, ``lag`` judged steps back.
         self._strata: dict[int, deque[tuple[int, float]]] = {}
@@ -280,6 +349,7 @@ class AlarmConfirmation:
         self.dismissed_strata = 0  # of those: it lasted, but within no composition stratum (r31)
         self.unsupported = 0  # it lasted, in compositions too rarely seen to judge it (r31)
         self.judged_coarse = 0  # judged within the coarser strata, the finer too thin (r38)
+        self.judged_octave = 0  # judged within the coarsest strata, the coarser too thin (r40)
         self.absorbed = 0  # detections while the same detector had one pending the same way
 
     @property
@@ -333,7 +403,9 @@ class AlarmConfirmation:
         if self.stratify:
             p.before = self._before()
             if self.coarser is not None:
-                p.coarse_before = self._coarse_before()
+                p.coarse_before = self._coarse_before(self.coarser)
+            if self.coarsest is not None:
+                p.coarsest_before = self._coarse_before(self.coarsest)
         if self.steps == 0:
             p.confirmed = True
             self.confirmed += 1
@@ -352,28 +424,27 @@ class AlarmConfirmation:
                 out[key] = [float(sum(old)), len(old)]
         return out
 
-    def _coarse_before(self) -> dict[int, list[float]]:
-        """``_before`` in the coarser strata (design r38): per coarser stratum, its last ``steps``
-        judged steps before the reference point, whichever finer strata they fell in.  Exact:
-        each finer stratum keeps its last ``steps`` steps before the point, so it holds every one
-        of its steps among its coarser stratum's last ``steps``."""
-        assert self.coarser is not None
+    def _coarse_before(self, coarser: Callable[[int], int]) -> dict[int, list[float]]:
+        """``_before`` in the strata ``coarser`` maps to (design r38): per coarser stratum, its last
+        ``steps`` judged steps before the reference point, whichever finer strata they fell in.
+        Exact: each finer stratum keeps its last ``steps`` steps before the point, so it holds
+        every one of its steps among its coarser stratum's last ``steps``."""
         point = self._seen - self.lag
         merged: dict[int, list[tuple[int, float]]] = {}
         for key, mine in self._strata.items():
-            merged.setdefault(self.coarser(key), []).extend((i, z) for i, z in mine if i <= point)
+            merged.setdefault(coarser(key), []).extend((i, z) for i, z in mine if i <= point)
         out: dict[int, list[float]] = {}
         for key, steps in merged.items():
             old = [z for _, z in sorted(steps)[-self.steps :]]
             out[key] = [float(sum(old)), len(old)]
         return out
 
-    def _coarsen(self, after: dict[int, list[float]]) -> dict[int, list[float]]:
-        """A window's per-stratum [sum, count] summed into the coarser strata (design r38)."""
-        assert self.coarser is not None
+    @staticmethod
+    def _coarsen(after: dict[int, list[float]], coarser: Callable[[int], int]) -> dict[int, list[float]]:
+        """A window's per-stratum [sum, count] summed into the strata ``coarser`` maps to (r38)."""
         out: dict[int, list[float]] = {}
         for key, (total, n) in after.items():
-            acc = out.setdefault(self.coarser(key), [0.0, 0])
+            acc = out.setdefault(coarser(key), [0.0, 0])
             acc[0] += total
             acc[1] += n
         return out
@@ -396,19 +467,24 @@ class AlarmConfirmation:
 
     def _strata_judgment(self, p: PendingAlarm) -> float | None:
         """The shift within the finest strata that cover the window (r31's; r38: else the
-        coarser ones), recording which judged it; ``None`` where none do."""
+        coarser ones; r40: else the coarsest), recording which judged it; ``None`` where none do."""
         if p.before is None:
             return None
         within = self._within_strata(p.before, p.after, p.n)
         if within is not None:
             p.strata_level = "fine"
             return within
-        if p.coarse_before is None:
-            return None
-        within = self._within_strata(p.coarse_before, self._coarsen(p.after), p.n)
-        if within is not None:
-            p.strata_level = "coarse"
-            self.judged_coarse += 1
+        if p.coarse_before is not None and self.coarser is not None:
+            within = self._within_strata(p.coarse_before, self._coarsen(p.after, self.coarser), p.n)
+            if within is not None:
+                p.strata_level = "coarse"
+                self.judged_coarse += 1
+                return within
+        if p.coarsest_before is not None and self.coarsest is not None:
+            within = self._within_strata(p.coarsest_before, self._coarsen(p.after, self.coarsest), p.n)
+            if within is not None:
+                p.strata_level = "octave"
+                self.judged_octave += 1
         return within
 
     def _judge(self, p: PendingAlarm) -> PendingAlarm:
@@ -440,9 +516,19 @@ class AlarmConfirmation:
         count as seen: judged as before, a lasting shift there is an alarm."""
         if p.before is None:
             return False
+        if p.coarsest_before is not None and self.coarsest is not None:
+            # Design r40: no level of strata covered the window, and most of it lies where even
+            # the coarsest strata were seen fewer than ``MIN_STRATUM`` times before the reference
+            # point.  There a shift of less than ``RARE_SHIFT`` allowances may be the move to a
+            # composition where the model errs differently (across a CUDA-graph edge its error
+            # jumps by about that much): unsupported.  Larger is drift (a slowdown in traffic
+            # spread over many compositions, which r31's rule hid, is far larger).
+            before, after = p.coarsest_before, self._coarsen(p.after, self.coarsest)
+            rare = sum(a[1] for k, a in after.items() if before.get(k, (0.0, 0))[1] < MIN_STRATUM)
+            return 2 * rare >= p.n and p.shift_z < RARE_SHIFT * self.allowance_z
         before, after = p.before, p.after
-        if p.coarse_before is not None:
-            before, after = p.coarse_before, self._coarsen(p.after)
+        if p.coarse_before is not None and self.coarser is not None:
+            before, after = p.coarse_before, self._coarsen(p.after, self.coarser)
         unseen = sum(a[1] for k, a in after.items() if k not in before)
         return 2 * unseen >= p.n
 
@@ -462,5 +548,6 @@ class AlarmConfirmation:
             "dismissed_strata": self.dismissed_strata,
             "unsupported": self.unsupported,
             "judged_coarse": self.judged_coarse,
+            "judged_octave": self.judged_octave,
             "absorbed": self.absorbed,
         }

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from checks.adwin import AdwinDetector
-from checks.alarm_confirmation import AlarmConfirmation, graph_stratum
+from checks.alarm_confirmation import AlarmConfirmation, graph_stratum, octave_stratum
 from checks.detrend import Detrend, detrend
 from checks.page_hinkley import PageHinkleyDetector
 from checks.residual_bias import remove_bias
@@ -106,6 +106,10 @@ class DriftCalibration:
     # (``AlarmConfirmation``, ``coarser``; read with ``graph_strata`` and ``octave_strata``).
     # False: r37's strata alone.
     strata_fallback: bool = False
+    # Design r40: where r34's graph strata are too thin as well, r31's quarter octaves judge it
+    # (``AlarmConfirmation``, ``coarsest``; read with ``strata_fallback``).  False: as r38, a
+    # window no strata cover is judged without strata.
+    octave_fallback: bool = False
     # Design r33: the detectors judge each step against its batch-size stratum's own detrend
     # baseline (``checks.stratified_detrend``; groups: ``checks.alarm_confirmation.size_stratum``).
     # ``fault_groups``: the held-out steps' strata in order, the last ``FAULT_GROUPS_KEPT``
@@ -187,6 +191,7 @@ class DriftCalibration:
             raw_allowance_z=raw,
             stratify=self.stratify,
             coarser=graph_stratum if self.coarse_strata else None,
+            coarsest=octave_stratum if self.coarse_strata and self.octave_fallback else None,
         )
 
     @property

@@ -213,6 +213,9 @@ class CalibrationSettings:
     # Design r38: where those strata are too thin to judge a detection, r34's graph strata judge
     # it (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
     strata_fallback: bool = True
+    # Design r40: where r34's graph strata are too thin as well, r31's quarter octaves judge it
+    # (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
+    octave_fallback: bool = True
     # Design r35: a re-fit may leave unwatched a class too rare in its window for the gate to
     # require it (shadowd.daemon.refit.rare_classes; why: DESIGN in benchmarks/gate_matrix.py).
     refit_unwatch_rare: bool = True
@@ -323,6 +326,7 @@ def calibrate(
                     graph_strata=settings.graph_strata,
                     octave_strata=settings.octave_strata,
                     strata_fallback=settings.strata_fallback,
+                    octave_fallback=settings.octave_fallback,
                 )
         except ValueError as exc:  # e.g. residuals too non-stationary for the target rate
             unwatched[cls] = str(exc)

@@ -375,6 +375,13 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
         "held too little of the confirmation window",
         labels=["step_class"],
     )
+    # Design r40: of the judged within strata, those judged in r31's quarter octaves.
+    judged_octave = CounterMetricFamily(
+        "shadowd_drift_detections_judged_octave",
+        "Residual detections judged within quarter-octave strata because the CUDA-graph strata "
+        "held too little of the confirmation window too",
+        labels=["step_class"],
+    )
     pending = GaugeMetricFamily(
         "shadowd_drift_detections_pending",
         "Residual detections waiting for confirmation",
@@ -389,6 +396,7 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
         dismissed_raw.add_metric([cls], float(conf.get("dismissed_raw", 0)))
         dismissed_strata.add_metric([cls], float(conf.get("dismissed_strata", 0)))
         judged_coarse.add_metric([cls], float(conf.get("judged_coarse", 0)))
+        judged_octave.add_metric([cls], float(conf.get("judged_octave", 0)))
         pending.add_metric([cls], float(conf.get("pending", 0)))
     yield judged
     yield outside
@@ -396,6 +404,7 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
     yield dismissed_raw
     yield dismissed_strata
     yield judged_coarse
+    yield judged_octave
     yield pending
 
 

@@ -94,6 +94,7 @@ def test_one_shift_one_alarm():
         "dismissed_strata": 0,
         "unsupported": 0,
         "judged_coarse": 0,
+        "judged_octave": 0,
         "absorbed": 1,
     }
 
