@@ -1226,7 +1226,7 @@ PROTOCOL = {
         ),
     },
 }
-DESIGN_REVISION = "r40"
+DESIGN_REVISION = "r41"
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":
 # in slices cut at fixed steps (``shadowd.demo.step_slices``), so a row is the same run when
 # repeated; rows without the field ran on the receiver's timed batches, where the step a model

@@ -99,7 +99,7 @@ model errs as at 11:
 >>> p.unsupported, p.confirmed, p.strata_level, round(p.strata_shift_z, 2)
 (False, False, 'coarse', 0.0)
 
-Design r40: with ``coarsest`` too (in the daemon, r31's quarter octaves: ``octave_stratum``),
+Design r40 (withdrawn): with ``coarsest`` too (r31's quarter octaves: ``octave_stratum``),
 where the coarser strata are too thin as well the coarsest judge the window if they cover it;
 before r40 such a window was judged without strata.  Right after a re-fit the strata hold only
 its calibration's held-out steps, often too few in r37's and r34's strata (H38-steady-12k under
@@ -123,11 +123,15 @@ times (too few to judge), and in the coarsest stratum 1 with 101, where the mode
 
 Where no level covers the window and most of it lies in compositions rare even in the coarsest
 strata, r40 holds a lasting shift of less than ``RARE_SHIFT`` allowances unsupported (the gate:
-INCONCLUSIVE, no page); a larger one is an alarm.  Shifts of 1.6 and 2.4 allowances:
+INCONCLUSIVE, no page); a larger one is an alarm.  r40 was withdrawn: its coarsest strata,
+judging, confirmed a mix moving across a CUDA-graph edge inside one quarter octave (r31's flaw,
+on H38-swing-30k).  Design r41 keeps only the rule: with ``rare`` (a map to the strata rarity is
+read in; in the daemon ``octave_stratum``) and no ``coarsest``, nothing judges in those strata.
+Shifts of 1.6 and 2.4 allowances:
 
 >>> def rare(shift):
 ...     c = AlarmConfirmation(steps=50, allowance_z=0.5, lag=20, stratify=True,
-...                           coarser=lambda k: k // 10, coarsest=lambda k: k // 100)
+...                           coarser=lambda k: k // 10, rare=lambda k: k // 100)
 ...     seldom = [c.observe(0.0, 0.0, key=212) for _ in range(5)]
 ...     quiet = [c.observe(0.0, 0.0, key=101) for _ in range(100)]
 ...     c.open("page_hinkley", "up", {"step_seq": 105})
@@ -148,7 +152,7 @@ import numpy as np
 
 MIN_STRATUM = 10  # steps of a stratum on each side of the reference for it to count (r31)
 MIN_COVERAGE = 0.2  # of the confirmation window's steps in counted strata for them to judge (r31)
-RARE_SHIFT = 2.0  # allowances below which a lasting shift in rare compositions is unsupported (r40)
+RARE_SHIFT = 2.0  # allowances below which a lasting shift in rare compositions is unsupported (r40, r41)
 GRAPH_MAX = 512  # vLLM's largest captured CUDA graph by default: larger steps run unpadded (r34)
 GRAPH_SIZES = 56  # size strata 1-8 and the 47 graphs above 8 up to GRAPH_MAX (r34)
 
@@ -293,8 +297,9 @@ class PendingAlarm:
     unsupported: bool = False  # r31: it lasted, in compositions too rarely seen to judge it
     # Design r38: the same ``before`` in the coarser strata, and which strata judged it.
     coarse_before: dict[int, list[float]] | None = None
-    # Design r40: the same in the coarsest strata.
+    # Design r40: the same in the coarsest strata; r41: in the strata rarity is read in.
     coarsest_before: dict[int, list[float]] | None = None
+    rare_before: dict[int, list[float]] | None = None
     strata_level: str | None = None  # "fine" | "coarse" (r38) | "octave" (r40) | None: none judged it
 
 
@@ -311,8 +316,11 @@ class AlarmConfirmation:
     ``coarser`` (design r38; a map of each key to a coarser stratum holding it, e.g.
     ``graph_stratum``), where the strata do not cover the window the coarser ones judge it if
     they do, and only a window mostly in coarser strata never seen is ``unsupported``.  With
-    ``coarsest`` too (design r40; e.g. ``octave_stratum``), where the coarser strata do not cover
-    it either, the coarsest judge it if they do; ``unsupported`` is still read in the coarser.
+    ``coarsest`` too (design r40, withdrawn; e.g. ``octave_stratum``), where the coarser strata do
+    not cover it either, the coarsest judge it if they do.  With ``rare`` (design r41; r40: the
+    same map as ``coarsest``), a window no strata judge is unsupported where most of it lies in
+    strata of that map seen fewer than ``MIN_STRATUM`` times and its shift is under ``RARE_SHIFT``
+    allowances; without, where most of it lies in (coarser) strata never seen (r32, r38).
     """
 
     def __init__(
@@ -324,6 +332,7 @@ class AlarmConfirmation:
         stratify: bool = False,
         coarser: Callable[[int], int] | None = None,
         coarsest: Callable[[int], int] | None = None,
+        rare: Callable[[int], int] | None = None,
     ) -> None:
         if steps < 0 or lag < 1 or not allowance_z >= 0:
             raise ValueError("confirmation needs steps >= 0, lag >= 1 and allowance_z >= 0")
@@ -338,6 +347,7 @@ class AlarmConfirmation:
         self.stratify = bool(stratify)
         self.coarser = coarser if stratify else None
         self.coarsest = coarsest if stratify else None
+        self.rare = rare if stratify else None
         # Design r31: per stratum, (judged step index, z) of its last lag + steps steps: at least
         # ``steps`` of them lie before the reference point, ``lag`` judged steps back.
         self._strata: dict[int, deque[tuple[int, float]]] = {}
@@ -406,6 +416,10 @@ class AlarmConfirmation:
                 p.coarse_before = self._coarse_before(self.coarser)
             if self.coarsest is not None:
                 p.coarsest_before = self._coarse_before(self.coarsest)
+            if self.rare is not None:
+                p.rare_before = (
+                    p.coarsest_before if self.rare is self.coarsest else self._coarse_before(self.rare)
+                )
         if self.steps == 0:
             p.confirmed = True
             self.confirmed += 1
@@ -516,14 +530,14 @@ class AlarmConfirmation:
         count as seen: judged as before, a lasting shift there is an alarm."""
         if p.before is None:
             return False
-        if p.coarsest_before is not None and self.coarsest is not None:
-            # Design r40: no level of strata covered the window, and most of it lies where even
-            # the coarsest strata were seen fewer than ``MIN_STRATUM`` times before the reference
-            # point.  There a shift of less than ``RARE_SHIFT`` allowances may be the move to a
+        if p.rare_before is not None and self.rare is not None:
+            # Design r40 (r41: the rule alone): no level of strata covered the window, and most
+            # of it lies where even the coarsest strata were seen fewer than ``MIN_STRATUM`` times
+            # before the reference point.  There a shift of less than ``RARE_SHIFT`` allowances may be the move to a
             # composition where the model errs differently (across a CUDA-graph edge its error
             # jumps by about that much): unsupported.  Larger is drift (a slowdown in traffic
             # spread over many compositions, which r31's rule hid, is far larger).
-            before, after = p.coarsest_before, self._coarsen(p.after, self.coarsest)
+            before, after = p.rare_before, self._coarsen(p.after, self.rare)
             rare = sum(a[1] for k, a in after.items() if before.get(k, (0.0, 0))[1] < MIN_STRATUM)
             return 2 * rare >= p.n and p.shift_z < RARE_SHIFT * self.allowance_z
         before, after = p.before, p.after

@@ -110,6 +110,11 @@ class DriftCalibration:
     # (``AlarmConfirmation``, ``coarsest``; read with ``strata_fallback``).  False: as r38, a
     # window no strata cover is judged without strata.
     octave_fallback: bool = False
+    # Design r41: r40's rule alone: where no strata judge a window and most of it lies in
+    # quarter-octave strata seen fewer than ``MIN_STRATUM`` times, a lasting shift under
+    # ``RARE_SHIFT`` allowances is unsupported, not an alarm (``AlarmConfirmation``, ``rare``;
+    # read with ``strata_fallback``).  False: r38's rule (strata never seen).
+    rare_unsupported: bool = False
     # Design r33: the detectors judge each step against its batch-size stratum's own detrend
     # baseline (``checks.stratified_detrend``; groups: ``checks.alarm_confirmation.size_stratum``).
     # ``fault_groups``: the held-out steps' strata in order, the last ``FAULT_GROUPS_KEPT``
@@ -192,6 +197,9 @@ class DriftCalibration:
             stratify=self.stratify,
             coarser=graph_stratum if self.coarse_strata else None,
             coarsest=octave_stratum if self.coarse_strata and self.octave_fallback else None,
+            rare=octave_stratum
+            if self.coarse_strata and (self.octave_fallback or self.rare_unsupported)
+            else None,
         )
 
     @property

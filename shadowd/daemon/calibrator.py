@@ -215,7 +215,10 @@ class CalibrationSettings:
     strata_fallback: bool = True
     # Design r40: where r34's graph strata are too thin as well, r31's quarter octaves judge it
     # (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
-    octave_fallback: bool = True
+    octave_fallback: bool = False  # withdrawn (r40): see DESIGN in benchmarks/gate_matrix.py
+    # Design r41: r40's rule for rare compositions alone (checks.alarm_confirmation; why: DESIGN
+    # in benchmarks/gate_matrix.py).
+    rare_unsupported: bool = True
     # Design r35: a re-fit may leave unwatched a class too rare in its window for the gate to
     # require it (shadowd.daemon.refit.rare_classes; why: DESIGN in benchmarks/gate_matrix.py).
     refit_unwatch_rare: bool = True
@@ -327,6 +330,7 @@ def calibrate(
                     octave_strata=settings.octave_strata,
                     strata_fallback=settings.strata_fallback,
                     octave_fallback=settings.octave_fallback,
+                    rare_unsupported=settings.rare_unsupported,
                 )
         except ValueError as exc:  # e.g. residuals too non-stationary for the target rate
             unwatched[cls] = str(exc)
