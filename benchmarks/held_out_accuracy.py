@@ -86,6 +86,7 @@ SETS = {
     "held_out_37": ("HELD37_BASE", {"saturated": 3811, "light": 3812}, "held_out_37"),
     "held_out_38": ("HELD38_BASE", {"saturated": 3911, "light": 3912}, "held_out_38"),
     "held_out_39": ("HELD39_BASE", {"saturated": 4011, "light": 4012}, "held_out_39"),
+    "held_out_40": ("HELD40_BASE", {"saturated": 4111, "light": 4112}, "held_out_40"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)
