@@ -1497,7 +1497,17 @@ DESIGN = [
     "compositions seen too rarely, against a 2 % allowance), re-fitted at 8,241, then GO to its "
     "end without a page (r38: NO_GO from 7,437); H38-swing-30k GO from 24,924 without a page, "
     "as under r38; every other short, 12,000- and 30,000-step row of the set ended as under "
-    "r38, step for step.",
+    "r38, step for step. On held-out 40 (declared after r41: GPT-NeoX-20B at tensor "
+    "parallelism 2; r38 run on the same rows for comparison, from a worktree with "
+    "`rare_unsupported` off) r41 and r38 ended all 13 short, 12,000- and 30,000-step rows "
+    "alike, step for step, so the set shows r41 costs nothing there, not that it removes "
+    "pages elsewhere. No row paged; two of eight healthy runs ended GO (H40-ramp from 5,025, "
+    "H40-steady-12k from 5,829) and H40-mix reached GO at 4,824 and ended INCONCLUSIVE on share "
+    "stability, as did H40-steady; H40-swing (decode detectors too dull), H40-swing-30k (blind), "
+    "H40-ramp-30k (too few decode steps) and H40-saturated (traffic beyond the envelope) were "
+    "never GO. Every slowdown fired on a GO gate and ended NO_GO, its drift event 238, 220 and "
+    "219 steps after the 5, 8 and 15 % slowdowns; the platform swap NO_GO at once; the new heavy "
+    "tenant (Azure code at 2 req/s) ended GO, a miss.",
     "Design r40 (built on held-out 38's H38-steady-12k under r38; withdrawn after its development "
     "runs, with held-out 39 declared and run under it; its rows are marked r40; the code is "
     "behind `CalibrationSettings.octave_fallback`, off): where neither r37's strata nor r34's "
