@@ -525,18 +525,19 @@ class AlarmConfirmation:
 
     def _in_unseen_strata(self, p: PendingAlarm) -> bool:
         """Whether most of the window's steps lie in strata never seen before the reference point
-        (design r32; r38: coarser strata never seen).  Steps without a stratum (a monitor fed no
+        (design r32; r38: coarser strata never seen; r41: ``rare``'s rule instead).  Steps without a stratum (a monitor fed no
         features) and strata seen, if only a few times (traffic spread over many compositions),
         count as seen: judged as before, a lasting shift there is an alarm."""
         if p.before is None:
             return False
         if p.rare_before is not None and self.rare is not None:
-            # Design r40 (r41: the rule alone): no level of strata covered the window, and most
-            # of it lies where even the coarsest strata were seen fewer than ``MIN_STRATUM`` times
-            # before the reference point.  There a shift of less than ``RARE_SHIFT`` allowances may be the move to a
-            # composition where the model errs differently (across a CUDA-graph edge its error
-            # jumps by about that much): unsupported.  Larger is drift (a slowdown in traffic
-            # spread over many compositions, which r31's rule hid, is far larger).
+            # Design r40 (r41: the rule alone, in place of r38's below): no level of strata
+            # covered the window, and most of it lies where even the coarsest strata were seen
+            # fewer than ``MIN_STRATUM`` times before the reference point.  There a shift of
+            # less than ``RARE_SHIFT`` allowances may be the move to a composition where the
+            # model errs differently (across a CUDA-graph edge its error jumps by about that
+            # much): unsupported.  Larger is drift (a slowdown in traffic spread over many
+            # compositions, which r31's rule hid, is far larger), even in strata never seen.
             before, after = p.rare_before, self._coarsen(p.after, self.rare)
             rare = sum(a[1] for k, a in after.items() if before.get(k, (0.0, 0))[1] < MIN_STRATUM)
             return 2 * rare >= p.n and p.shift_z < RARE_SHIFT * self.allowance_z
