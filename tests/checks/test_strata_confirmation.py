@@ -55,12 +55,17 @@ def _monitor(
     graph: bool = False,
     octaves: bool = False,
     fallback: bool = False,
+    rare: bool = False,
 ) -> tuple:
     """A monitor primed as a calibration window holding both compositions primes it (``window``:
     batch sizes, KV tokens and residuals; ``graph``: design r34's strata; ``octaves``: r37's;
-    ``fallback``: r38's, r34's behind r37's), then fed."""
+    ``fallback``: r38's, r34's behind r37's; ``rare``: r41's rule for rare compositions), then fed."""
     cal = dataclasses.replace(
-        _calibration(stratify), graph_strata=graph, octave_strata=octaves, strata_fallback=fallback
+        _calibration(stratify),
+        graph_strata=graph,
+        octave_strata=octaves,
+        strata_fallback=fallback,
+        rare_unsupported=rare,
     )
     mon = checks.DriftMonitor({"decode": cal})
     cs, ck, cr = window or _traffic([(SHORT, 200, 0.0), (LONG, 200, 0.0)], seed=9)
@@ -321,3 +326,41 @@ def test_r38_leaves_a_window_r37_strata_cover_to_them():
     assert checks.DriftCalibration.from_dict(cal.to_dict()).coarse_strata is True
     assert cal.confirmation().coarser is not None
     assert dataclasses.replace(cal, octave_strata=False).confirmation().coarser is None
+
+
+AT_30 = (30.0, 30000.0)  # a composition neither strata level of the window below holds
+
+
+def _r41_monitor(offset: float, seen_before: int, rare: bool) -> tuple:
+    """Traffic at 10 and 17 (the model right there), ``seen_before`` steps at 30 among them, then
+    the mix moves to 30, where the model errs by ``offset``: no slowdown anywhere."""
+    OFFSET[AT_30] = offset
+    try:
+        phases = [(AT_10, 400, 0.0), (AT_17, 400, 0.0), (AT_30, seen_before, 0.0)]
+        phases += [(AT_10, 400, 0.0), (AT_17, 400, 0.0), (AT_30, 1200, 0.0)]
+        size, kv, resid = _traffic([p for p in phases if p[1]])
+        window = _traffic([(AT_10, 200, 0.0), (AT_17, 200, 0.0)], seed=9)
+    finally:
+        del OFFSET[AT_30]
+    return _monitor(True, size, kv, resid, window=window, graph=True, octaves=True, fallback=True, rare=rare)
+
+
+def test_r41_holds_a_small_shift_in_a_rarely_seen_composition_unsupported():
+    """H38-steady-12k's case: the mix moves to a composition seen a few times before (too few for
+    any strata to judge), where the model errs by 1.5 allowances.  r38 judges the window without
+    strata and pages; r41 holds it unsupported (INCONCLUSIVE until a re-fit)."""
+    _, r38 = _r41_monitor(-0.03, 5, rare=False)
+    assert r38, "r38: a lasting shift judged without strata, in compositions seen: an alarm"
+    mon, r41 = _r41_monitor(-0.03, 5, rare=True)
+    assert r41 == [] and "decode" in mon.unsupported(), mon.state()["classes"]["decode"]["confirmation"]
+
+
+def test_r41_raises_a_large_shift_even_in_a_composition_never_seen():
+    """2.5 allowances in a composition never seen before the move: r41 raises it (a shift that
+    large is taken as drift wherever it lies), judged without strata."""
+    mon, r41 = _r41_monitor(-0.05, 0, rare=True)
+    assert r41 and r41[0].details.get("strata") is None, r41
+    assert mon.unsupported() == {} and mon.state()["classes"]["decode"]["confirmation"]["unsupported"] == 0
+    cal = dataclasses.replace(_calibration(True), graph_strata=True, octave_strata=True, strata_fallback=True)
+    assert cal.confirmation().rare is None
+    assert dataclasses.replace(cal, rare_unsupported=True).confirmation().rare is not None
