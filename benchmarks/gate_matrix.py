@@ -1515,7 +1515,11 @@ DESIGN = [
     "H40-ramp-30k (too few decode steps) and H40-saturated (traffic beyond the envelope) were "
     "never GO. Every slowdown fired on a GO gate and ended NO_GO, its drift event 238, 220 and "
     "219 steps after the 5, 8 and 15 % slowdowns; the platform swap NO_GO at once; the new heavy "
-    "tenant (Azure code at 2 req/s) ended GO, a miss.",
+    "tenant (Azure code at 2 req/s) ended GO, a miss. H40-swing-long (declared before its run) "
+    "met the false-alarm target under r41: no drift event in 399,813 judged steps (95 % bound "
+    "7.5e-6 per step), none of its detections unsupported; it was never GO (decode detectors "
+    "too dull; its three re-fits refused, the model in force missing the prefill limits on "
+    "their windows).",
     "Design r40 (built on held-out 38's H38-steady-12k under r38; withdrawn after its development "
     "runs, with held-out 39 declared and run under it; its rows are marked r40; the code is "
     "behind `CalibrationSettings.octave_fallback`, off): where neither r37's strata nor r34's "
