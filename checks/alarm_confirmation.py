@@ -152,7 +152,7 @@ import numpy as np
 
 MIN_STRATUM = 10  # steps of a stratum on each side of the reference for it to count (r31)
 MIN_COVERAGE = 0.2  # of the confirmation window's steps in counted strata for them to judge (r31)
-RARE_SHIFT = 2.0  # allowances below which a lasting shift in rare compositions is unsupported (r40, r41)
+RARE_SHIFT = 2.0  # allowances under which a lasting shift in rare compositions is unsupported (r41)
 GRAPH_MAX = 512  # vLLM's largest captured CUDA graph by default: larger steps run unpadded (r34)
 GRAPH_SIZES = 56  # size strata 1-8 and the 47 graphs above 8 up to GRAPH_MAX (r34)
 

@@ -4,10 +4,11 @@ The engine thread hands the step over (``submit``: one put on a C-level queue) a
 wait on the GPU, as the tap hands its frames to its encoder thread.  This thread charges the
 step in that wait.  Before the engine thread next reads a counter (the next ``schedule``, or a
 call into the fair queue that orders by them) it takes the result (``result``: with the charge
-done, as it mostly is, two counters compared and no lock), waiting only if it is not done yet.  So at any moment the governor's state has one owner, the engine
-thread or this one, and the charges, and every admission made from them, are the ones the inline
-charge makes (``tests/govern/test_charge_thread.py``).  Cost on the engine thread:
-``benchmarks/govern_cost.py`` (``docs/admission.md``).
+done, as it mostly is, two counters compared and no lock), waiting only if it is not done yet.
+So at any moment the governor's state has one owner, the engine thread or this one, and the
+charges, and every admission made from them, are the ones the inline charge makes
+(``tests/govern/test_charge_thread.py``; the hand-off itself: ``tests/govern/test_charge_answer.py``).
+Cost on the engine thread: ``benchmarks/govern_cost.py`` (``docs/admission.md``).
 
 >>> t = ChargeThread(lambda step: [step * 2])
 >>> t.submit(21); t.result()
