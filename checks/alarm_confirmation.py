@@ -488,18 +488,21 @@ class AlarmConfirmation:
         if within is not None:
             p.strata_level = "fine"
             return within
-        if p.coarse_before is not None and self.coarser is not None:
-            within = self._within_strata(p.coarse_before, self._coarsen(p.after, self.coarser), p.n)
+        for level, before, coarser in (
+            ("coarse", p.coarse_before, self.coarser),
+            ("octave", p.coarsest_before, self.coarsest),
+        ):
+            if before is None or coarser is None:
+                continue
+            within = self._within_strata(before, self._coarsen(p.after, coarser), p.n)
             if within is not None:
-                p.strata_level = "coarse"
-                self.judged_coarse += 1
+                p.strata_level = level
+                if level == "coarse":
+                    self.judged_coarse += 1
+                else:
+                    self.judged_octave += 1
                 return within
-        if p.coarsest_before is not None and self.coarsest is not None:
-            within = self._within_strata(p.coarsest_before, self._coarsen(p.after, self.coarsest), p.n)
-            if within is not None:
-                p.strata_level = "octave"
-                self.judged_octave += 1
-        return within
+        return None
 
     def _judge(self, p: PendingAlarm) -> PendingAlarm:
         sign = -1.0 if p.direction == "down" else 1.0
