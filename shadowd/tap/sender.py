@@ -18,6 +18,12 @@ send interval (100 ms) go one frame per message, so ``hwm // 8`` frames queue
 (≥ 50 s of such steps at the default); faster steps share messages of up to
 ``BATCH_FRAMES`` frames, so at most ``4 * hwm`` (small, fast-step) frames
 queue before the tap drops.
+
+A close (the engine exiting) drops what is still queued, and zmq also loses what the daemon's
+socket had read but not yet queued for the daemon: the last steps of a run can go uncounted.
+The demo therefore waits for the daemon to observe every step before it stops the engine, and
+tests that count frames close their socket only once they are counted
+(``tests/helpers.py``, ``Pusher.close_when``).
 """
 
 from __future__ import annotations

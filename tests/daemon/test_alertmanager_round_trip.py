@@ -49,8 +49,7 @@ def test_drift_alert_fires_in_alertmanager_and_resolves_after_recalibration(tmp_
             push.send(frame)
         for frame in frames_from_batch(_part(traffic, 3500, 5000), start_seq=501, latency_scale=1.2):
             push.send(frame)
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 2000, timeout=60)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 2000, timeout=60)
         assert wait_until(lambda: bool(_events(daemon)), timeout=30), "no drift detected"
         assert min(e["step_seq"] for e in _events(daemon)) > 500, "a false alarm before the change"
         judged = _scrape(daemon, "shadowd_drift_steps_judged")

@@ -18,7 +18,7 @@ from shadowd.daemon.calibrator import Calibration, calibrate
 from shadowd.daemon.refit import still_dull, triggers
 from shadowd.daemon.service import Daemon
 from tests.daemon.test_refit import PLATFORM
-from tests.helpers import Pusher, daemon_config, frames_from_batch, wait_until
+from tests.helpers import Pusher, daemon_config, frames_from_batch
 
 
 def _calibrations() -> tuple[Calibration, Calibration]:
@@ -49,8 +49,7 @@ def test_the_daemon_holds_drift_inconclusive_on_dull_detectors(ipc_endpoint, db_
         push = Pusher(ipc_endpoint)
         for frame in frames_from_batch(synthetic_batch(steps=1500, seed=22, max_seqs=32)):
             push.send(frame)
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 1500, timeout=60)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 1500, timeout=60)
         daemon.writer.flush()
         decision = daemon.evaluate_gate()
         (drift,) = [c for c in decision["checks"] if c["name"] == "drift"]

@@ -12,7 +12,7 @@ import dataclasses
 from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.daemon.calibrator import calibrate
 from shadowd.daemon.config import Config, Platform
-from tests.helpers import Pusher, frames_from_batch, make_daemon, wait_until
+from tests.helpers import Pusher, frames_from_batch, make_daemon
 
 PLATFORM = Platform(
     gpu="H100-SXM", model="llama-3.1-8b", dtype="bf16", tp=1, vllm="0.33.0", attention_backend="FLASH_ATTN"
@@ -34,8 +34,7 @@ def test_steps_outside_the_calibrated_domain_make_the_drift_check_inconclusive(i
         push = Pusher(ipc_endpoint)
         for frame in frames_from_batch(synthetic_batch(steps=3000, seed=22, requests_per_step=200)):
             push.send(frame)
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
         counts = daemon.drift.monitor.counts()
         assert counts["decode"]["out_of_domain"] > 1000 and counts["decode"]["steps"] == 0
         blind = daemon.drift.blind_classes()

@@ -152,8 +152,7 @@ def test_tenant_cap_bounds_what_is_stored_and_exported_to_metrics(ipc_endpoint, 
         for i in range(100):
             f = make_frame(i + 1, n=100)
             push.send(msgspec.structs.replace(f, tenants=labels[i * 100 : (i + 1) * 100]))
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 100)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 100)
         daemon.writer.flush()
         stored = (
             daemon.writer.cursor().execute("SELECT count(DISTINCT tenant) FROM step_requests").fetchone()[0]
@@ -296,8 +295,7 @@ def test_future_dated_frame_moves_neither_freshness_nor_windows(ipc_endpoint, db
             push.send(msgspec.structs.replace(f, wall_ns=now_ns - (100 - i) * 10**7))
         year = 365 * 86400 * 10**9
         push.send(msgspec.structs.replace(make_frame(101), wall_ns=now_ns + year))  # forged or bad clock
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 101)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 101)
         daemon.writer.flush()
         con = daemon.writer.cursor()
         newest = con.execute("SELECT epoch(max(ts)) FROM steps").fetchone()[0]
@@ -478,8 +476,7 @@ def test_request_ids_hashed_with_a_host_key(ipc_endpoint, db_path):
         push = Pusher(ipc_endpoint)
         for i in range(1, 4):
             push.send(make_frame(i, n=3))  # q0, q1, q2 in every step
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 3)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 3)
         daemon.writer.flush()
         ids = [r[0] for r in daemon.writer.cursor().execute("SELECT req_id FROM step_requests").fetchall()]
     finally:
@@ -536,8 +533,7 @@ def test_tenants_admitted_before_a_restart_are_admitted_first(ipc_endpoint, db_p
     try:
         push = Pusher(ipc_endpoint)
         push.send(msgspec.structs.replace(make_frame(1, n=3), tenants=["forged", "mid", "big"]))
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 1)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 1)
         daemon.writer.flush()
         rows = daemon.writer.cursor().execute("SELECT tenant FROM step_requests ORDER BY req_id").fetchall()
         assert [r[0] for r in rows] == ["other", "mid", "big"]

@@ -6,7 +6,7 @@ import duckdb
 import msgspec
 
 from shadowd.tap.frame import encode_frame
-from tests.helpers import Pusher, make_daemon, make_frame, wait_until
+from tests.helpers import Pusher, make_daemon, make_frame
 
 
 def test_bad_frames_are_counted_and_skipped(ipc_endpoint, db_path):
@@ -22,9 +22,8 @@ def test_bad_frames_are_counted_and_skipped(ipc_endpoint, db_path):
     daemon.receiver.max_frame_bytes = 4096
     push.send(b"\x90" * 10_000)  # oversized
     push.send(make_frame(2))
-    push.close()
     rx = daemon.receiver
-    assert wait_until(lambda: rx.frames_received == 2 and sum(rx.faults.values()) == 5)
+    assert push.close_when(lambda: rx.frames_received == 2 and sum(rx.faults.values()) == 5)
     daemon.stop()
     assert rx.faults == {"malformed": 3, "version": 1, "oversized": 1}
     con = duckdb.connect(db_path, read_only=True)
@@ -82,7 +81,6 @@ def test_unexplained_gaps_are_counted(ipc_endpoint, db_path):
     push.send(make_frame(1))
     push.send(make_frame(3, dropped=1))  # step 2 dropped by the tap and counted: no gap
     push.send(make_frame(6, dropped=1))  # steps 4, 5 lost in transit: gap of 2
-    push.close()
-    assert wait_until(lambda: daemon.receiver.frames_received == 3)
+    assert push.close_when(lambda: daemon.receiver.frames_received == 3)
     daemon.stop()
     assert daemon.receiver.faults["gap"] == 2

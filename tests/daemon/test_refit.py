@@ -70,8 +70,7 @@ def run(
     traffic.latency_ms += beyond_ms_per_request * traffic.batch_size() * beyond
     for frame in frames_from_batch(traffic, latency_scale=latency_scale):
         push.send(frame)
-    push.close()
-    assert wait_until(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
+    assert push.close_when(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
     daemon.writer.flush()
     return daemon, cal.model.version, daemon.evaluate_gate()
 
@@ -416,8 +415,7 @@ def test_a_slowdown_inside_the_window_is_not_refitted_where_no_detector_can_see(
             second, start_seq=1501, latency_scale=slower, t0=t1
         ):
             push.send(frame)
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
         daemon.writer.flush()
         decision = daemon.evaluate_gate()
         assert decision["evidence"]["drift_blind"], decision["evidence"]
@@ -463,8 +461,7 @@ def test_a_refit_comes_after_half_a_window_and_judges_only_the_steps_scored_sinc
         after = synthetic_batch(steps=1600, seed=22, max_seqs=256)
         for frame in frames_from_batch(after, start_seq=1401, t0=frames[-1].t_done + 1000):
             push.send(frame)
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 3000, timeout=60)
         daemon.writer.flush()
         decision = daemon.evaluate_gate()
         assert decision["evidence"]["extrapolated_fraction"] > 0.05
@@ -487,8 +484,7 @@ def test_no_refit_before_half_a_window_is_scored(ipc_endpoint, db_path):
         push = Pusher(ipc_endpoint)
         for frame in frames_from_batch(synthetic_batch(steps=1400, seed=22, max_seqs=256)):
             push.send(frame)
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 1400, timeout=60)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 1400, timeout=60)
         daemon.writer.flush()
         decision = daemon.evaluate_gate()
         assert decision["evidence"]["extrapolated_fraction"] > 0.05

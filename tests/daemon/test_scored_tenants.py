@@ -19,7 +19,7 @@ from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.daemon.calibrator import CalibrationSettings, calibrate, calibration_from_body, model_body
 from shadowd.daemon.config import Config, Platform
 from shadowd.daemon.service import Daemon
-from tests.helpers import Pusher, daemon_config, frames_from_batch, wait_until
+from tests.helpers import Pusher, daemon_config, frames_from_batch
 
 PLATFORM = Platform(
     gpu="H100-SXM", model="llama-3.1-8b", dtype="bf16", tp=1, vllm="0.33.0", attention_backend="FLASH_ATTN"
@@ -60,10 +60,7 @@ def test_one_tenant_after_calibration_is_judged_with_the_tenants_calibration_sco
         push = Pusher(ipc_endpoint)
         for frame in frames_from_batch(traffic):
             push.send(frame)
-        try:  # closed once all arrived: a close lingers 2 s only, and a first ingest can take longer
-            assert wait_until(lambda: daemon.pipeline.steps_observed == traffic.num_steps, timeout=60)
-        finally:
-            push.close()
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == traffic.num_steps, timeout=60)
         daemon.writer.flush()
         decision = daemon.evaluate_gate()
         check = next(c for c in decision["checks"] if c["name"] == "evidence.tenants")

@@ -35,8 +35,7 @@ def test_metrics_scrape_parses_and_carries_the_verdict(ipc_endpoint, db_path):
         push = Pusher(ipc_endpoint)
         for i in range(1, 151):
             push.send(make_frame(i, n=8))
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 150)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 150)
         daemon.writer.flush()
         decision = daemon.evaluate_gate()
         assert decision["verdict"] == "INCONCLUSIVE"  # no platform configured: fail closed
@@ -257,8 +256,7 @@ def test_a_batch_counts_as_observed_only_after_every_observer_saw_it(ipc_endpoin
         push = Pusher(ipc_endpoint)
         for i in range(1, 41):
             push.send(make_frame(i, n=4))
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 40)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 40)
     finally:
         daemon.stop()
     assert sum(n for n, _, _ in seen) == 40

@@ -11,7 +11,7 @@ from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.daemon.calibrator import calibrate
 from shadowd.daemon.config import Config, Platform
 from shadowd.daemon.routes import TENANT_COUNTERS_SCHEMA
-from tests.helpers import Pusher, make_daemon, make_frame, wait_until
+from tests.helpers import Pusher, make_daemon, make_frame
 
 PLATFORM = Platform(
     gpu="H100-SXM", model="llama-3.1-8b", dtype="bf16", tp=1, vllm="0.33.0", attention_backend="FLASH_ATTN"
@@ -39,8 +39,7 @@ def test_counters_grow_per_tenant_and_name_the_unit_in_force(ipc_endpoint, db_pa
         push = Pusher(ipc_endpoint)
         for i in range(1, 201):
             push.send(make_frame(i, n=8))
-        push.close()
-        assert wait_until(lambda: daemon.pipeline.steps_observed == 200)
+        assert push.close_when(lambda: daemon.pipeline.steps_observed == 200)
         daemon.evaluate_gate()
         body = _counters(daemon.http.url)
         tenants = {t["tenant"]: t for t in body["tenants"]}
