@@ -87,6 +87,7 @@ SETS = {
     "held_out_38": ("HELD38_BASE", {"saturated": 3911, "light": 3912}, "held_out_38"),
     "held_out_39": ("HELD39_BASE", {"saturated": 4011, "light": 4012}, "held_out_39"),
     "held_out_40": ("HELD40_BASE", {"saturated": 4111, "light": 4112}, "held_out_40"),
+    "held_out_41": ("HELD41_BASE", {"saturated": 4211, "light": 4212}, "held_out_41"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)
