@@ -1,7 +1,7 @@
 """Two rows of the gate's matrix, as declared (benchmarks/gate_matrix.py, docs/validation.md).
 
-Both are held-out set 36's, run under the design in force (r38; r37, run on the same rows,
-ended them alike, step for step): H200 tables, Phi-4 on two GPUs (10 KV heads), ServeGen
+Both are held-out set 36's (their stored rows ran under r38; r37 ended them alike, step for
+step), run here under the design in force (``DESIGN_REVISION``): H200 tables, Phi-4 on two GPUs (10 KV heads), ServeGen
 client 34, the Azure 2023 conversation trace and ShareGPT lengths as tenants, their seeds and
 lengths.
 
