@@ -11,7 +11,7 @@ from ``shadowd``, ``storage`` or ``alerts``; the daemon wires it.
 """
 
 from checks.adwin import AdwinDetector
-from checks.alarm_confirmation import size_stratum, strata, stratum
+from checks.alarm_confirmation import graph_size, size_stratum, strata, stratum
 from checks.check_result import CheckResult
 from checks.coefficient_drift import CoefficientDrift, nnls_fit, ridge_fit
 from checks.decision import EXIT_ERROR, Decision, effective_verdict, exit_code
@@ -31,6 +31,7 @@ from checks.refit_guard import (
     RefitEvidence,
     ResidualShift,
     largest_level_shift,
+    largest_level_shift_within,
     refit_decision,
     time_invariant,
 )
@@ -56,6 +57,7 @@ from checks.wander import BlockSpread, allowance, block_spread
 DETECTORS = (PageHinkleyDetector, AdwinDetector)
 
 __all__ = [
+    "graph_size",
     "size_stratum",
     "strata",
     "stratum",
@@ -104,6 +106,7 @@ __all__ = [
     "measure_false_alarm_rate",
     "nnls_fit",
     "largest_level_shift",
+    "largest_level_shift_within",
     "refit_decision",
     "time_invariant",
     "relative_residual",

@@ -264,6 +264,18 @@ def size_stratum(key: int) -> int:
     return int(key) // 100
 
 
+def graph_size(batch_size: np.ndarray) -> np.ndarray:
+    """Per step, the batch-size part of its r34 ``stratum`` (the CUDA graph it ran at; a batch of
+    up to 8 is its own): design r42's strata for a re-fit's time-shift check.
+
+    >>> graph_size(np.array([1, 8, 9, 16, 17, 24, 256, 257, 600])).tolist()
+    [1, 8, 9, 9, 10, 10, 39, 40, 57]
+    """
+    return np.array(
+        [stratum(b, 0.0, graph=True) // 100 for b in np.asarray(batch_size).tolist()], dtype=np.int64
+    )
+
+
 def strata(
     features: Mapping[str, Any] | None, graph: bool = False, octaves: bool = False
 ) -> list[int] | None:

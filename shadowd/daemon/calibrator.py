@@ -219,6 +219,10 @@ class CalibrationSettings:
     # Design r41: r40's rule for rare compositions alone (checks.alarm_confirmation; why: DESIGN
     # in benchmarks/gate_matrix.py).
     rare_unsupported: bool = True
+    # Design r42: a re-fit's check for a change at one moment (check 5 of checks.refit_guard)
+    # measures the residual's level shift within r34's graph strata (checks.refit_guard
+    # .largest_level_shift_within; why: DESIGN in benchmarks/gate_matrix.py).
+    stratified_level_shift: bool = True
     # Design r35: a re-fit may leave unwatched a class too rare in its window for the gate to
     # require it (shadowd.daemon.refit.rare_classes; why: DESIGN in benchmarks/gate_matrix.py).
     refit_unwatch_rare: bool = True

@@ -169,7 +169,8 @@ class RegimeRefit:
             self._record(at_s, cal, None, why, batch.num_steps)
             return
         new = calibrate(batch, cal.model.platform_key, settings)
-        ok, steady = checks.time_invariant(level_shifts(batch, new, settings.min_shift))
+        shifts = level_shifts(batch, new, settings.min_shift, settings.stratified_level_shift)
+        ok, steady = checks.time_invariant(shifts)
         # In this order, so a refusal names the most specific cause: a class left unwatched (r8),
         # a change at one moment in the window, then detectors too dull for the gate's faults
         # (r15; a change inside the window dulls them too), then a re-fit asked for only to get
@@ -418,13 +419,25 @@ def residual_shifts(batch: StepBatch, cal: Calibration, min_shift: float) -> dic
     return out
 
 
-def level_shifts(batch: StepBatch, cal: Calibration, min_shift: float) -> dict[str, checks.ResidualShift]:
+def level_shifts(
+    batch: StepBatch, cal: Calibration, min_shift: float, within_strata: bool = False
+) -> dict[str, checks.ResidualShift]:
     """Per class the re-fit watches: its residual's largest level shift over the window's time,
-    segments of at least a tenth of the class's steps (100 at least)."""
+    segments of at least a tenth of the class's steps (100 at least); with ``within_strata``
+    (design r42), measured within the CUDA graph each step ran at (``checks.graph_size``; a
+    batch of up to 8 is its own; ``checks.largest_level_shift_within``).  Not r34's strata,
+    which also cut the KV tokens in half octaves: at a split near the window's end few of
+    those hold enough steps on the short side, so the split is judged pooled, confounded as
+    before (H41-steady's re-fit, ``benchmarks/gate_matrix.py`` DESIGN)."""
     resid = _residuals(batch, cal)
+    keys = checks.graph_size(batch.batch_size()) if within_strata else None
     out = {}
     for cls, dc in cal.drift.items():
-        r = resid[(batch.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)]
-        shift, _ = checks.largest_level_shift(r, max(100, len(r) // 10))
+        mine = (batch.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
+        r, segment = resid[mine], max(100, int(mine.sum()) // 10)
+        if keys is None:
+            shift, _ = checks.largest_level_shift(r, segment)
+        else:
+            shift, _ = checks.largest_level_shift_within(r, keys[mine], segment)
         out[cls] = checks.ResidualShift(len(r), shift, max(dc.allowance, min_shift / 2))
     return out

@@ -17,6 +17,7 @@ from checks import (
     RefitEvidence,
     ResidualShift,
     largest_level_shift,
+    largest_level_shift_within,
     refit_decision,
     time_invariant,
 )
@@ -74,6 +75,43 @@ def test_a_level_shift_is_found_wherever_it_falls_and_noise_alone_stays_small():
         shifted = noise + np.where(np.arange(3000) >= at, 0.05, 0.0)
         shift, where = largest_level_shift(shifted, 300)
         assert abs(shift - 0.05) < 0.01 and abs(where - at) <= 60 or at > 2700 - 300, (at, shift, where)
+
+
+def _swinging_mix(rng: np.random.Generator, n: int = 3000) -> tuple[np.ndarray, np.ndarray]:
+    """Strata 16 and 24 (two CUDA graphs), the mix swinging between them over time, the model
+    erring by -1.8 % and +1.6 % in them (H38-steady-12k's edge, ``docs/steady_drift.md``)."""
+    t = np.arange(n)
+    p24 = 0.5 + 0.45 * np.sin(2 * np.pi * t / n)  # the share of steps at graph 24, swinging
+    keys = np.where(rng.random(n) < p24, 24, 16)
+    return keys, np.where(keys == 24, 0.016, -0.018) + rng.normal(0.0, 0.02, n)
+
+
+def test_design_r42_a_mix_swinging_across_a_graph_edge_is_no_change_at_one_moment():
+    """Pooled, the residual moves with the mix past the 2 % floor; within strata it does not."""
+    keys, resid = _swinging_mix(np.random.default_rng(5))
+    pooled, _ = largest_level_shift(resid, 300)
+    within, _ = largest_level_shift_within(resid, keys, 300)
+    assert pooled > 0.02 > 0.006 > within, (pooled, within)
+
+
+@pytest.mark.parametrize("at", [900, 1500, 2400])
+def test_design_r42_a_slower_engine_still_moves_the_level_within_strata(at):
+    """A 3 % slowdown from one moment on moves every stratum: r42 sees it as r8 did."""
+    keys, resid = _swinging_mix(np.random.default_rng(6))
+    slow = resid + np.where(np.arange(len(resid)) >= at, 0.03, 0.0)
+    shift, where = largest_level_shift_within(slow, keys, 300)
+    assert abs(shift - 0.03) < 0.006 and abs(where - at) <= 90, (shift, where)
+
+
+def test_design_r42_falls_back_to_the_pooled_shift_where_strata_cannot_separate_time():
+    """The mix moved once, for good: at that moment no stratum has steps on both sides, so time
+    and composition cannot be told apart there, and the pooled shift decides, as before r42."""
+    rng = np.random.default_rng(7)
+    keys = np.r_[np.full(1500, 16), np.full(1500, 24)]
+    resid = np.where(keys == 24, 0.03, 0.0) + rng.normal(0.0, 0.01, 3000)
+    pooled, _ = largest_level_shift(resid, 300)
+    shift, where = largest_level_shift_within(resid, keys, 300)
+    assert abs(shift - pooled) < 0.002 and abs(where - 1500) <= 3, (shift, pooled, where)
 
 
 def test_time_invariance_names_the_class_that_moved():

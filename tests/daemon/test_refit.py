@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from prometheus_client import generate_latest
 
+import checks
 from checks import GatePolicy
 from shadowd.attribution.synthetic_steps import synthetic_batch
 from shadowd.daemon import refit as refit_module
@@ -428,6 +429,25 @@ def test_a_slowdown_inside_the_window_is_not_refitted_where_no_detector_can_see(
         assert daemon.calibration.model.version == cal.model.version
     finally:
         daemon.stop()
+
+
+def test_design_r42_the_refit_looks_for_a_change_at_one_moment_within_cuda_graphs(monkeypatch):
+    """The setting is on by default and hands each class's residual, with the CUDA graph each of
+    its steps ran at, to ``checks.largest_level_shift_within`` (its cases: tests/checks)."""
+    assert CalibrationSettings().stratified_level_shift
+    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
+    batch = synthetic_batch(steps=2000, seed=24, max_seqs=64)
+    seen: list[np.ndarray] = []
+    real = checks.largest_level_shift_within
+    monkeypatch.setattr(checks, "largest_level_shift_within", lambda r, k, m: seen.append(k) or real(r, k, m))
+    pooled = refit_module.level_shifts(batch, cal, 0.04)
+    assert not seen
+    within = refit_module.level_shifts(batch, cal, 0.04, within_strata=True)
+    assert len(seen) == len(cal.drift) and set(within) == set(pooled)
+    graphs = checks.graph_size(batch.batch_size())
+    for cls, keys in zip(cal.drift, seen):
+        mine = batch.kind == refit_module.KIND_NAMES.index(cls)
+        assert np.array_equal(keys, graphs[mine]) and len(np.unique(keys)) > 2, cls
 
 
 def test_refit_off_in_config_leaves_the_model_alone(ipc_endpoint, db_path):
