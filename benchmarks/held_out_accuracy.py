@@ -88,6 +88,7 @@ SETS = {
     "held_out_39": ("HELD39_BASE", {"saturated": 4011, "light": 4012}, "held_out_39"),
     "held_out_40": ("HELD40_BASE", {"saturated": 4111, "light": 4112}, "held_out_40"),
     "held_out_41": ("HELD41_BASE", {"saturated": 4211, "light": 4212}, "held_out_41"),
+    "held_out_42": ("HELD42_BASE", {"saturated": 4311, "light": 4312}, "held_out_42"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)
