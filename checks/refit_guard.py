@@ -197,7 +197,8 @@ def largest_level_shift_within(
     min_coverage: float = MIN_COVERAGE,
     splits: int = 1000,
 ) -> tuple[float, int]:
-    """Design r42: ``largest_level_shift`` measured within composition strata (``keys``, one per
+    """Design r42 (withdrawn; behind ``CalibrationSettings.stratified_level_shift``, off):
+    ``largest_level_shift`` measured within composition strata (``keys``, one per
     value): at each split the shift is the mean, over strata with ``min_stratum`` values or more
     on both sides, of each stratum's ``mean(after) - mean(before)``, weighted by
     ``n_before * n_after / n`` (the weights that make the estimate least noisy).  A split where
@@ -209,10 +210,12 @@ def largest_level_shift_within(
     smooth model's error steps by about the allowance (``docs/steady_drift.md``), so the pooled
     residual moves with the mix, in time, on a healthy engine.  A slower engine moves every
     stratum's residual from its moment on, so within strata it shows the same.  At most
-    ``splits`` split points are scanned, evenly spaced (``benchmarks/gate_matrix.py``, DESIGN).
+    ``splits`` split points are scanned, evenly spaced.  Why withdrawn: the within-strata
+    estimate is the noisier, and on a held-out engine it refused a re-fit the pooled one let
+    through, with no verdict changed anywhere (``benchmarks/gate_matrix.py``, DESIGN).
 
-    A mix moving from stratum 1, where the model errs by -1 %, to stratum 2 (+1 %) over time:
-    the pooled residual moves by 2 %, within each stratum nothing moves.
+    A mix moving over time from stratum 1, where the model errs low, to stratum 2, where it errs
+    high: pooled, the residual moves with the mix; within each stratum nothing moves.
 
     >>> rng = np.random.default_rng(0)
     >>> keys = np.r_[np.ones(600, int), np.full(600, 2)]

@@ -220,9 +220,9 @@ class CalibrationSettings:
     # in benchmarks/gate_matrix.py).
     rare_unsupported: bool = True
     # Design r42: a re-fit's check for a change at one moment (check 5 of checks.refit_guard)
-    # measures the residual's level shift within r34's graph strata (checks.refit_guard
-    # .largest_level_shift_within; why: DESIGN in benchmarks/gate_matrix.py).
-    stratified_level_shift: bool = True
+    # measures the residual's level shift within the CUDA graph each step ran at (checks
+    # .refit_guard.largest_level_shift_within; why: DESIGN in benchmarks/gate_matrix.py).
+    stratified_level_shift: bool = False  # withdrawn (r42): see DESIGN in benchmarks/gate_matrix.py
     # Design r35: a re-fit may leave unwatched a class too rare in its window for the gate to
     # require it (shadowd.daemon.refit.rare_classes; why: DESIGN in benchmarks/gate_matrix.py).
     refit_unwatch_rare: bool = True

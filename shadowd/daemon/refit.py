@@ -424,8 +424,9 @@ def level_shifts(
 ) -> dict[str, checks.ResidualShift]:
     """Per class the re-fit watches: its residual's largest level shift over the window's time,
     segments of at least a tenth of the class's steps (100 at least); with ``within_strata``
-    (design r42), measured within the CUDA graph each step ran at (``checks.graph_size``; a
-    batch of up to 8 is its own; ``checks.largest_level_shift_within``).  Not r34's strata,
+    (design r42, withdrawn: off by default), measured within the CUDA graph each step ran at
+    (``checks.graph_size``; a batch of up to 8 is its own; ``checks
+    .largest_level_shift_within``).  Not r34's strata,
     which also cut the KV tokens in half octaves: at a split near the window's end few of
     those hold enough steps on the short side, so the split is judged pooled, confounded as
     before (H41-steady's re-fit, ``benchmarks/gate_matrix.py`` DESIGN)."""
