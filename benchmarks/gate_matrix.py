@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import shlex
 import subprocess
 import sys
@@ -3257,6 +3258,82 @@ def _kind(check: str, verdict: str) -> str:
     return next((k for k in CAUSES if check == k or check.startswith(k + ".")), check.split(".")[0])
 
 
+_CHECK_IN_REASON = re.compile(r"(?:(?<=: )|(?<=; ))([a-z_]+(?:\.[a-z0-9_]+)*) \(")
+BLOCKERS = (
+    "share stability",
+    "beyond the envelope",
+    "new tenants",
+    "drift: detectors too dull",
+    "drift: detectors blind",
+    "drift: events",
+    "evidence minimums",
+    "accuracy",
+    "platform",
+)
+
+
+def blockers(reason: str) -> set[str]:
+    """What a final reason names as keeping the gate from GO, in ``BLOCKERS``' words (a reason
+    names at most four checks, then says how many more).
+
+    >>> sorted(blockers("inconclusive: stability (effect CI ...); drift (no unresolved drift "
+    ...                 "events, but the detectors would not raise a real slowdown in time (...))"))
+    ['drift: detectors too dull', 'share stability']
+    """
+    found = list(_CHECK_IN_REASON.finditer(reason))
+    out = set()
+    for m, nxt in zip(found, found[1:] + [None]):
+        name, detail = m.group(1), reason[m.end() : nxt.start() if nxt else len(reason)]
+        if name == "stability":
+            out.add("share stability")
+        elif name == "coverage.extrapolation":
+            out.add("beyond the envelope")
+        elif name == "coverage.new_tenants":
+            out.add("new tenants")
+        elif name == "drift":
+            out.add(
+                "drift: detectors too dull"
+                if "would not raise" in detail
+                else "drift: detectors blind"
+                if "blind" in detail
+                else "drift: events"
+            )
+        elif name.startswith("evidence."):
+            out.add("evidence minimums")
+        elif name.startswith("accuracy."):
+            out.add("accuracy")
+        elif name == "platform":
+            out.add("platform")
+    return out
+
+
+def blocker_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Per design, the healthy held-out rows that did not end GO, counted by what their last
+    evaluation named as keeping the gate from GO: where the work on GO reach lies."""
+    lines = [
+        "| design | healthy held-out rows | ended GO | not GO | " + " | ".join(BLOCKERS) + " |",
+        "|---|---:|---:|---:|" + "---:|" * len(BLOCKERS),
+    ]
+    for design in sorted({r.get("design", "r1") for r in rows}, key=lambda d: int(d[1:])):
+        mine = [
+            r
+            for r in rows
+            if r.get("design", "r1") == design
+            and r["scenario"]["expect"] == "healthy"
+            and r["scenario"]["set"].startswith("held_out")
+        ]
+        if not mine:
+            continue
+        stuck = [blockers(r["final_reason"]) for r in mine if r["final"] != "GO"]
+        counts = [sum(1 for b in stuck if name in b) for name in BLOCKERS]
+        lines.append(
+            f"| {design} | {len(mine)} | {len(mine) - len(stuck)} | {len(stuck)} | "
+            + " | ".join(str(c) for c in counts)
+            + " |"
+        )
+    return lines
+
+
 def findings(rows: list[dict[str, Any]]) -> list[str]:
     """Per missed row, the kinds of checks behind its non-GO episodes (computed, not written)."""
     out = []
@@ -3501,6 +3578,17 @@ def markdown(res: dict[str, Any]) -> str:
         "declared (shortened, H6-steady ends NO_GO on decode accuracy, its calibration window being",
         "shorter).",
     ]
+    lines += [
+        "",
+        "## What keeps healthy held-out runs from GO (their last evaluation)",
+        "",
+        "Per design, the healthy rows of every held-out set it ran (the sets it was built on among",
+        "them: development evidence for it, marked so in the DESIGN notes above) that did not end GO,",
+        "counted by what their last evaluation named (`blockers`; a row may name several, a reason at",
+        "most four). A row that ended NO_GO counts under what paged.",
+        "",
+    ]
+    lines += blocker_table(rows)
     lines += ["", "## What the misses say", ""]
     lines += findings(rows)
     old = res.get("superseded_rows") or []
