@@ -540,9 +540,10 @@ class AlarmConfirmation:
 
     def _in_unseen_strata(self, p: PendingAlarm) -> bool:
         """Whether most of the window's steps lie in strata never seen before the reference point
-        (design r32; r38: coarser strata never seen; r41: ``rare``'s rule instead).  Steps without a stratum (a monitor fed no
-        features) and strata seen, if only a few times (traffic spread over many compositions),
-        count as seen: judged as before, a lasting shift there is an alarm."""
+        (design r32; r38: coarser strata never seen; r41: ``rare``'s rule instead).  Steps
+        without a stratum (a monitor fed no features) and strata seen, if only a few times
+        (traffic spread over many compositions), count as seen: judged as before, a lasting
+        shift there is an alarm."""
         if p.before is None:
             return False
         if p.rare_before is not None and self.rare is not None:

@@ -179,13 +179,16 @@ def largest_level_shift(resid: np.ndarray, min_segment: int) -> tuple[float, int
     n = len(x)
     if n < 2 * min_segment:
         return 0.0, -1
-    c = np.cumsum(x)
     k = np.arange(min_segment, n - min_segment + 1)
-    before = c[k - 1] / k
-    after = (c[-1] - c[k - 1]) / (n - k)
-    gap = np.abs(after - before)
+    gap = _pooled_gaps(x, k)
     i = int(np.argmax(gap))
     return float(gap[i]), int(k[i])
+
+
+def _pooled_gaps(x: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """``|mean(x[k:]) - mean(x[:k])|`` for each split ``k`` in ``at`` (none at 0 or ``len(x)``)."""
+    total = np.r_[0.0, np.cumsum(x)]
+    return np.abs((total[-1] - total[at]) / (len(x) - at) - total[at] / at)
 
 
 def largest_level_shift_within(
@@ -259,8 +262,7 @@ def largest_level_shift_within(
         num[i] += w * gap
         den[i] += w
         covered[i] += len(where)
-    total = np.r_[0.0, np.cumsum(x)]
-    shift = np.abs((total[-1] - total[at]) / (n - at) - total[at] / at)  # pooled, as r8's
+    shift = _pooled_gaps(x, at)  # pooled, as r8's, where the strata do not judge
     judged = (den > 0) & (covered >= min_coverage * n)
     shift[judged] = np.abs(num[judged] / den[judged])
     j = int(np.argmax(shift))

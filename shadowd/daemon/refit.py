@@ -423,13 +423,12 @@ def level_shifts(
     batch: StepBatch, cal: Calibration, min_shift: float, within_strata: bool = False
 ) -> dict[str, checks.ResidualShift]:
     """Per class the re-fit watches: its residual's largest level shift over the window's time,
-    segments of at least a tenth of the class's steps (100 at least); with ``within_strata``
-    (design r42, withdrawn: off by default), measured within the CUDA graph each step ran at
-    (``checks.graph_size``; a batch of up to 8 is its own; ``checks
-    .largest_level_shift_within``).  Not r34's strata,
-    which also cut the KV tokens in half octaves: at a split near the window's end few of
-    those hold enough steps on the short side, so the split is judged pooled, confounded as
-    before (H41-steady's re-fit, ``benchmarks/gate_matrix.py`` DESIGN)."""
+    segments of at least a tenth of the class's steps (100 at least).  With ``within_strata``
+    (design r42, withdrawn: off by default) it is measured within the CUDA graph each step ran
+    at (``checks.graph_size``, ``checks.largest_level_shift_within``), not in r34's strata,
+    which also cut KV tokens in half octaves: near the window's end too few of those hold
+    enough steps on the short side, so the split is judged pooled, confounded as before
+    (H41-steady's re-fit, ``benchmarks/gate_matrix.py`` DESIGN)."""
     resid = _residuals(batch, cal)
     keys = checks.graph_size(batch.batch_size()) if within_strata else None
     out = {}
