@@ -35,7 +35,7 @@ COMMAND = ".venv/bin/python -m benchmarks.size_strata_study"
 
 
 def _run(name: str, db: str) -> None:
-    from benchmarks.gate_matrix import scenario
+    from benchmarks.gate_scenarios import scenario
 
     shared = os.environ.get("SHADOWD_SHARED", str(REPO.parent / "shared"))
     cmd = scenario(name).command(db).replace("$SHADOWD_SHARED", shared)
@@ -76,7 +76,7 @@ def _scored_decode(con: Any, version: str) -> list[tuple]:
 
 def _errors(name: str, rows: list[tuple]) -> dict[str, Any]:
     import checks
-    from benchmarks.gate_matrix import scenario
+    from benchmarks.gate_scenarios import scenario
     from shadowd.twin.step_latency import ReferenceEngine
 
     s = scenario(name)
@@ -140,7 +140,7 @@ def _calibrations(window: Any, body: dict[str, Any]) -> dict[str, Any]:
 def study(name: str) -> dict[str, Any]:
     import duckdb
 
-    from benchmarks.gate_matrix import scenario
+    from benchmarks.gate_scenarios import scenario
     from benchmarks.machine import machine
 
     t0 = time.perf_counter()

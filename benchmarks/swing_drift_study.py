@@ -76,7 +76,7 @@ def _decode_steps(con: Any) -> dict[str, np.ndarray]:
 
 
 def _noise_free(name: str, d: dict[str, Any]) -> np.ndarray:
-    from benchmarks.gate_matrix import scenario
+    from benchmarks.gate_scenarios import scenario
     from shadowd.twin.step_latency import ReferenceEngine
 
     s = scenario(name)
@@ -272,7 +272,7 @@ def study(name: str, db: str) -> dict[str, Any]:
     import duckdb
 
     import checks
-    from benchmarks.gate_matrix import scenario
+    from benchmarks.gate_scenarios import scenario
 
     if not Path(db).exists():
         _run(name, db)

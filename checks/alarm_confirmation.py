@@ -12,7 +12,7 @@ detection's direction) from the reference: the baseline as it stood ``lag`` judg
 the detection, before the shift began to pull it.  Otherwise it is dismissed and counted.
 
 The price is delay: an event comes ``steps`` judged steps after the detection.  Why the
-defaults and on which runs they were chosen: ``DESIGN`` in ``benchmarks/gate_matrix.py``.
+defaults and on which runs they were chosen: ``DESIGN`` in ``benchmarks/gate_designs.py``.
 
 Design r31 (r30 withdrawn): with ``stratify``, a detection is judged *within composition
 strata* where it can be (``stratum``: the step's batch size, exact up to 8 then in quarter

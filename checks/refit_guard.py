@@ -215,7 +215,7 @@ def largest_level_shift_within(
     stratum's residual from its moment on, so within strata it shows the same.  At most
     ``splits`` split points are scanned, evenly spaced.  Why withdrawn: the within-strata
     estimate is the noisier, and on a held-out engine it refused a re-fit the pooled one let
-    through, with no verdict changed anywhere (``benchmarks/gate_matrix.py``, DESIGN).
+    through, with no verdict changed anywhere (``benchmarks/gate_designs.py``, DESIGN).
 
     A mix moving over time from stratum 1, where the model errs low, to stratum 2, where it errs
     high: pooled, the residual moves with the mix; within each stratum nothing moves.

@@ -5,7 +5,7 @@ their detections confirmed by r31's strata.  Design r39 turned it back on behind
 of r34-r38, which judges a detection's lasting shift within CUDA-graph and quarter-octave strata
 (``checks.alarm_confirmation``), and was withdrawn too: a healthy swinging engine paged under it
 on its held-out set and on a development run.  It is off by default and stays for comparisons
-(``CalibrationSettings.detrend_by_size``; ``DESIGN`` in ``benchmarks/gate_matrix.py`` says what
+(``CalibrationSettings.detrend_by_size``; ``DESIGN`` in ``benchmarks/gate_designs.py`` says what
 each did, and on which runs).
 
 ``checks.detrend`` judges each standardised residual against one slow baseline of the class's

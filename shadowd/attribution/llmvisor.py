@@ -24,7 +24,7 @@ one segment (too little data to split).  Design r18: each segment must also hold
 :data:`MIN_SEGMENT_LEVELS` distinct values of ``N`` (as many as a segment has coefficients).  A
 window of near-lone decode steps (``N`` of 1-3) otherwise let the search split between two token
 counts; the upper segment's line through them then charged each extra request of a slightly
-bigger batch several times its real cost (``DESIGN`` in ``benchmarks/gate_matrix.py``).
+bigger batch several times its real cost (``DESIGN`` in ``benchmarks/gate_designs.py``).
 
 **Fit.** Non-negative least squares (``scipy.optimize.nnls``) on step totals, so every share is
 ≥ 0.  Rows are weighted by ``1/T`` (minimising relative error, the metric reported) and columns are

@@ -76,7 +76,7 @@ class Calibration:
         Design r17 counts the fit part (before, the whole window): on held-out 15 a saturated
         window's decode-only steps came late, in its held-out part, so the decode class looked
         held while its coefficients had been fitted on a few dozen (``DESIGN`` in
-        ``benchmarks/gate_matrix.py``)."""
+        ``benchmarks/gate_designs.py``)."""
         if self.fit_class_steps:
             where, counts = "the calibration window's fit part", self.fit_class_steps
         else:
@@ -92,7 +92,7 @@ class Calibration:
         """Design r28: classes with steps in a segment whose work term the fit priced at zero
         (``LLMVisorModel.zero_priced``): the window held that work but never identified its
         price, so the gate does not vouch for those classes either.  Seen on whole steps timed
-        on a GPU (``benchmarks/gpu_steps.py``, ``DESIGN`` in ``benchmarks/gate_matrix.py``)."""
+        on a GPU (``benchmarks/gpu_steps.py``, ``DESIGN`` in ``benchmarks/gate_designs.py``)."""
         out: dict[str, str] = {}
         for z in self.model.fit_metrics.get("zero_priced", []):
             for cls in z.get("classes", ()):
@@ -110,7 +110,7 @@ class Calibration:
         Design r19: the gate then holds drift at INCONCLUSIVE (silence proves nothing there); an
         unresolved event still fails it.  A window whose residual wanders calibrates detectors
         with very high thresholds; seen on held-out 17's F17-step5 (``DESIGN`` in
-        ``benchmarks/gate_matrix.py``), where the smallest slowdown ended GO.  Computed once
+        ``benchmarks/gate_designs.py``), where the smallest slowdown ended GO.  Computed once
         (noise-free, ``checks.detection_delay``): the detectors do not change while the
         calibration is in force."""
         if self._dull is None:
@@ -180,7 +180,7 @@ class CalibrationSettings:
     # Smallest relative latency shift worth an alarm; Page-Hinkley's allowance is at least half
     # of it. Design r7 raised it so a healthy engine's composition-driven moves of the residual
     # mostly stay quiet while the slowdowns the gate must catch still exceed the allowance (why
-    # and on which runs: DESIGN in benchmarks/gate_matrix.py).
+    # and on which runs: DESIGN in benchmarks/gate_designs.py).
     min_shift: float = 0.04
     wander_block: int = 100  # steps per block when measuring the residual mean's wander
     wander_k: float = 2.5  # allowance = max(min_shift / 2, wander_k x wander upper bound)
@@ -189,45 +189,45 @@ class CalibrationSettings:
     detrend_steps: int = 100  # detectors judge changes against a baseline of this time constant
     # Designs r33 and r39 (both withdrawn; off): each step judged against its batch-size
     # stratum's own such baseline (``checks.stratified_detrend``; r39 behind r34-r38's stratified
-    # confirmation).  Kept for comparisons: ``DESIGN`` in benchmarks/gate_matrix.py says what each
+    # confirmation).  Kept for comparisons: ``DESIGN`` in benchmarks/gate_designs.py says what each
     # did, and on which runs.
     detrend_by_size: bool = False
     # A detection is an alarm only if its shift lasts this many more judged steps of the class
-    # (design r8: checks.alarm_confirmation; why this many: DESIGN in benchmarks/gate_matrix.py).
+    # (design r8: checks.alarm_confirmation; why this many: DESIGN in benchmarks/gate_designs.py).
     confirm_steps: int = 200
     # Design r24: the detectors watch each class's residual less its bias over batch composition,
-    # fitted on the window (checks.residual_bias; why: DESIGN in benchmarks/gate_matrix.py).
+    # fitted on the window (checks.residual_bias; why: DESIGN in benchmarks/gate_designs.py).
     unbias: bool = True
     # Design r26: with the bias taken out, a detection is confirmed only if the residual as
-    # measured shifts too (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
+    # measured shifts too (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_designs.py).
     confirm_raw: bool = True
     # Design r31: where composition strata cover a detection's window, they decide whether it is
-    # confirmed (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
+    # confirmed (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_designs.py).
     stratify_confirmation: bool = True
     # Design r34: those strata take batch sizes above 8 by the CUDA graph they run at
-    # (checks.alarm_confirmation.stratum; why: DESIGN in benchmarks/gate_matrix.py).
+    # (checks.alarm_confirmation.stratum; why: DESIGN in benchmarks/gate_designs.py).
     graph_strata: bool = True
     # Design r37: and within a graph also at r31's quarter octaves (checks.alarm_confirmation
-    # .stratum; why: DESIGN in benchmarks/gate_matrix.py).
+    # .stratum; why: DESIGN in benchmarks/gate_designs.py).
     octave_strata: bool = True
     # Design r38: where those strata are too thin to judge a detection, r34's graph strata judge
-    # it (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
+    # it (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_designs.py).
     strata_fallback: bool = True
     # Design r40: where r34's graph strata are too thin as well, r31's quarter octaves judge it
-    # (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_matrix.py).
-    octave_fallback: bool = False  # withdrawn (r40): see DESIGN in benchmarks/gate_matrix.py
+    # (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_designs.py).
+    octave_fallback: bool = False  # withdrawn (r40): see DESIGN in benchmarks/gate_designs.py
     # Design r41: r40's rule for rare compositions alone (checks.alarm_confirmation; why: DESIGN
-    # in benchmarks/gate_matrix.py).
+    # in benchmarks/gate_designs.py).
     rare_unsupported: bool = True
     # Design r42: a re-fit's check for a change at one moment (check 5 of checks.refit_guard)
     # measures the residual's level shift within the CUDA graph each step ran at (checks
-    # .refit_guard.largest_level_shift_within; why: DESIGN in benchmarks/gate_matrix.py).
-    stratified_level_shift: bool = False  # withdrawn (r42): see DESIGN in benchmarks/gate_matrix.py
+    # .refit_guard.largest_level_shift_within; why: DESIGN in benchmarks/gate_designs.py).
+    stratified_level_shift: bool = False  # withdrawn (r42): see DESIGN in benchmarks/gate_designs.py
     # Design r35: a re-fit may leave unwatched a class too rare in its window for the gate to
-    # require it (shadowd.daemon.refit.rare_classes; why: DESIGN in benchmarks/gate_matrix.py).
+    # require it (shadowd.daemon.refit.rare_classes; why: DESIGN in benchmarks/gate_designs.py).
     refit_unwatch_rare: bool = True
     # Design r36: a re-fit is also considered while GO is held through an inconclusive round
-    # (shadowd.daemon.refit.vouching; why: DESIGN in benchmarks/gate_matrix.py).
+    # (shadowd.daemon.refit.vouching; why: DESIGN in benchmarks/gate_designs.py).
     refit_in_grace: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
@@ -239,7 +239,7 @@ class CalibrationSettings:
     # Design r11: the window also widens (within the same maximum) until every tenant named here
     # ([calibration] tenants) has appeared in it, so a tenant the operator expects but that was
     # silent at first is not a newcomer to the gate (why and on which runs: DESIGN in
-    # benchmarks/gate_matrix.py).
+    # benchmarks/gate_designs.py).
     expected_tenants: tuple[str, ...] = ()
 
 
@@ -534,7 +534,7 @@ def known_tenants(batch: StepBatch, expected: tuple[str, ...]) -> set[str]:
     stranger: when it arrives its steps are judged like everyone's (accuracy, drift, the
     envelope, the composition domain), where before r14 the gate held INCONCLUSIVE on it as a
     newcomer until an operator recalibrated, and refused re-fits meanwhile (why and on which
-    runs: DESIGN in ``benchmarks/gate_matrix.py``).  A tenant nobody listed is still new.
+    runs: DESIGN in ``benchmarks/gate_designs.py``).  A tenant nobody listed is still new.
 
     >>> from shadowd.attribution.synthetic_steps import synthetic_batch
     >>> sorted(known_tenants(synthetic_batch(steps=50), ("late",)))

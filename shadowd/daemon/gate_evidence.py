@@ -255,7 +255,7 @@ def tenants_scored(
     Before r23 only the shadow steps counted, and traffic whose other tenants went quiet after
     calibration (bursty traces: held-out 20) held the gate INCONCLUSIVE on ``evidence.tenants``
     though the model had been scored on them out of sample in calibration, as the gate's own
-    steps are (why and on which runs: DESIGN in ``benchmarks/gate_matrix.py``)."""
+    steps are (why and on which runs: DESIGN in ``benchmarks/gate_designs.py``)."""
     rows = con.execute(
         "SELECT DISTINCT tenant FROM step_requests WHERE list_contains(?, model_version) LIMIT ?",
         [list(versions), MAX_TENANTS_COUNTED],

@@ -233,7 +233,7 @@ def newly_unwatched(parent: Calibration, new: Calibration, rare: frozenset[str] 
     detectors is itself a re-fit trigger, so a swing back finds the class required, the gate
     INCONCLUSIVE, and a re-fit on a window that holds the class; before r35 the refusal kept a
     model whose other classes had left their calibrated compositions, and the gate
-    INCONCLUSIVE, to the run's end (why and on which runs: DESIGN in benchmarks/gate_matrix.py).
+    INCONCLUSIVE, to the run's end (why and on which runs: DESIGN in benchmarks/gate_designs.py).
 
     >>> class C:  # only the two fields read here
     ...     def __init__(self, drift, unwatched): self.drift, self.unwatched = drift, unwatched
@@ -307,7 +307,7 @@ def vouching(decision: dict[str, Any], settings: CalibrationSettings) -> bool:
     evaluation before the gate would leave GO for it.  Before r36 (``settings.refit_in_grace``
     off) any GO left the model alone, so a re-fit could only start once the gate had gone
     INCONCLUSIVE, and its consecutive passes had to be earned again (why and on which runs:
-    DESIGN in benchmarks/gate_matrix.py).
+    DESIGN in benchmarks/gate_designs.py).
 
     >>> from shadowd.daemon.calibrator import CalibrationSettings as S
     >>> held = {"verdict": "GO", "checks": [{"status": "pass"}, {"status": "inconclusive"}]}
@@ -428,7 +428,7 @@ def level_shifts(
     at (``checks.graph_size``, ``checks.largest_level_shift_within``), not in r34's strata,
     which also cut KV tokens in half octaves: near the window's end too few of those hold
     enough steps on the short side, so the split is judged pooled, confounded as before
-    (H41-steady's re-fit, ``benchmarks/gate_matrix.py`` DESIGN)."""
+    (H41-steady's re-fit, ``benchmarks/gate_designs.py`` DESIGN)."""
     resid = _residuals(batch, cal)
     keys = checks.graph_size(batch.batch_size()) if within_strata else None
     out = {}

@@ -31,7 +31,7 @@ class Injection:
 
     ``@go:STEP`` arms it instead: it fires at the first gate evaluation at or after ``step``
     whose verdict is GO, and not at all if none is.  A fault that lands while the gate is
-    already INCONCLUSIVE tests nothing (benchmarks/gate_matrix.py marks such rows "not a
+    already INCONCLUSIVE tests nothing (benchmarks/gate_document.py marks such rows "not a
     test"); an armed one always lands on a gate that vouches for the engine.
 
     >>> Injection.parse("step-slowdown:0.08@go:7000")
@@ -81,7 +81,7 @@ class DemoSpec:
     seed: int = 0
     # The run length the warm-up, settle and evidence minimums are sized for (default: ``steps``).
     # A fault run sized as a shorter healthy run reaches its first GO where that run would, and
-    # the steps beyond the horizon are time for the fault (benchmarks/gate_matrix.py, set 9 on).
+    # the steps beyond the horizon are time for the fault (benchmarks/gate_scenarios.py, set 9 on).
     horizon: int | None = None
     injects: tuple[Injection, ...] = ()
     loads: tuple[tuple[str, LoadProfile], ...] = ()  # (tenant or "*", profile), applied in order

@@ -6,7 +6,7 @@ calibration runs once the batch that completes its window is observed, and the m
 from the next batch on, so the step a model came into force at moved by up to a batch from one
 run to the next.  Downstream, the step at which a model has scored half a window (when a re-fit
 may start) moved with it, and a held-out long run paged on one run and not on its repeat
-(``benchmarks/gate_matrix.py``: the protocol's note on repeatable runs).
+(``benchmarks/gate_protocol.py`` ``INGEST``: the protocol's note on repeatable runs).
 
 The demo's engine runs on simulated time, so its runs can be repeated exactly.  ``StepSlices``
 stands between the receiver and the pipeline: it hands the pipeline the frames of steps

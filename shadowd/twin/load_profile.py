@@ -4,7 +4,7 @@ A trace gives arrivals at its own (or a rescaled) mean rate. A profile multiplie
 ``m(t)`` at simulated time ``t``: each arrival at base time ``b`` moves to the ``t`` where
 ``∫₀ᵗ m(s) ds = b``, so request order and lengths are kept and only the pace changes. This is
 how the gate's held-out scenarios drive an engine between light and saturated load without
-a new trace (``benchmarks/gate_matrix.py``).
+a new trace (``benchmarks/gate_scenarios.py``).
 
 - ``steady``: ``m = 1``;
 - ``ramp:LOW:HIGH:SECONDS``: ``m`` goes linearly from LOW to HIGH over SECONDS, then stays;

@@ -7,7 +7,7 @@ with padded batch sizes, priced by a smooth piecewise-linear model: held-out 27'
 is a persistent residual; the thresholds that hold the false-alarm target on it are too high to
 raise a 5 % slowdown in time, or none holds it at all.  Against each size's own baseline the mix
 moves nothing, and a slower engine moves every size.  On held-out 30 the keener detectors also
-paged on two healthy engines (``DESIGN`` in ``benchmarks/gate_matrix.py``), their detections
+paged on two healthy engines (``DESIGN`` in ``benchmarks/gate_designs.py``), their detections
 confirmed by r31's strata; r39 turned it back on behind r34-r38's stratified confirmation and a
 healthy swinging engine paged under it on held-out 38, so r38 is in force; these tests hold what
 the setting does where it is asked for.

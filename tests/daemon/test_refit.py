@@ -432,7 +432,7 @@ def test_a_slowdown_inside_the_window_is_not_refitted_where_no_detector_can_see(
 
 
 def test_design_r42_the_refit_looks_for_a_change_at_one_moment_within_cuda_graphs(monkeypatch):
-    """Withdrawn (held-out 42: DESIGN in benchmarks/gate_matrix.py), so off by default; on, it
+    """Withdrawn (held-out 42: DESIGN in benchmarks/gate_designs.py), so off by default; on, it
     hands each class's residual, with the CUDA graph each of its steps ran at, to
     ``checks.largest_level_shift_within`` (its cases: tests/checks)."""
     assert not CalibrationSettings().stratified_level_shift

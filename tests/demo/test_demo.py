@@ -105,7 +105,9 @@ def test_slowdown_is_detected_within_500_steps_and_gate_says_no_go(slowdown):
 def test_an_armed_slowdown_lands_on_a_go_gate_and_is_judged_from_there(tmp_path_factory):
     """``--inject ...@go:STEP`` (held-out 32's protocol): the fault fires at the first GO from
     STEP on, so the row is a test, and the matrix measures its delays from where it fired."""
-    from benchmarks.gate_matrix import Scenario, outcome, summarise
+    from benchmarks.gate_document import outcome
+    from benchmarks.gate_matrix import summarise
+    from benchmarks.gate_scenarios import Scenario
     from shadowd.demo.summary import render_summary
 
     inject = "step-slowdown:0.08@go:1200"

@@ -1,4 +1,4 @@
-"""Two rows of the gate's matrix, as declared (benchmarks/gate_matrix.py, docs/validation.md).
+"""Two rows of the gate's matrix, as declared (benchmarks/gate_scenarios.py, docs/validation.md).
 
 Both are held-out set 36's (their stored rows ran under r38; r37 ended them alike, step for
 step), run here under the design in force (``DESIGN_REVISION``): H200 tables, Phi-4 on two GPUs (10 KV heads), ServeGen
@@ -27,7 +27,8 @@ import functools
 
 import pytest
 
-from benchmarks.gate_matrix import RESIDUAL, scenario
+from benchmarks.gate_matrix import RESIDUAL
+from benchmarks.gate_scenarios import scenario
 from shadowd.demo.scenario import run_demo
 from shadowd.demo.spec import DemoSpec
 from shadowd.paths import data_dir

@@ -1,5 +1,5 @@
 """What keeps healthy held-out runs from GO: the final reasons the matrix tallies
-(benchmarks/gate_matrix.py ``blockers``, ``blocker_table``; docs/validation.md).
+(benchmarks/gate_document.py ``blockers``, ``blocker_table``; docs/validation.md).
 
 The reasons are the gate's own words, as stored rows carry them; a check named inside another
 check's detail must not count twice, and the three ways the drift check holds GO back (dull or
@@ -8,7 +8,7 @@ blind detectors, unresolved events) are told apart because their ways out differ
 
 from __future__ import annotations
 
-from benchmarks.gate_matrix import blocker_table, blockers
+from benchmarks.gate_document import blocker_table, blockers
 
 BLIND = (
     "inconclusive: drift (no evidence: residual drift detectors blind on required steps (decode: 54% "

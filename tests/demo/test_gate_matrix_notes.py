@@ -1,4 +1,4 @@
-"""The confusion matrix's note on a new-tenant fault that ended GO (benchmarks/gate_matrix.py).
+"""The confusion matrix's note on a new-tenant fault that ended GO (benchmarks/gate_document.py).
 
 Without it the row only says "ended GO"; the note says whether the newcomer carried enough of
 the time for the gate's new-tenant check to see it, from the row's own Shapley truth.
@@ -6,7 +6,7 @@ the time for the gate's new-tenant check to see it, from the row's own Shapley t
 
 from __future__ import annotations
 
-from benchmarks.gate_matrix import _newcomer_note
+from benchmarks.gate_document import _newcomer_note
 
 
 def _row(per_tenant: dict[str, float] | None) -> dict:

@@ -1,4 +1,4 @@
-"""Which fault rows of the gate's matrix count as tests (benchmarks/gate_matrix.py ``outcome``).
+"""Which fault rows of the gate's matrix count as tests (benchmarks/gate_document.py ``outcome``).
 
 A fault row tests the gate only if the gate was GO when the fault began: a run that paged on
 healthy traffic before its fault (F9-step15 in docs/validation.md) ends NO_GO whatever the
@@ -7,7 +7,7 @@ fault does, so its end says nothing about the fault.
 
 from __future__ import annotations
 
-from benchmarks.gate_matrix import outcome
+from benchmarks.gate_document import outcome
 
 
 def _fault_row(episodes: list[dict], final: str = "NO_GO", first_go: int | None = 5427) -> dict:
@@ -111,7 +111,8 @@ def test_an_armed_fault_that_never_fired_is_not_a_test():
 def test_an_evaluation_at_the_fault_step_comes_after_the_fault():
     """The demo injects, then evaluates: F32-platform's NO_GO at the step its armed swap fired is
     the swap's doing (its not-GO delay), not a page on a healthy engine."""
-    from benchmarks.gate_matrix import Scenario, summarise
+    from benchmarks.gate_matrix import summarise
+    from benchmarks.gate_scenarios import Scenario
 
     s = Scenario(
         "F-platform", "held_out_32", "fault", "swap", "p", "m", 1, (), 12000, 1, ("platform:x@go:7000",)

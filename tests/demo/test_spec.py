@@ -1,6 +1,6 @@
 """The demo's schedule: warm-up, settle and evidence minimums, sized by ``--horizon``.
 
-Held-out 9's fault runs (benchmarks/gate_matrix.py) are 9000 steps scheduled as 6000-step runs,
+Held-out 9's fault runs (benchmarks/gate_scenarios.py) are 9000 steps scheduled as 6000-step runs,
 so their first GO can come where a healthy 6000-step run's does, before the fault at 7000.
 """
 

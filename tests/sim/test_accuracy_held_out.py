@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from benchmarks.accuracy_study import CLASSES, all_cases, quick_cases, render
-from benchmarks.gate_matrix import HELD2_BASE, HELD4_BASE, PROTOCOL
+from benchmarks.gate_protocol import PROTOCOL
+from benchmarks.gate_scenarios import HELD2_BASE, HELD4_BASE
 from benchmarks.held_out_accuracy import held_out_cases, held_out_study, multi_request
 
 pytestmark = pytest.mark.usefixtures("vllm")

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.usefixtures("vllm")
 
 def test_a_4k_context_model_runs_with_its_own_max_model_len():
     """vLLM refuses a ``max_model_len`` beyond the model's positions; prompts are capped below it
-    (held-out 9's llama-2-7b, benchmarks/gate_matrix.py)."""
+    (held-out 9's llama-2-7b, benchmarks/gate_scenarios.py)."""
     run = ReferenceRun(
         RunSpec(model=str(REPO_ROOT / "benchmarks/models/llama-2-7b"), tenants=("a=lengths:arxiv:2",))
     )

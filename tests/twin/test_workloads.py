@@ -149,7 +149,7 @@ def test_request_capping():
 
 def test_load_profile_retimes_arrivals_to_follow_the_rate_multiplier():
     """A swing between x0.3 and x3 packs arrivals densely at its peak and thinly at its trough,
-    keeping every request and their order (held-out regimes in benchmarks/gate_matrix.py)."""
+    keeping every request and their order (held-out regimes in benchmarks/gate_scenarios.py)."""
     reqs = build_workload(("a=synthetic:chat:10",), seed=5, limit=4000)
     swing = LoadProfile.parse("swing:0.3:3:100")
     out = swing.apply(reqs)
