@@ -319,6 +319,51 @@ def _breakdown_reading(r: dict[str, Any], col: str) -> str:
     )
 
 
+def _engine_side(section: dict[str, Any]) -> str:
+    """The engine thread's side with the charge thread, part by part
+    (``benchmarks/govern_cost.py --engine-side``): what is left on the engine thread once the
+    charge is made off it, and why it is not less."""
+    data = section["data"]
+    cols = [f"{r['requests_per_step']} {r['workload']}" for r in data]
+    return "\n".join(
+        [
+            "### What is left on the engine thread",
+            "",
+            "With the charge made on the charge thread (as the engine runs it), the engine thread's own",
+            "parts, each timed alone over its own stretch of "
+            f"{data[0]['steps_per_part']} steps (as above: one timer at a time, its",
+            "cost per call subtracted; a part and the part it is called from are two readings, not a sum).",
+            "`queue._settle` is how the queue's calls take an owed charge in: the charge thread's",
+            "answer (`charger.result`), then the arrivals that waited in the inbox (`queue.admit_inbox`,",
+            "each through `queue.add_request`); `charger.submit` hands the step over and wakes the charge",
+            "thread; under KV pressure `governor.order_victims` takes the owed charge in itself and sorts",
+            "the running list (the standings it sorts by were set on the charge thread).",
+            "",
+            *_breakdown_table(data, cols),
+            "",
+            *(_engine_reading(r, c) for r, c in zip(data, cols)),
+            "",
+            _meta(section),
+        ]
+    )
+
+
+def _engine_reading(r: dict[str, Any], col: str) -> str:
+    """One workload in a line: the hand-over's wake-up, each arrival, and the victim order."""
+    by = {p["part"]: p for p in r["parts"]}
+    submit, arrive, facts = by["charger.submit"], by["queue._arrive"], by["queue._facts"]
+    line = (
+        f"- {col} ({r['arrivals_per_step']} arrivals/step): the hand-over (`charger.submit`, one put "
+        f"that wakes the charge thread) {submit['us_per_step']} µs of `on_schedule`'s "
+        f"{by['governor.on_schedule']['us_per_step']}"
+    )
+    if facts["calls_per_step"]:
+        line += f"; a request's facts (`_facts`, made at its first sight) {facts['us_per_call']} µs per call"
+    if arrive["calls_per_step"]:
+        line += f", a tenant's first waiting request placed (`_arrive`) {arrive['us_per_call']} µs per call"
+    return line + f"{_victims_reading(by)}."
+
+
 def _victims_reading(by: dict[str, dict[str, Any]]) -> str:
     """The victim order's cost where it ran (workload ``pressure``; absent from older runs)."""
     p = by.get("governor.order_victims")
@@ -548,6 +593,8 @@ def render(doc: dict[str, Any]) -> str:
         parts.append(_cost(sections["govern_cost"]))
     if "govern_cost_breakdown" in sections:
         parts.append(_breakdown(sections["govern_cost_breakdown"]))
+    if "govern_cost_engine_side" in sections:
+        parts.append(_engine_side(sections["govern_cost_engine_side"]))
     for key in sorted(k for k in sections if k.startswith("replay:")):
         parts.append(_replay(key.split(":", 1)[1], sections[key]))
     parts.append(RECORDED)

@@ -40,6 +40,7 @@ reported beside it.
 
     .venv/bin/python -m benchmarks.govern_cost              # writes its section of docs/admission.json
     .venv/bin/python -m benchmarks.govern_cost --breakdown  # where the time goes, part by part
+    .venv/bin/python -m benchmarks.govern_cost --engine-side  # the engine thread's side, by part
 """
 
 from __future__ import annotations
@@ -376,6 +377,24 @@ PARTS = (
     ("governor", "order_victims", "vLLM"),
 )
 FCFS_PARTS = ("add_request", "pop_request", "peek_request", "__bool__")
+# The engine thread's side with the charge made on the charge thread (``--engine-side``): what
+# the engine thread still runs, part by part.  ``queue._settle`` is how the queue's calls take an
+# owed charge in (the governor's ``collect``: wait for the answer, then admit the arrivals that
+# waited in the inbox); ``charger.submit`` hands the step over, waking the charge thread.
+ENGINE_PARTS = (
+    ("queue", "add_request", "vLLM, queue._settle"),
+    ("queue", "_facts", "queue.add_request"),
+    ("queue", "_arrive", "queue.add_request"),
+    ("queue", "pop_request", "vLLM"),
+    ("queue", "peek_request", "vLLM"),
+    ("queue", "__bool__", "vLLM"),
+    ("queue", "_settle", "the queue's calls"),
+    ("queue", "admit_inbox", "queue._settle"),
+    ("charger", "result", "queue._settle"),
+    ("governor", "on_schedule", "vLLM"),
+    ("charger", "submit", "governor.on_schedule"),
+    ("governor", "order_victims", "vLLM"),
+)
 BREAKDOWN = (
     (32, "every-step"),
     (32, "churn"),
@@ -418,30 +437,42 @@ def _time_part(eng: _Engine, obj: Any, name: str, steps: int, per_call: float) -
     }
 
 
-def breakdown(n: int, workload: str, *, steps: int = 300, warmup: int = 60) -> dict[str, Any]:
-    """Where the governor's time goes on ``workload``: each part of it timed alone (``PARTS``),
-    and vLLM's FCFS queue's answers to the same calls on the untouched scheduler beside them."""
+def breakdown(
+    n: int, workload: str, *, steps: int = 300, warmup: int = 60, charge: str = "inline"
+) -> dict[str, Any]:
+    """Where the governor's time goes on ``workload``: each part of it timed alone, and vLLM's
+    FCFS queue's answers to the same calls on the untouched scheduler beside them.
+
+    ``charge="inline"``: every part of the charge on the engine thread, where one timer at a time
+    reads it (the charge thread runs the same parts, the same number of times): ``PARTS``.
+    ``charge="thread"``: as the engine runs it, the engine thread's side only: ``ENGINE_PARTS``
+    (a timer reads its own thread's CPU, so the charge thread's parts are not in it)."""
     from shadowd.govern.config import GovernConfig
 
-    total = warmup + steps * (len(PARTS) + 1)
-    # Inline: every part on the engine thread, where one timer at a time reads it (the charge
-    # thread runs the same parts, the same number of times).
-    governed = _engine(n, workload, _governed_config(workload, charge="inline"), total)
+    table = PARTS if charge == "inline" else ENGINE_PARTS
+    total = warmup + steps * (len(table) + 1)
+    governed = _engine(n, workload, _governed_config(workload, charge=charge), total)
     fcfs = _engine(n, workload, GovernConfig(), warmup + steps * len(FCFS_PARTS))
     governed.steps(warmup)
     fcfs.steps(warmup)
     per_call = _Timer().overhead_ns()
     gov = governed.sched.shadowd_governor
-    owners = {"queue": gov.queue, "governor": gov, "roster": gov.roster, "ledger": gov.ledger}
+    owners = {
+        "queue": gov.queue,
+        "governor": gov,
+        "roster": gov.roster,
+        "ledger": gov.ledger,
+        "charger": gov.charger,
+    }
     gc.collect()
     made = governed.made
     parts = []
-    for owner, name, inside in PARTS:
+    for owner, name, inside in table:
         obj = gov.verdict.pricer if owner == "pricer" else owners[owner]
         parts.append(
             {"part": f"{owner}.{name}", "inside": inside, **_time_part(governed, obj, name, steps, per_call)}
         )
-    arrivals = (governed.made - made) / (steps * len(PARTS))
+    arrivals = (governed.made - made) / (steps * len(table))
     fcfs_parts = [
         {"part": f"fcfs.{name}", **_time_part(fcfs, fcfs.sched.waiting, name, steps, per_call)}
         for name in FCFS_PARTS
@@ -450,6 +481,7 @@ def breakdown(n: int, workload: str, *, steps: int = 300, warmup: int = 60) -> d
     return {
         "requests_per_step": n,
         "workload": workload,
+        "charge": charge,
         "arrivals_per_step": round(arrivals, 2),
         "steps_per_part": steps,
         "timer_overhead_ns_per_call": round(per_call, 1),
@@ -494,10 +526,18 @@ def main(argv: list[str] | None = None) -> None:
     what = ap.add_mutually_exclusive_group()
     what.add_argument("--breakdown", action="store_true", help="where the time goes, part by part")
     what.add_argument("--quick", action="store_true", help="fewer, shorter blocks (a smoke run)")
+    what.add_argument(
+        "--engine-side",
+        action="store_true",
+        help="where the engine thread's time goes with the charge on the charge thread, part by part",
+    )
     a = ap.parse_args(argv)
     args = [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]
     if a.breakdown:
         store_section("govern_cost_breakdown", [breakdown(n, w) for n, w in BREAKDOWN], args)
+    elif a.engine_side:
+        cells = [breakdown(n, w, charge="thread") for n, w in BREAKDOWN]
+        store_section("govern_cost_engine_side", cells, args)
     else:
         store_section("govern_cost", run(quick=a.quick)["govern_cost"], args, keep_history=True)
 

@@ -186,6 +186,19 @@ class Governor:
         if self.verdict is not self._followed:
             self._followed = self.verdict
             self.queue.follow(self.kind(), self.prefill_price())
+        if self._mark and self.charger is not None:  # the victim order's keys, off the engine thread
+            self._stand()
+
+    def _stand(self) -> None:
+        """Each tenant's standing (its normalised service on the counter admission follows), as
+        the victim order sorts by it.  Only a charge moves a counter of a tenant with running
+        requests (a lift moves an idle tenant's), so standings set when a charge is taken in hold
+        until the next charge.  With the charge thread that thread sets them, and the engine
+        thread's victim order only sorts (``benchmarks/govern_cost.py --engine-side``, workload
+        ``pressure``); charged inline, the victim order sets them on the steps it runs."""
+        service, weight = self.ledger.service[self.kind()], self.ledger.weight
+        for t, standing in enumerate(self.standings):  # once per tenant
+            standing.served = service[t] / weight[t]
 
     def _charge_step(self, out: Any) -> Iterable[int] | None:
         """The step's charge (the charge thread's, or inline): the verdict polled (a stat of the
@@ -492,13 +505,12 @@ class Governor:
         if free_blocks >= blocks_per_step or len(running) < 2:
             return False
         self.collect()
-        service, weight = self.ledger.service[self.kind()], self.ledger.weight
-        for t, standing in enumerate(self.standings):  # once per tenant a step
-            standing.served = service[t] / weight[t]
+        if self.charger is None:  # else set when the charge was taken in (``_stand``)
+            self._stand()
         try:  # under deep KV pressure the running list is sorted in nearly every step: keys in C
             running.sort(key=BY_STANDING)
         except AttributeError:  # a request not marked (the list is left as it was): the slow key
-            facts_of = self.facts_of
+            facts_of, service, weight = self.facts_of, self.ledger.service[self.kind()], self.ledger.weight
 
             def key(request: Any) -> float:
                 t = facts_of(request).tenant

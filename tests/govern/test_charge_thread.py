@@ -40,15 +40,16 @@ def _threaded(llama_dir, tmp_path):
     return sched.shadowd_governor, driver
 
 
-def _run(llama_dir, tmp_path, charge: str):
+def _run(llama_dir, tmp_path, charge: str, preempt: str = "vllm"):
     """The identity test's run: GO, then NO_GO from step ``NO_GO_AT`` (a switch to VTC)."""
-    state = _go_state(tmp_path / charge)
+    state = _go_state(tmp_path / f"{charge}-{preempt}")
     cfg = GovernConfig(
         mode="on",
         state_file=str(state),
         platform_key=KEY,
         tenants=TenantPolicy.parse(POLICY),
         charge=charge,
+        preempt=preempt,
         poll_interval_s=0.0,  # every charge reads the file: the switch comes at a step, not a second
     )
     sched, driver = _engine(llama_dir, _governed(cfg), max_num_seqs=16, num_blocks=1000)
@@ -110,6 +111,24 @@ def test_the_charge_thread_makes_the_inline_charges_and_admissions(llama_dir, tm
     assert min(g_th.steps_charged.values()) >= 100  # charged both ways: the switch, at the same step
     assert g_in.switches == g_th.switches == {"go": 1, "not_go:NO_GO": 1}
     assert not g_th.verdict.go and g_th.queue.kind == g_in.queue.kind  # admission followed it
+
+
+def test_over_served_victims_are_the_inline_charges_with_the_charge_thread(llama_dir, tmp_path):
+    """With over-served victims, the charge thread sets each tenant's standing when it takes a
+    charge in (``Governor._stand``) and the engine thread's victim order only sorts: the same
+    batches, step by step, and the same orderings as the inline charge, where the victim order
+    sets the standings itself."""
+    (d_in, g_in, _), (d_th, g_th, _) = (
+        _run(llama_dir, tmp_path, c, "over-served") for c in ("inline", "thread")
+    )
+    assert g_in.errors == g_th.errors == 0
+    assert sum(s.preemptions for s in d_in.service.values()) > 0
+    assert g_in.victim_orderings == g_th.victim_orderings > 0
+    assert len(d_in.steps) == len(d_th.steps) > 500
+    for x, y in zip(d_in.steps, d_th.steps):
+        assert x.req_ids == y.req_ids  # the same victims: a different one changes the next batch
+    assert [s.preemptions for s in d_in.service.values()] == [s.preemptions for s in d_th.service.values()]
+    assert g_in.ledger.snapshot() == g_th.ledger.snapshot()
 
 
 def test_a_charge_thread_that_stops_leaves_the_charge_inline(llama_dir, tmp_path, monkeypatch):

@@ -85,6 +85,22 @@ def test_breakdown_times_the_victim_order_under_pressure():
     assert by["governor.order_victims"]["calls_per_step"] == 1.0  # asked before every step
 
 
+def test_engine_side_times_the_engine_threads_own_parts_with_the_charge_thread():
+    """``--engine-side``: charged on the charge thread, the engine thread's parts are reached (the
+    hand-over every step, the owed charge taken in through the queue's calls, the arrivals that
+    waited in the inbox), and none of the charge's own parts is among them."""
+    r = govern_cost.breakdown(32, "every-step", steps=12, warmup=10, charge="thread")
+    assert r["charge"] == "thread"
+    names = [p["part"] for p in r["parts"]]
+    assert names == [f"{owner}.{name}" for owner, name, _ in govern_cost.ENGINE_PARTS]
+    by = {p["part"]: p for p in r["parts"]}
+    assert by["charger.submit"]["calls_per_step"] == by["governor.on_schedule"]["calls_per_step"] == 1.0
+    assert by["queue._settle"]["calls_per_step"] == 1.0  # one arrival a step: the first queue call settles
+    assert by["queue.admit_inbox"]["calls_per_step"] == 1.0 and by["queue._arrive"]["calls_per_step"] > 0
+    assert by["queue.add_request"]["calls_per_step"] == 2.0  # into the inbox, then admitted from it
+    assert not {"governor._charge_by_pass", "roster.fold", "governor._charge_sums"} & set(by)
+
+
 def test_admission_doc_is_the_render_of_its_stored_results():
     import json
 
