@@ -907,6 +907,22 @@ changed
    whole through the tens of steps Page-Hinkley needs; wander slower than the baseline is absorbed.
    Slow changes of the model's error are the accuracy check's business (per-class error against the
    policy's bound), not the residual detectors'.
+   Design r33 (withdrawn after held-out 30: its keener detectors paged on two healthy engines)
+   and design r39 (the same behind r34-r38's stratified confirmation, withdrawn after held-out
+   38, where a healthy swinging engine paged under it; both kept behind
+   `CalibrationSettings.detrend_by_size`, `checks/stratified_detrend.py`) kept that
+   baseline per *batch-size stratum* (exact
+   up to 8, then quarter octaves) and judged each step against its own stratum's: where the model's
+   error is a step function of batch size (a piecewise-linear model against kernels that step with
+   padded batch sizes), a mix of sizes that moves slowly is persistent wander against one baseline
+   and nothing against each size's own, while a slower engine moves every stratum, and each
+   stratum's baseline absorbs it only as that stratum comes back. A stratum's baseline is the
+   running mean of its first 100 visits, then weighted over 100 of its visits; until it has been
+   run 10 times it leans on the class baseline, which also judges steps without a known batch
+   size. Thresholds are calibrated on the residual so detrended (the AR sieve below resamples
+   what the detectors see, since it cannot invent strata); the confirmation stage still measures a
+   shift against the class baseline. The figures on this page were measured before r33, with one
+   class baseline.
 4. *The bias taken out* (design r24, `checks/residual_bias.py`): per class, the residual's bias
    over batch composition is fitted on the calibration window as a linear function of the log of
    batch size, KV tokens and new tokens per step, centred on the window's means; the detectors,
@@ -967,7 +983,8 @@ freshness), coverage (steps beyond the calibrated envelope, share of recent attr
 by tenants calibration never saw) — and each yields pass / fail / inconclusive with its value and
 threshold. A *fail* is evidence that attribution is wrong now (accuracy, drift, stability,
 platform, data health) and pages; missing or thin evidence, traffic outside the calibrated envelope
-and unseen tenants are *inconclusive*, each with the way out in its reason (wait, recalibrate).
+and unseen tenants are *inconclusive*, each with the way out in its reason (wait, and how long at
+the rate so far; recalibrate).
 The advantage over the token baseline (its p90 error over the model's, per class) is reported
 beside the verdict (`details.advantage`, `/metrics` `shadowd_gate_advantage_ratio`, the report), not
 judged. A step class one detector cannot be calibrated for stays watched by the other, and the

@@ -71,7 +71,9 @@ class Evidence:
     there is no evidence, so drift is INCONCLUSIVE unless an event already fails it).
     ``barely_held`` names classes the calibration window's fit part held too few steps of to
     identify their coefficients (design r17; before, the whole window): accuracy beyond the
-    limits there is INCONCLUSIVE (recalibrate), not a page.
+    limits there is INCONCLUSIVE (recalibrate), not a page.  ``evidence_window_s``: the span of
+    recent steps the accuracy evidence counts (the gate's window), so an evidence minimum not yet
+    met can say how long the wait is at the rate so far, or that the window never holds it.
     """
 
     accuracy: dict[str, ClassAccuracy] = field(default_factory=dict)
@@ -92,6 +94,7 @@ class Evidence:
     extrapolated_fraction: float | None = None
     new_tenants: int | None = None
     new_tenant_share: float | None = None
+    evidence_window_s: float | None = None  # the span the accuracy evidence is counted over
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:

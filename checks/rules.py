@@ -56,7 +56,7 @@ def _at_most(
     return CheckResult(name, fail_status, value, limit, f"{what} {value:g} > {limit:g}", critical)
 
 
-def _at_least(name: str, value: float | None, minimum: float, what: str) -> CheckResult:
+def _at_least(name: str, value: float | None, minimum: float, what: str, wait: str = "") -> CheckResult:
     if value is None:
         return _missing(name, what, minimum)
     if value >= minimum:
@@ -66,8 +66,36 @@ def _at_least(name: str, value: float | None, minimum: float, what: str) -> Chec
         "inconclusive",
         value,
         minimum,
-        f"not enough evidence yet: {what} {value:g} < {minimum:g}; wait for more shadow traffic",
+        f"not enough evidence yet: {what} {value:g} < {minimum:g}; {wait or 'wait for more shadow traffic'}",
     )
+
+
+def _wait_for_steps(steps: float | None, minimum: float, ev: Evidence) -> str:
+    """The way out of a step minimum not yet met, with how long at the rate so far: the steps
+    counted over the shadow time they came in (at most the evidence window).  A window already
+    spanned, or one too short to hold the minimum at that rate, is said: waiting does not help
+    there, busier traffic or a longer window does.
+
+    >>> ev = Evidence(shadow_duration_s=300.0, evidence_window_s=3600.0)
+    >>> _wait_for_steps(500, 750, ev)
+    'wait for more shadow traffic, about 150 s more at the rate so far'
+    >>> _wait_for_steps(100, 750, Evidence(shadow_duration_s=7200.0, evidence_window_s=3600.0))
+    'the 3600 s evidence window holds 100 at the rate so far, never 750: wait for busier traffic'
+    """
+    span, window = ev.shadow_duration_s, ev.evidence_window_s
+    if not steps or steps <= 0 or span is None or span <= 0:
+        return ""  # no rate yet: the plain way out
+    if window is not None and window > 0:
+        span = min(span, window)
+    rate = steps / span
+    needed = minimum / rate  # seconds of this traffic that hold the minimum
+    if window is not None and window > 0 and needed > window:
+        held = rate * window
+        return (
+            f"the {window:g} s evidence window holds {held:.0f} at the rate so far, never "
+            f"{minimum:g}: wait for busier traffic"
+        )
+    return f"wait for more shadow traffic, about {needed - span:.0f} s more at the rate so far"
 
 
 def platform(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
@@ -129,14 +157,12 @@ def evidence_minimums(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckRe
     out = []
     for cls in pol.required_step_classes:
         acc = ev.accuracy.get(cls)
-        out.append(
-            _at_least(
-                f"evidence.steps.{cls}", acc.steps if acc else None, pol.min_steps.get(cls, 0), f"{cls} steps"
-            )
-        )
-    out.append(
-        _at_least("evidence.duration", ev.shadow_duration_s, pol.min_duration_s, "shadow duration (s)")
-    )
+        steps, minimum = (acc.steps if acc else None), pol.min_steps.get(cls, 0)
+        wait = _wait_for_steps(steps, minimum, ev)
+        out.append(_at_least(f"evidence.steps.{cls}", steps, minimum, f"{cls} steps", wait))
+    span = ev.shadow_duration_s
+    wait = f"wait {pol.min_duration_s - span:.0f} s more" if span is not None else ""
+    out.append(_at_least("evidence.duration", span, pol.min_duration_s, "shadow duration (s)", wait))
     out.append(_at_least("evidence.tenants", ev.tenants_seen, pol.min_tenants, "tenants seen"))
     # Evidence must reach long contexts, or the longest the model was calibrated on when the
     # workload is shorter: contexts beyond calibration are the envelope check's to judge.

@@ -198,6 +198,7 @@ def gather(
         "running_platform_key": facts.running_platform_key,
         "stability": facts.stability or {},
         "calibrated_max_context": facts.calibrated_max_context,
+        "evidence_window_s": float(window_s),
     }
     last = con.execute("SELECT epoch(max(ts)) FROM steps").fetchone()[0]
     ev["last_step_ts"] = float(last) if last is not None else None

@@ -179,3 +179,13 @@ def test_a_newcomer_late_in_a_long_window_is_not_diluted(tmp_path):
     recent = tenant_time_share(con, "v", ["new"], 86400.0, recent_steps=1000)
     assert whole == pytest.approx(4000 / (8 * n + 4000))  # below a 5 % limit
     assert recent == pytest.approx(0.2)
+
+
+def test_gather_names_the_window_its_step_counts_come_from(day_db):
+    """The evidence carries its window, so an unmet step minimum can say how long the wait is."""
+    from shadowd.daemon.gate_evidence import DaemonFacts, gather
+
+    con = duckdb.connect(day_db, read_only=True)
+    facts = DaemonFacts(model_version="v-bench", calibrated_platform_key="k", running_platform_key="k")
+    assert gather(con, facts, window_s=1800.0).evidence_window_s == 1800.0
+    assert gather(con, facts).evidence_window_s == 86400.0

@@ -101,15 +101,6 @@ def test_engine_side_times_the_engine_threads_own_parts_with_the_charge_thread()
     assert not {"governor._charge_by_pass", "roster.fold", "governor._charge_sums"} & set(by)
 
 
-def test_admission_doc_is_the_render_of_its_stored_results():
-    import json
-
-    from benchmarks.admission import JSON_PATH, MD_PATH
-    from benchmarks.admission_doc import render
-
-    assert MD_PATH.read_text() == render(json.loads(JSON_PATH.read_text()))
-
-
 @pytest.mark.parametrize(
     ("argv", "code"), [(["--help"], 0), (["--bogus"], 2), (["--quick", "--breakdown"], 2)]
 )

@@ -1,0 +1,75 @@
+"""An evidence minimum not yet met says how long the wait is (``checks.rules``): at the rate the
+steps came in so far, or that the gate's evidence window never holds the minimum at that rate,
+where waiting does not help.  The operator's way out, made concrete."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from checks import Gate, GatePolicy
+from checks.evidence import ClassAccuracy, Evidence
+
+POLICY = GatePolicy(min_steps={"prefill": 0, "decode": 750, "mixed": 0}, min_duration_s=600.0)
+
+
+def _check(ev: Evidence, name: str):
+    d = Gate(POLICY).evaluate(ev, now=0.0)
+    (c,) = [c for c in d.checks if c.name == name]
+    return c
+
+
+def _decode(steps: int, span_s: float, window_s: float | None = 3600.0) -> Evidence:
+    return Evidence(
+        accuracy={"decode": ClassAccuracy(steps=steps, p90=0.03, p99=0.06)},
+        shadow_duration_s=span_s,
+        evidence_window_s=window_s,
+    )
+
+
+def _seconds(reason: str) -> float:
+    return float(re.search(r"about (\d+) s more", reason).group(1))
+
+
+def test_the_wait_is_the_minimum_at_the_rate_so_far():
+    c = _check(_decode(500, 300.0), "evidence.steps.decode")
+    assert c.status == "inconclusive" and "wait for more shadow traffic" in c.reason
+    assert _seconds(c.reason) == pytest.approx(150.0, abs=1)  # 750 steps at 5/3 a second: 450 s
+    # Waiting that long at the same rate meets the minimum: the estimate was the way out.
+    assert _check(_decode(750, 450.0), "evidence.steps.decode").status == "pass"
+
+
+def test_a_slower_class_waits_longer():
+    fast = _seconds(_check(_decode(600, 300.0), "evidence.steps.decode").reason)
+    slow = _seconds(_check(_decode(150, 300.0), "evidence.steps.decode").reason)
+    assert slow > 10 * fast
+
+
+@pytest.mark.parametrize(("span_s", "held"), [(7200.0, 100), (3000.0, 120)])
+def test_a_window_that_never_holds_the_minimum_says_waiting_does_not_help(span_s, held):
+    """Spanned already (7200 s of traffic, a 3600 s window: its 100 steps are the window's), or
+    too short for the rate (3000 s of traffic brought 100 steps: 120 in a full window): no wait
+    names a time."""
+    c = _check(_decode(100, span_s), "evidence.steps.decode")
+    assert c.status == "inconclusive" and f"holds {held} at the rate so far, never 750" in c.reason
+    assert "busier traffic" in c.reason
+    assert "about" not in c.reason
+
+
+def test_without_a_rate_the_plain_way_out():
+    for ev in (_decode(0, 300.0), _decode(10, 0.0), Evidence(shadow_duration_s=None)):
+        c = _check(ev, "evidence.steps.decode")
+        assert c.status == "inconclusive" and "s more" not in c.reason
+    assert "wait for more shadow traffic" in _check(_decode(0, 300.0), "evidence.steps.decode").reason
+
+
+def test_the_duration_minimum_names_the_seconds_left():
+    c = _check(_decode(800, 200.0), "evidence.duration")
+    assert c.status == "inconclusive" and "wait 400 s more" in c.reason
+    assert _check(_decode(800, 600.0), "evidence.duration").status == "pass"
+
+
+def test_evidence_round_trips_its_window():
+    ev = _decode(500, 300.0)
+    assert Evidence.from_dict(ev.to_dict()) == ev
