@@ -17,7 +17,7 @@ needs a new held-out set (``PROTOCOL``).
 
     .venv/bin/python -m benchmarks.gate_matrix                  # all scenarios, 2 at a time;
                                                                 # writes docs/validation.{json,md}
-    .venv/bin/python -m benchmarks.gate_matrix --set held_out --only H-steady,F-step8
+    .venv/bin/python -m benchmarks.gate_matrix --set held_out_1 --only H-steady,F-step8
     .venv/bin/python -m benchmarks.gate_matrix --from-json docs/validation.json   # re-render only
 """
 
