@@ -37,7 +37,7 @@ from checks.refit_guard import (
 )
 from checks.residual_bias import fit_bias, remove_bias
 from checks.residual_drift import DriftMonitor, relative_residual
-from checks.rules import advantage_report
+from checks.rules import advantage_report, evidence_waits
 from checks.share_stability import (
     composition_effect,
     cost_per_work_by_strata,
@@ -89,6 +89,7 @@ __all__ = [
     "STEP_CLASSES",
     "WorkloadEnvelope",
     "advantage_report",
+    "evidence_waits",
     "allowance",
     "block_spread",
     "calibrate",

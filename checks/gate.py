@@ -50,7 +50,7 @@ from checks.check_result import CheckResult
 from checks.decision import Decision
 from checks.evidence import Evidence
 from checks.policy import GatePolicy
-from checks.rules import advantage_report, evaluate_checks
+from checks.rules import advantage_report, evaluate_checks, evidence_waits
 
 
 @dataclass
@@ -169,5 +169,7 @@ class Gate:
                 "advantage": advantage_report(ev, pol),
                 # classes the calibration never identified (r17, r28): the gate does not vouch
                 "not_vouched": dict(sorted(ev.barely_held.items())),
+                # evidence minimums not yet met: seconds to go at the rate so far (None: never)
+                "evidence_wait_s": evidence_waits(ev, pol),
             },
         )

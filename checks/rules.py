@@ -70,32 +70,63 @@ def _at_least(name: str, value: float | None, minimum: float, what: str, wait: s
     )
 
 
-def _wait_for_steps(steps: float | None, minimum: float, ev: Evidence) -> str:
-    """The way out of a step minimum not yet met, with how long at the rate so far: the steps
-    counted over the shadow time they came in (at most the evidence window).  A window already
-    spanned, or one too short to hold the minimum at that rate, is said: waiting does not help
-    there, busier traffic or a longer window does.
+def _step_wait(steps: float | None, minimum: float, ev: Evidence) -> tuple[float, float] | None:
+    """Seconds until a step class's count meets ``minimum`` at the rate so far, and how many
+    the evidence window holds at that rate: the steps counted over the shadow time they came in
+    (at most the window).  ``math.inf`` seconds where the window never holds the minimum at that
+    rate (spanned already, or too short for it): waiting does not help there, busier traffic or
+    a longer window does.  ``None`` without a rate yet.
 
-    >>> ev = Evidence(shadow_duration_s=300.0, evidence_window_s=3600.0)
-    >>> _wait_for_steps(500, 750, ev)
-    'wait for more shadow traffic, about 150 s more at the rate so far'
-    >>> _wait_for_steps(100, 750, Evidence(shadow_duration_s=7200.0, evidence_window_s=3600.0))
-    'the 3600 s evidence window holds 100 at the rate so far, never 750: wait for busier traffic'
+    >>> _step_wait(500, 750, Evidence(shadow_duration_s=300.0, evidence_window_s=3600.0))
+    (150.0, 6000.0)
+    >>> _step_wait(100, 750, Evidence(shadow_duration_s=7200.0, evidence_window_s=3600.0))
+    (inf, 100.0)
     """
     span, window = ev.shadow_duration_s, ev.evidence_window_s
     if not steps or steps <= 0 or span is None or span <= 0:
-        return ""  # no rate yet: the plain way out
-    if window is not None and window > 0:
+        return None
+    windowed = window is not None and window > 0
+    if windowed:
         span = min(span, window)
     rate = steps / span
     needed = minimum / rate  # seconds of this traffic that hold the minimum
-    if window is not None and window > 0 and needed > window:
-        held = rate * window
+    held = rate * window if windowed else math.inf
+    if windowed and needed > window:
+        return math.inf, held
+    return needed - span, held
+
+
+def _wait_for_steps(steps: float | None, minimum: float, ev: Evidence) -> str:
+    """The way out of a step minimum not yet met, with how long at the rate so far
+    (``_step_wait``)."""
+    wait = _step_wait(steps, minimum, ev)
+    if wait is None:
+        return ""  # no rate yet: the plain way out
+    seconds, held = wait
+    if math.isinf(seconds):
         return (
-            f"the {window:g} s evidence window holds {held:.0f} at the rate so far, never "
+            f"the {ev.evidence_window_s:g} s evidence window holds {held:.0f} at the rate so far, never "
             f"{minimum:g}: wait for busier traffic"
         )
-    return f"wait for more shadow traffic, about {needed - span:.0f} s more at the rate so far"
+    return f"wait for more shadow traffic, about {seconds:.0f} s more at the rate so far"
+
+
+def evidence_waits(ev: Evidence, pol: GatePolicy) -> dict[str, float | None]:
+    """Per evidence minimum not yet met, the seconds until it is at the rate so far (``None``:
+    the evidence window never holds it at that rate; JSON has no infinity, and the decision is
+    read by other programs); minimums without a rate yet are left out.  Reported beside the
+    verdict (``details.evidence_wait_s``, ``/metrics``) as the checks' reasons name it: the
+    operator's "wait", made a time."""
+    out: dict[str, float | None] = {}
+    for cls in pol.required_step_classes:
+        acc = ev.accuracy.get(cls)
+        steps, minimum = (acc.steps if acc else None), pol.min_steps.get(cls, 0)
+        if steps is not None and steps < minimum and (wait := _step_wait(steps, minimum, ev)) is not None:
+            out[f"evidence.steps.{cls}"] = None if math.isinf(wait[0]) else wait[0]
+    span = ev.shadow_duration_s
+    if span is not None and span < pol.min_duration_s:
+        out["evidence.duration"] = pol.min_duration_s - span
+    return out
 
 
 def platform(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:

@@ -251,6 +251,15 @@ def _gate_metrics(decision: dict[str, Any] | None) -> Iterator[Any]:
     for cls in ((decision or {}).get("details") or {}).get("not_vouched", {}):
         held.add_metric([str(cls)], 1.0)
     yield held
+    wait = GaugeMetricFamily(
+        "shadowd_gate_evidence_wait_seconds",
+        "Seconds until an evidence minimum not yet met is met at the rate so far (+Inf: the "
+        "evidence window never holds it at that rate); absent once met or without a rate",
+        labels=["check"],
+    )
+    for check, seconds in ((decision or {}).get("details") or {}).get("evidence_wait_s", {}).items():
+        wait.add_metric([str(check)], math.inf if seconds is None else float(seconds))
+    yield wait
 
 
 def _governor_metrics(files: GovernorFiles) -> Iterator[Any]:
