@@ -1296,6 +1296,39 @@ PROTOCOL = {
             "rows marked r41). r42 was withdrawn after these runs (DESIGN); r41 stays in force."
         ),
     },
+    "held_out_43": {
+        "platforms": ["H200 SXM tables (as in held-out 1-42: no other unseen tables exist)"],
+        "models": [
+            "starcoder2-15b tp2 (after the public config of BigCode's StarCoder2 15B, added for "
+            "this set as benchmarks/models/starcoder2-15b, its dtype given as served, bf16; never "
+            "run before, by any set or study): 40 layers of hidden 6,144, 48 heads of 128 "
+            "dimensions sharing 4 KV heads (2 per GPU at tensor parallelism 2), an MLP of 24,576, "
+            "a 49,152 vocabulary, 16,384 positions"
+        ],
+        "tenants": [
+            "the Azure 2023 code trace at 2 req/s as tenant a, ServeGen client 27 at 12 req/s as "
+            "tenant b, ShareGPT length statistics at 0.8 req/s as tenant c; every source used "
+            "before, this mix, model and these rates not; the Azure 2023 conversation trace at "
+            "3 req/s as the new heavy tenant"
+        ],
+        "seeds": "4401-4413 (4411 and 4412 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "A fifth set for design r41 (in force since held-out 40; r42 was tried and "
+            "withdrawn on held-out 42), declared after held-out 42's runs and before any run of "
+            "this set, with no design change: r41 was built on none of its rows. Since this set "
+            "the gate's reasons for an evidence minimum not yet met say how long the wait is at "
+            "the rate so far (no verdict changes with it). Faults armed as held-out 42's "
+            "(`@go:7000`, 12,000 steps); H43-steady-12k (seed 4413) runs their timeline with "
+            "nothing injected. Rates sized from the sources' mean prompt lengths as stated in "
+            "earlier sets' notes (Azure code 2,006, ServeGen client 27 51, ShareGPT 2,427): about "
+            "6.6k prompt tokens/s at the base rate, for a 15B model on two GPUs (held-out 42's "
+            "8.5B on one ran about 5.7k); the newcomer (Azure conversation, 1,150) about 3.5k "
+            "more. One 800-step machinery check of the new config on the built-in platform (seed "
+            "99) was run first; its verdict was not read. H43-ramp-30k and H43-swing-30k (seeds "
+            "4402, 4403) declared with the set; no long run is declared for this set."
+        ),
+    },
 }
 
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":

@@ -214,6 +214,11 @@ HELD42_BASE = _h200(
     1,
     ("a=lengths:sharegpt:1", "b=azure-conv:2", "c=servegen:33:5"),
 )
+HELD43_BASE = _h200(
+    "benchmarks/models/starcoder2-15b",
+    2,
+    ("a=azure-code:2", "b=servegen:27:12", "c=lengths:sharegpt:0.8"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -252,6 +257,7 @@ ARMED_SETS = {
     "40": 12000,
     "41": 12000,
     "42": 12000,
+    "43": 12000,
 }
 LONG_FAULT_SETS = {
     "5",
@@ -433,6 +439,7 @@ def _scenarios() -> list[Scenario]:
         ("40", HELD40_BASE, 4100, "azure-code:2"),
         ("41", HELD41_BASE, 4200, "lengths:sharegpt:2"),
         ("42", HELD42_BASE, 4300, "lengths:arxiv:1.5"),
+        ("43", HELD43_BASE, 4400, "azure-conv:3"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -617,6 +624,8 @@ def _scenarios() -> list[Scenario]:
         ("H41-swing-30k", "held_out_41", HELD41_BASE, SWING_30K, 4203, "swing:0.3:3:150"),
         ("H42-ramp-30k", "held_out_42", HELD42_BASE, RAMP_30K, 4302, "ramp:0.3:3:300"),
         ("H42-swing-30k", "held_out_42", HELD42_BASE, SWING_30K, 4303, "swing:0.3:3:150"),
+        ("H43-ramp-30k", "held_out_43", HELD43_BASE, RAMP_30K, 4402, "ramp:0.3:3:300"),
+        ("H43-swing-30k", "held_out_43", HELD43_BASE, SWING_30K, 4403, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -680,6 +689,7 @@ def _scenarios() -> list[Scenario]:
         ("H40-steady-12k", "held_out_40", HELD40_BASE, 4113, steady_12k, timeline),
         ("H41-steady-12k", "held_out_41", HELD41_BASE, 4213, steady_12k, timeline),
         ("H42-steady-12k", "held_out_42", HELD42_BASE, 4313, steady_12k, timeline),
+        ("H43-steady-12k", "held_out_43", HELD43_BASE, 4413, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
@@ -732,6 +742,7 @@ def _scenarios() -> list[Scenario]:
         ("40", HELD40_BASE, 4110),
         ("41", HELD41_BASE, 4210),
         ("42", HELD42_BASE, 4310),
+        ("43", HELD43_BASE, 4410),
     ):
         out.append(
             Scenario(

@@ -89,6 +89,7 @@ SETS = {
     "held_out_40": ("HELD40_BASE", {"saturated": 4111, "light": 4112}, "held_out_40"),
     "held_out_41": ("HELD41_BASE", {"saturated": 4211, "light": 4212}, "held_out_41"),
     "held_out_42": ("HELD42_BASE", {"saturated": 4311, "light": 4312}, "held_out_42"),
+    "held_out_43": ("HELD43_BASE", {"saturated": 4411, "light": 4412}, "held_out_43"),
 }
 STEPS = {"saturated": 10000, "light": 16000}
 CROSS = (("saturated", "light"), ("light", "saturated"))  # (fit on, score on)
