@@ -1326,7 +1326,10 @@ PROTOCOL = {
             "8.5B on one ran about 5.7k); the newcomer (Azure conversation, 1,150) about 3.5k "
             "more. One 800-step machinery check of the new config on the built-in platform (seed "
             "99) was run first; its verdict was not read. H43-ramp-30k and H43-swing-30k (seeds "
-            "4402, 4403) declared with the set; no long run is declared for this set."
+            "4402, 4403) declared with the set; no long run was declared with it. "
+            "H43-swing-long (seed 4403, 800,000 steps: the false-alarm bound on a swinging engine "
+            "r41 was not built on) declared after the set's other rows had run under r41 and "
+            "before its own run; no design was changed after it was declared."
         ),
     },
 }

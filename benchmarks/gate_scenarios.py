@@ -699,6 +699,7 @@ def _scenarios() -> list[Scenario]:
         ("H39-swing-long", "held_out_39", HELD39_BASE, 4003, swing_long, swing),
         ("H40-swing-long", "held_out_40", HELD40_BASE, 4103, swing_long, swing),
         ("H41-swing-long", "held_out_41", HELD41_BASE, 4203, swing_long, swing),
+        ("H43-swing-long", "held_out_43", HELD43_BASE, 4403, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
