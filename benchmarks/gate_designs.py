@@ -299,7 +299,9 @@ DESIGN = [
     "fired on a GO gate and ended not GO: the 5, 8 and 15 % slowdowns' drift events 234, 226 "
     "and 229 steps after them, the platform swap NO_GO at its own evaluation, the new heavy "
     "tenant (the Azure conversation trace at 3 req/s) INCONCLUSIVE on its share of the "
-    "attributed time.",
+    "attributed time. H43-swing-long (declared after the set's other rows had run) met the "
+    "false-alarm target under r41: no residual drift event in 399,821 judged steps (95 % bound 7.5e-6 "
+    "per step); it ended GO, first GO at 526,204.",
     "Design r42 (built on held-out 40 and 41's rows under r41, development evidence from here "
     "on; withdrawn after held-out 42, below): a re-fit's check for a change at one moment (check 5 of "
     "`checks.refit_guard`) measures the re-fitted model's residual level shift within the CUDA "
