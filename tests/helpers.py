@@ -135,22 +135,28 @@ def wait_until(cond: Callable[[], bool], timeout: float = 20.0, interval: float 
     return cond()
 
 
+def daemon_command(endpoint: str, db_path: str, *extra: str) -> list[str]:
+    """The command line of ``shadowd run`` on ``endpoint`` and ``db_path``, HTTP on a free
+    loopback port (tests talk only to loopback)."""
+    return [
+        sys.executable,
+        "-m",
+        "shadowd.cli",
+        "run",
+        "--listen",
+        endpoint,
+        "--db",
+        db_path,
+        "--http",
+        "127.0.0.1:0",
+        *extra,
+    ]
+
+
 def start_daemon_process(endpoint: str, db_path: str, *extra: str) -> subprocess.Popen:
     """``shadowd run`` in its own process; returns once its socket exists."""
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "shadowd.cli",
-            "run",
-            "--listen",
-            endpoint,
-            "--db",
-            db_path,
-            "--http",
-            "127.0.0.1:0",
-            *extra,
-        ],
+        daemon_command(endpoint, db_path, *extra),
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

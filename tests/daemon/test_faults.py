@@ -22,7 +22,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -35,7 +34,7 @@ import zmq
 
 from alerts import catalog
 from shadowd.tap.frame import encode_frame
-from tests.helpers import Pusher, make_daemon, make_frame, wait_until
+from tests.helpers import Pusher, daemon_command, make_daemon, make_frame, wait_until
 
 FLUSH_INTERVAL_S = 0.5  # Daemon's writer flush interval (shadowd.daemon.service.Daemon default)
 BATCH_INTERVAL_S = 0.05  # FrameReceiver's hand-over interval
@@ -46,18 +45,7 @@ def _spawn_daemon(endpoint: str, db_path: str, log_path: str) -> subprocess.Pope
     """``shadowd run`` in its own process (logs to a file: a full pipe must not stall it)."""
     log = open(log_path, "a")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "shadowd.cli",
-            "run",
-            "--listen",
-            endpoint,
-            "--db",
-            db_path,
-            "--http",
-            "127.0.0.1:0",
-        ],
+        daemon_command(endpoint, db_path),
         stdout=log,
         stderr=log,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},

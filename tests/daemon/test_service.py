@@ -17,7 +17,7 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 from shadowd.daemon import systemd_notify as notify
-from tests.helpers import Pusher, datagrams, make_daemon, make_frame, wait_until
+from tests.helpers import Pusher, daemon_command, datagrams, make_daemon, make_frame, wait_until
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -93,18 +93,7 @@ def test_service_sends_ready_and_watchdog(tmp_path):
     d = tempfile.mkdtemp(prefix="shd-")
     env = {**os.environ, "NOTIFY_SOCKET": path, "WATCHDOG_USEC": "400000"}
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "shadowd.cli",
-            "run",
-            "--listen",
-            f"ipc://{d}/t.sock",
-            "--db",
-            str(tmp_path / "s.duckdb"),
-            "--http",
-            "127.0.0.1:0",
-        ],
+        daemon_command(f"ipc://{d}/t.sock", str(tmp_path / "s.duckdb")),
         env=env,
         stderr=subprocess.PIPE,
         text=True,
