@@ -13,6 +13,7 @@ from typing import Any
 
 from benchmarks.gate_designs import DESIGN, DESIGN_REVISION, revision
 from benchmarks.gate_protocol import latest_held_out
+from benchmarks.gate_targets import section as targets_section
 from checks.policy import GatePolicy
 from shadowd.demo.step_slices import SLICE_STEPS
 
@@ -303,6 +304,7 @@ def markdown(res: dict[str, Any]) -> str:
         "`.venv/bin/python -m benchmarks.gate_matrix`), and each row's own demo command is listed at",
         "the end.",
         "",
+        *targets_section(rows),
         "## Protocol (declared before the held-out runs)",
         "",
     ]
