@@ -18,6 +18,12 @@ rescaling the figures move by the jitter's mean, which the host-time tail makes 
 ``tenant_error_max`` is its maximum over tenants.  **Request error** = per request row
 ``|attributed − Shapley| / Shapley``, summarised by its p50 and p90.
 
+**The truth's own error.**  Each tenant's summed Shapley value is a Monte Carlo estimate; its
+standard error (``shapley_se_ms``) is measured from the spread of each step's independent
+estimates over the very orderings the value averages (antithetic pairs), so a tenant error can
+be read against the noise of the truth it is measured by: a small tenant's sum rests on few
+rows, and a few percent of it can be the orderings drawn.
+
 **Sample.**  ``sample_steps`` steps spread over the whole batch: the batch is cut into that many
 equal runs of steps and one step is drawn at random (seeded) from each, so a long run is covered
 from end to end and a repeat with the same seed picks the same steps.  A sampled step's Shapley
@@ -42,7 +48,7 @@ import numpy as np
 from shadowd.attribution.shares import FIXED_TERM_POLICIES, Attribution
 from shadowd.attribution.token_baseline import tenant_index
 from shadowd.steps.batch import StepBatch
-from shadowd.twin.ground_truth import shapley_estimates, shapley_values
+from shadowd.twin.ground_truth import shapley_estimates, shapley_values_with_error
 from shadowd.twin.step_latency import ReferenceEngine
 
 
@@ -67,11 +73,13 @@ def _step_rows(batch: StepBatch, steps: np.ndarray) -> Iterator[tuple[int, int, 
 
 def step_shapley(
     engine: ReferenceEngine, batch: StepBatch, steps: np.ndarray, *, permutations: int = 64, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """(row indices of ``steps``' requests, their Shapley values rescaled to the measured latency)."""
-    rows, values = [], []
+) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """(row indices of ``steps``' requests, their Shapley values rescaled to the measured latency,
+    and per step with requests its independent estimates, rescaled alike: ``(pairs, rows)``, in
+    the order of the rows)."""
+    rows, values, estimates = [], [], []
     for j, s, lo, hi in _step_rows(batch, steps):
-        phi = shapley_values(
+        phi, est = shapley_values_with_error(
             engine,
             batch.new_tokens[lo:hi],
             batch.context_tokens[lo:hi],
@@ -80,11 +88,36 @@ def step_shapley(
             seed=seed + j,
         )
         total = phi.sum()
+        scale = batch.latency_ms[s] / total if total > 0 else 1.0
         rows.append(np.arange(lo, hi))
-        values.append(phi * (batch.latency_ms[s] / total) if total > 0 else phi)
+        values.append(phi * scale if total > 0 else phi)
+        estimates.append(est * scale)
     if not rows:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    return np.concatenate(rows), np.concatenate(values)
+        return np.zeros(0, dtype=np.int64), np.zeros(0), []
+    return np.concatenate(rows), np.concatenate(values), estimates
+
+
+def tenant_standard_errors(estimates: list[np.ndarray], inv: np.ndarray, k: int) -> np.ndarray:
+    """Monte Carlo standard error (ms) of each of ``k`` tenants' summed Shapley values: per step
+    the variance of the tenant's sum over its independent estimates, over their number (steps
+    are estimated independently, so the variances add).  ``inv``: tenant index per row, in the
+    order of the estimates' rows.
+
+    >>> est = [np.array([[1.0, 3.0], [3.0, 1.0]]), np.array([[2.0], [2.0]])]
+    >>> tenant_standard_errors(est, np.array([0, 1, 0]), 2).tolist()
+    [1.0, 1.0]
+    """
+    var = np.zeros(k)
+    at = 0
+    for est in estimates:
+        n = est.shape[1]
+        pairs = est.shape[0]
+        if pairs > 1:
+            units = np.zeros((pairs, k))
+            np.add.at(units, (slice(None), inv[at : at + n]), est)
+            var += units.var(axis=0, ddof=1) / pairs
+        at += n
+    return np.sqrt(var)
 
 
 @dataclass(frozen=True)
@@ -155,7 +188,7 @@ def tenant_shapley(
 
 
 def _compare(
-    attributed: np.ndarray, shapley: np.ndarray, inv: np.ndarray, names: np.ndarray
+    attributed: np.ndarray, shapley: np.ndarray, inv: np.ndarray, names: np.ndarray, se: np.ndarray
 ) -> dict[str, Any]:
     k = len(names)
     a = np.bincount(inv, weights=attributed, minlength=k)
@@ -165,6 +198,7 @@ def _compare(
             "attributed_ms": float(a[j]),
             "shapley_ms": float(s[j]),
             "error": float(abs(a[j] - s[j]) / s[j]) if s[j] > 0 else None,
+            "shapley_se_ms": float(se[j]),  # the truth's own Monte Carlo standard error
         }
         for j in range(k)
         if s[j] > 0 or a[j] > 0
@@ -200,16 +234,17 @@ def tenant_truth_errors(
     if attribution.llmvisor_measured_ms.shape[0] != batch.num_requests:
         raise ValueError("attribution does not belong to this batch (request rows differ)")
     steps = spread_sample(batch.num_steps, sample_steps, seed)
-    rows, shapley = step_shapley(engine, batch, steps, permutations=permutations, seed=seed)
+    rows, shapley, estimates = step_shapley(engine, batch, steps, permutations=permutations, seed=seed)
     names, inv_all = tenant_index(batch)
     inv = inv_all[rows]
+    se = tenant_standard_errors(estimates, inv, len(names))
     policies = {}
     for pol in FIXED_TERM_POLICIES:
         att = attribution if pol == attribution.policy else attribution.with_policy(pol)
-        policies[pol] = _compare(att.llmvisor_measured_ms[rows], shapley, inv, names)
+        policies[pol] = _compare(att.llmvisor_measured_ms[rows], shapley, inv, names, se)
     return {
         "llmvisor": policies[attribution.policy],
-        "token_baseline": _compare(attribution.vtc_ms[rows], shapley, inv, names),
+        "token_baseline": _compare(attribution.vtc_ms[rows], shapley, inv, names, se),
         "llmvisor_policies": policies,
         "policy": attribution.policy,
         "steps": int(len(steps)),

@@ -117,18 +117,54 @@ def shapley_values(
     ``permutations`` orderings are sampled (half of them the reverses of the other half
     when ``antithetic``); cost is ``permutations * n`` sub-batch evaluations of width n.
     """
+    return shapley_values_with_error(
+        engine,
+        new_tokens,
+        context_tokens,
+        prefill,
+        permutations=permutations,
+        seed=seed,
+        antithetic=antithetic,
+    )[0]
+
+
+def shapley_values_with_error(
+    engine: ReferenceEngine,
+    new_tokens: ArrayLike,
+    context_tokens: ArrayLike,
+    prefill: ArrayLike,
+    *,
+    permutations: int = 64,
+    seed: int = 0,
+    antithetic: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`shapley_values` and, from the very same orderings, its independent estimates: one
+    row per antithetic pair (per ordering without ``antithetic``), ``(pairs, n)``, whose mean is
+    the value; their spread is the Monte Carlo error of the value
+    (:func:`shadowd.sim.truth.tenant_truth_errors`: the truth's own standard error per tenant).
+
+    >>> from shadowd.twin.step_latency import ReferenceEngine
+    >>> e = ReferenceEngine("builtin", "llama-3.1-8b")
+    >>> new, ctx, pre = [1, 1, 1, 512], [900, 300, 20, 0], [False, False, False, True]
+    >>> phi, est = shapley_values_with_error(e, new, ctx, pre, permutations=16, seed=3)
+    >>> est.shape, bool(np.allclose(est.mean(axis=0), phi))
+    ((8, 4), True)
+    >>> bool((phi == shapley_values(e, new, ctx, pre, permutations=16, seed=3)).all())
+    True
+    """
     n = len(new_tokens)
     if n == 0:
-        return np.zeros(0)
+        return np.zeros(0), np.zeros((1, 0))
     rng = np.random.default_rng(seed)
     base = max(1, permutations // 2) if antithetic else max(1, permutations)
     orders = np.stack([rng.permutation(n) for _ in range(base)])
     if antithetic:
         orders = np.concatenate([orders, orders[:, ::-1]])
     fixed = _fixed_cost(engine, new_tokens, context_tokens, prefill)
-    return (
-        _ordering_values(engine, new_tokens, context_tokens, prefill, orders, fixed).mean(axis=0) + fixed / n
-    )
+    vals = _ordering_values(engine, new_tokens, context_tokens, prefill, orders, fixed)
+    phi = vals.mean(axis=0) + fixed / n
+    est = (0.5 * (vals[:base] + vals[base:]) if antithetic else vals) + fixed / n
+    return phi, est
 
 
 def shapley_estimates(

@@ -1,12 +1,14 @@
 """The Shapley census of many steps (``tenant_shapley``): exact where it enumerates, and an error
-interval that covers the exact tenant totals as often as it claims where it samples."""
+interval that covers the exact tenant totals as often as it claims where it samples.  The same
+for the truth the accuracy studies score against (``step_shapley``, ``tenant_standard_errors``):
+its standard error is what a tenant error is read against."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from shadowd.sim.truth import tenant_shapley
+from shadowd.sim.truth import step_shapley, tenant_shapley, tenant_standard_errors
 from shadowd.steps.batch import StepBatch
 from shadowd.twin import ReferenceEngine, shapley_exact
 
@@ -89,3 +91,26 @@ def test_unknown_tenant_is_refused(engine):
     batch.tenant[0] = "c"
     with pytest.raises(ValueError, match="tenants not in names"):
         tenant_shapley(engine, batch, np.arange(2), ["a", "b"], pairs=2)
+
+
+def test_the_truths_standard_error_covers_the_exact_totals(engine):
+    """``tenant_truth_errors``' truth: the tenant sums of ``step_shapley`` and their standard
+    errors (``shapley_se_ms``) from the same orderings.  Over 40 seeds the z-scores against the
+    exact totals must look standard normal, as the census's do."""
+    batch = _batch(engine, list(np.random.default_rng(4).integers(7, 11, 30)), seed=4)
+    want = _exact_totals(engine, batch, 1.0).sum(axis=0)
+    inv_all = np.array([TENANTS.index(t) for t in batch.tenant])
+    z = []
+    for seed in range(40):
+        rows, values, estimates = step_shapley(
+            engine, batch, np.arange(batch.num_steps), permutations=8, seed=seed
+        )
+        inv = inv_all[rows]
+        got = np.bincount(inv, weights=values, minlength=len(TENANTS))
+        se = tenant_standard_errors(estimates, inv, len(TENANTS))
+        assert (se > 0).all() and [e.shape[0] for e in estimates] == [4] * batch.num_steps
+        z.append((got - want) / se)
+    z = np.concatenate(z)
+    assert 0.85 <= np.mean(np.abs(z) < 1.96) <= 0.995, np.mean(np.abs(z) < 1.96)
+    assert 0.6 < np.mean(z**2) < 1.6, np.mean(z**2)
+    assert abs(np.mean(z)) < 0.3
