@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import share_misses
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
 
@@ -584,8 +586,9 @@ def held_out_share_line(doc: dict[str, Any]) -> list[str]:
     if over:
         value, s, where = over[-1]
         line += f", the largest {_f(value, 3, True)} ({where}, {s.replace('_', '-')})"
+    line += "." + share_misses.summary(doc)
     line += (
-        ". The gate judges step latency against the measured step; a tenant's share has no live "
+        " The gate judges step latency against the measured step; a tenant's share has no live "
         "truth, so its error is seen here, offline, not by the gate."
     )
     return ["", line]
@@ -755,6 +758,7 @@ def render(doc: dict[str, Any]) -> str:
         "(ignoring the attention to its cached prefix) and a decode "
         "2 tokens regardless of its KV length.",
         "",
+        *share_misses.section(doc),
         *(line for h in held_out_parts(doc) for line in render_held_out(h)),
         "## Attribution cost",
         "",
