@@ -114,9 +114,11 @@ def _wait_for_steps(steps: float | None, minimum: float, ev: Evidence) -> str:
 def evidence_waits(ev: Evidence, pol: GatePolicy) -> dict[str, float | None]:
     """Per evidence minimum not yet met, the seconds until it is at the rate so far (``None``:
     the evidence window never holds it at that rate; JSON has no infinity, and the decision is
-    read by other programs); minimums without a rate yet are left out.  Reported beside the
-    verdict (``details.evidence_wait_s``, ``/metrics``) as the checks' reasons name it: the
-    operator's "wait", made a time."""
+    read by other programs); minimums without a rate yet are left out.  Also, under
+    ``stability``, a composition effect whose CI straddles its limit: the seconds until it is
+    settled if its estimate holds (``_stability_wait``).  Reported beside the verdict
+    (``details.evidence_wait_s``, ``/metrics``) as the checks' reasons name it: the operator's
+    "wait", made a time."""
     out: dict[str, float | None] = {}
     for cls in pol.required_step_classes:
         acc = ev.accuracy.get(cls)
@@ -126,7 +128,21 @@ def evidence_waits(ev: Evidence, pol: GatePolicy) -> dict[str, float | None]:
     span = ev.shadow_duration_s
     if span is not None and span < pol.min_duration_s:
         out["evidence.duration"] = pol.min_duration_s - span
+    straddle = _stability_straddle(ev, pol)
+    if straddle is not None and (wait := _stability_wait(*straddle)) is not None:
+        out["stability"] = None if math.isinf(wait[0]) else wait[0]
     return out
+
+
+def _stability_straddle(ev: Evidence, pol: GatePolicy) -> tuple[dict[str, Any], float, float, float] | None:
+    """The stability result, its CI (over the calibration window's baseline, where there is one)
+    and the limit, where the CI straddles the limit: the one stability verdict waiting can settle."""
+    res = ev.stability.get(pol.stability_split)
+    if not res or res.get("ci_high") is None or res.get("ci_low") is None:
+        return None
+    base = res.get("baseline") or 0.0
+    lo, hi, thr = res["ci_low"] - base, res["ci_high"] - base, pol.max_composition_effect
+    return (res, lo, hi, thr) if lo <= thr < hi else None
 
 
 def platform(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
@@ -356,9 +372,60 @@ def stability(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
         ]
     return [
         CheckResult(
-            name, "inconclusive", hi, thr, f"composition effect CI {ci} straddles {thr:g}: more data needed"
+            name,
+            "inconclusive",
+            hi,
+            thr,
+            f"composition effect CI {ci} straddles {thr:g}: more data needed{_wait_for_stability(res, lo, hi, thr)}",
         )
     ]
+
+
+def _stability_wait(res: dict[str, Any], lo: float, hi: float, thr: float) -> tuple[float, float] | None:
+    """Seconds until a composition effect whose CI straddles ``thr`` is settled, if its estimate
+    (the CI's centre) holds, and how many times the steps that takes: the CI narrows as one over
+    the square root of the steps it is computed on (a bootstrap over steps), so it clears ``thr``
+    once its half-width is the centre's distance from it.  At the rate the stability window's
+    steps came in (``steps`` over ``span_s``), or ``math.inf`` seconds where the window holds
+    fewer steps than that (``max_steps``: it slides, and waiting does not narrow it further) or
+    the centre sits on ``thr``.  ``None`` where the result does not say how many steps over how
+    long (stored before it did).
+
+    >>> [round(x, 6) for x in _stability_wait({"steps": 2000, "span_s": 100.0, "max_steps": 20000}, 0.04, 0.12, 0.1)]
+    [300.0, 4.0]
+    >>> _stability_wait({"steps": 2000, "span_s": 100.0, "max_steps": 5000}, 0.04, 0.12, 0.1)[0]
+    inf
+    """
+    steps, span, cap = res.get("steps"), res.get("span_s"), res.get("max_steps")
+    if not steps or not span or span <= 0:
+        return None
+    centre, half = (lo + hi) / 2, (hi - lo) / 2
+    gap = abs(centre - thr)
+    if gap <= 0:
+        return math.inf, math.inf
+    factor = (half / gap) ** 2
+    need = steps * factor
+    if cap and need > cap:
+        return math.inf, factor
+    return (need - steps) / (steps / span), factor
+
+
+def _wait_for_stability(res: dict[str, Any], lo: float, hi: float, thr: float) -> str:
+    wait = _stability_wait(res, lo, hi, thr)
+    if wait is None:
+        return ""
+    seconds, factor = wait
+    if math.isinf(seconds):
+        cap = res.get("max_steps")
+        held = f"its window of {cap:g} steps" if cap else "its window"
+        return (
+            f"; if the effect holds at its estimate ({(lo + hi) / 2:.3f}), {held} never settles it: "
+            "waiting does not help; the traffic must change, or recalibrate (shadowd calibrate)"
+        )
+    return (
+        f"; if the effect holds at its estimate ({(lo + hi) / 2:.3f}), {factor:.1f}x the steps "
+        f"settle it: about {seconds:.0f} s more at the rate so far"
+    )
 
 
 def coverage(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:

@@ -237,6 +237,9 @@ class Daemon:
                     "ci_low": v.get("ci_low"),
                     "ci_high": v.get("ci_high"),
                     "computed_at": self.stability.get("computed_at"),
+                    # how many steps over how long, and the window's most: how long a CI that
+                    # straddles its limit takes to settle (``checks.rules._stability_wait``)
+                    **{n: self.stability[n] for n in ("steps", "span_s", "max_steps") if n in self.stability},
                     **(
                         {"baseline": cal.stability_baseline[k]["effect"]}
                         if cal is not None and k in cal.stability_baseline

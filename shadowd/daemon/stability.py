@@ -43,7 +43,13 @@ def stability_from_db(
     batch = load_batch(con, Window(last_steps=max_steps))
     if batch.num_steps < 50:
         return {"computed_at": time.time(), "rows": 0, "error": "fewer than 50 steps stored"}
-    return stability_of(batch, model.attribute(batch, policy), n_boot=n_boot, seed=seed)
+    report = stability_of(batch, model.attribute(batch, policy), n_boot=n_boot, seed=seed)
+    # How many steps over how long, and the most the window holds: how long a CI that straddles
+    # its limit takes to settle at this rate, or that it never does (``checks.rules``).
+    report["steps"], report["max_steps"] = int(batch.num_steps), int(max_steps)
+    if batch.ts is not None and batch.num_steps > 1:
+        report["span_s"] = float((batch.ts.max() - batch.ts.min()) / np.timedelta64(1, "s"))
+    return report
 
 
 def stability_of(

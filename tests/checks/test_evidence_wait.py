@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 
 from checks import Gate, GatePolicy
@@ -73,3 +74,70 @@ def test_the_duration_minimum_names_the_seconds_left():
 def test_evidence_round_trips_its_window():
     ev = _decode(500, 300.0)
     assert Evidence.from_dict(ev.to_dict()) == ev
+
+
+# -- share stability: a CI that straddles its limit says how long it takes to settle -------------
+
+
+def _stability(lo: float, hi: float, steps: int = 2000, span_s: float = 100.0, cap: int = 20000) -> Evidence:
+    res = {
+        "ci_low": lo,
+        "ci_high": hi,
+        "effect": (lo + hi) / 2,
+        "steps": steps,
+        "span_s": span_s,
+        "max_steps": cap,
+    }
+    return Evidence(stability={POLICY.stability_split: res})
+
+
+def test_a_straddling_stability_ci_says_how_many_steps_settle_it_and_how_long():
+    """Centre 0.08, half-width 0.04 against 0.1: four times the steps (the CI narrows as one
+    over the root of the steps) at 20 steps a second: 300 s more."""
+    ev = _stability(0.04, 0.12)
+    c = _check(ev, "stability")
+    assert c.status == "inconclusive" and "straddles 0.1: more data needed" in c.reason
+    assert "estimate (0.080), 4.0x the steps settle it" in c.reason
+    assert _seconds(c.reason) == pytest.approx(300.0, abs=1)
+    assert Gate(POLICY).evaluate(ev, now=0.0).details["evidence_wait_s"]["stability"] == pytest.approx(300.0)
+
+
+def test_a_window_too_short_to_settle_it_says_waiting_does_not_help():
+    for ev in (_stability(0.04, 0.12, cap=5000), _stability(0.06, 0.14)):  # too few steps; centre on 0.1
+        c = _check(ev, "stability")
+        assert "never settles it: waiting does not help" in c.reason and "about" not in c.reason
+        assert Gate(POLICY).evaluate(ev, now=0.0).details["evidence_wait_s"]["stability"] is None
+
+
+def test_only_a_straddling_ci_waits_and_an_old_result_gives_no_time():
+    assert (
+        "stability" not in Gate(POLICY).evaluate(_stability(0.01, 0.05), now=0.0).details["evidence_wait_s"]
+    )
+    old = Evidence(stability={POLICY.stability_split: {"ci_low": 0.04, "ci_high": 0.12, "effect": 0.08}})
+    c = _check(old, "stability")
+    assert c.reason.endswith("more data needed")  # stored before steps and span were: no time named
+
+
+def test_the_bootstrap_ci_narrows_as_one_over_the_root_of_the_steps():
+    """The wait's premise, on the real composition effect (``checks.composition_effect``, a cluster
+    bootstrap over steps): four times the steps of the same traffic halve the CI's half-width."""
+    from checks import composition_effect, shape_buckets
+
+    def half_width(steps: int) -> float:
+        rng = np.random.default_rng(7)
+        n = steps * 8
+        batch = rng.integers(1, 64, n)
+        ctx = rng.integers(100, 4000, n)
+        share = (0.02 + 1e-5 * ctx) * (1 + 0.1 * np.log1p(batch)) * rng.lognormal(0, 0.3, n)
+        r = composition_effect(
+            shape_buckets(np.full(n, "decode"), np.ones(n), ctx),
+            share,
+            {"batch_size": batch},
+            own={"context": ctx},
+            groups=np.arange(n) // 8,
+            n_boot=200,
+        )
+        return (r["ci_high"] - r["ci_low"]) / 2
+
+    ratio = half_width(250) / half_width(1000)
+    assert 1.6 < ratio < 2.5, ratio

@@ -125,6 +125,11 @@ def test_traffic_beyond_the_envelope_on_a_healthy_engine_is_refitted(ipc_endpoin
         assert (
             daemon.facts().stability["llmvisor"]["baseline"] == new.stability_baseline["llmvisor"]["effect"]
         )
+        # How many steps over how long, and the window's most, reach the gate: a CI straddling
+        # its limit then says how long it takes to settle (checks/rules.py, _stability_wait).
+        carried = daemon.facts().stability["llmvisor"]
+        assert carried["steps"] == daemon.stability["steps"] > 1000 and carried["max_steps"] == 20_000
+        assert carried["span_s"] > 0
     finally:
         daemon.stop()
 
