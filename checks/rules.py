@@ -418,9 +418,14 @@ def _wait_for_stability(res: dict[str, Any], lo: float, hi: float, thr: float) -
     if math.isinf(seconds):
         cap = res.get("max_steps")
         held = f"its window of {cap:g} steps" if cap else "its window"
+        need = (
+            "on the limit, no number of steps settles it"
+            if math.isinf(factor)
+            else f"{factor:.1f}x the steps would settle it, more than {held} holds"
+        )
         return (
-            f"; if the effect holds at its estimate ({(lo + hi) / 2:.3f}), {held} never settles it: "
-            "waiting does not help; the traffic must change, or recalibrate (shadowd calibrate)"
+            f"; if the effect holds at its estimate ({(lo + hi) / 2:.3f}), {need}: waiting is unlikely "
+            "to help; the traffic must change, or recalibrate (shadowd calibrate)"
         )
     return (
         f"; if the effect holds at its estimate ({(lo + hi) / 2:.3f}), {factor:.1f}x the steps "
