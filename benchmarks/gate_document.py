@@ -1,5 +1,6 @@
-"""docs/validation.md from the gate matrix's stored rows: the protocol, the design notes, the
-confusion matrix, what kept healthy held-out rows from GO, and the commands.
+"""docs/validation.md from the gate matrix's stored rows: where the design in force stands
+(``benchmarks.gate_targets``), the protocol, the design notes, the confusion matrix, what kept
+healthy held-out rows from GO, and the commands.
 
 Re-render without running anything:
 ``.venv/bin/python -m benchmarks.gate_matrix --from-json docs/validation.json``.
