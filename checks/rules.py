@@ -140,9 +140,18 @@ def _stability_straddle(ev: Evidence, pol: GatePolicy) -> tuple[dict[str, Any], 
     res = ev.stability.get(pol.stability_split)
     if not res or res.get("ci_high") is None or res.get("ci_low") is None:
         return None
-    base = res.get("baseline") or 0.0
-    lo, hi, thr = res["ci_low"] - base, res["ci_high"] - base, pol.max_composition_effect
+    (lo, hi), thr = _judged_ci(res), pol.max_composition_effect
     return (res, lo, hi, thr) if lo <= thr < hi else None
+
+
+def _judged_ci(res: dict[str, Any]) -> tuple[float, float]:
+    """The composition effect's CI as the stability check judges it: over the calibration
+    window's own effect where there is one.  A nonlinear engine's Shapley shares depend on
+    batch-mates too, so what counts is shares depending on them more than when the model was
+    validated, not the engine's physics."""
+    base = res.get("baseline")
+    lo, hi = res["ci_low"], res["ci_high"]
+    return (lo - base, hi - base) if base is not None else (lo, hi)
 
 
 def platform(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
@@ -337,15 +346,9 @@ def stability(ev: Evidence, pol: GatePolicy, now: float) -> list[CheckResult]:
                 missing=True,
             )
         ]
-    lo, hi = res["ci_low"], res["ci_high"]
-    ci = f"[{lo:.3f}, {hi:.3f}]"
+    lo, hi = _judged_ci(res)
     base = res.get("baseline")
-    if base is not None:
-        # Judged against the calibration window's own effect: a nonlinear engine's Shapley shares
-        # depend on batch-mates too, so what pages is shares depending on them more than when the
-        # model was validated, not the engine's physics.
-        lo, hi = lo - base, hi - base
-        ci = f"[{lo:.3f}, {hi:.3f}] above the calibration window's {base:.3f}"
+    ci = f"[{lo:.3f}, {hi:.3f}]" + (f" above the calibration window's {base:.3f}" if base is not None else "")
     if hi <= thr:
         return [CheckResult(name, "pass", hi, thr, f"composition effect CI {ci} ≤ {thr:g}")]
     if lo > thr and base is not None:
