@@ -174,6 +174,15 @@ def share_errors(engine, version, batch, case: Case) -> dict[str, Any]:
     return out
 
 
+def bounds(fitted: Fitted) -> dict[str, Any]:
+    """Each tenant's attributed time on the multi-request scored steps and the range that
+    coefficients fitting the window as well would give it (``shadowd.attribution.share_bounds``)."""
+    from shadowd.attribution.share_bounds import share_bounds
+
+    found = share_bounds(fitted.version, fitted.earlier, multi_request(fitted.later))
+    return {t: b.to_dict() for t, b in found.items()}
+
+
 def noise_free(fitted: Fitted, case: Case) -> dict[str, Any]:
     """Fit and score the same steps with noiseless latencies (the jitter floor)."""
     from shadowd.attribution import fit
@@ -201,6 +210,7 @@ def held_out_run(case: Case, fitted: Fitted, log=print) -> dict[str, Any]:
         "coefficients": fitted.version.llmvisor.to_dict(),
         "accuracy": accuracy_report(fitted.version, fitted.later, "equal")["accuracy"],
         "shares": share_errors(fitted.run.engine, fitted.version, fitted.later, case),
+        "share_bounds": bounds(fitted),
         "noise_free": noise_free(fitted, case),
     }
     result["seconds"] = {"simulate": fitted.seconds, "score": time.perf_counter() - t0}
