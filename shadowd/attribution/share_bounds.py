@@ -181,8 +181,23 @@ def _extreme(region: _Region, direction: np.ndarray) -> np.ndarray:
         method="SLSQP",
         options={"maxiter": 300, "ftol": 1e-12},
     )
-    u = np.maximum(res.x, 0.0)
-    return u if region.sse(u) <= region.bound * (1 + 1e-9) else region.u0  # never outside it
+    return _inside(region, np.maximum(res.x, 0.0))
+
+
+def _inside(region: _Region, u: np.ndarray) -> np.ndarray:
+    """``u``, or where it lies outside the region (the solver stops near its edge, on either
+    side) the last point inside on the segment from the fitted coefficients to it: the region
+    is convex and holds them, so the segment leaves it once."""
+    if region.sse(u) <= region.bound:
+        return u
+    d = u - region.u0
+    qa = float(d @ region.a @ d)
+    qb = float((2 * region.a @ region.u0 - 2 * region.b) @ d)
+    qc = region.sse(region.u0) - region.bound  # <= 0
+    if qa <= 0:
+        return region.u0
+    t = (-qb + np.sqrt(max(qb * qb - 4 * qa * qc, 0.0))) / (2 * qa)
+    return region.u0 + min(max(t, 0.0), 1.0) * (1 - 1e-9) * d
 
 
 def share_bounds(
