@@ -8,7 +8,11 @@ tenant over the target, on the multi-request steps of a run's scored half, this 
 the error beside the truth's standard error (``shapley_se_ms``, :mod:`shadowd.sim.truth`), the
 noise-free refit's error, the other policy's and the token split's, and what the fit made of
 the step: its fixed term against the mean step, its per-token prefill price, the token counts
-the steps carried.  Studies stored before the standard error was measured show a dash.
+the steps carried, and the tenant's share bounds: how far its attributed time could move under
+coefficients that fit the calibration window as well (``shadowd.attribution.share_bounds``).
+Beside the misses, every tenant of every run is counted by whether its bounds pin it within the
+target and whether it missed: can the fit's own window tell which shares to trust?  Studies
+stored before the standard error or the bounds were measured show a dash.
 """
 
 from __future__ import annotations
@@ -81,7 +85,52 @@ def _miss(set_: str, r: dict[str, Any], t: str, v: dict[str, Any], total: float)
         "prefill_per_token": [s["prefill"]["p"] for s in segs],
         "mean_step_ms": 1000 * r["regime"]["simulated_s"] / r["case"]["steps"],
         "tokens_per_step": r["regime"]["tokens_per_step"],
+        "bound": _bound(r, t),
+        "truth_in_bounds": truth_in_bounds(v, (r.get("share_bounds") or {}).get(t)),
     }
+
+
+def _bound(r: dict[str, Any], t: str) -> float | None:
+    """The tenant's share bounds' half-width, relative (``None``: not measured)."""
+    return ((r.get("share_bounds") or {}).get(t) or {}).get("half_width")
+
+
+def truth_in_bounds(v: dict[str, Any], b: dict[str, Any] | None) -> bool | None:
+    """Whether the truth lies within the tenant's bounds: the bounds are over every scored
+    multi-request step and the truth over a sample of them, so their ratio to the attributed
+    time is compared (``None``: not measured).
+
+    >>> truth_in_bounds({"attributed_ms": 20.0, "shapley_ms": 30.0}, {"ms": 700.0, "low_ms": 690.0, "high_ms": 1170.0})
+    True
+    >>> truth_in_bounds({"attributed_ms": 20.0, "shapley_ms": 50.0}, {"ms": 700.0, "low_ms": 690.0, "high_ms": 1170.0})
+    False
+    """
+    if not b or not b.get("ms") or not v.get("attributed_ms"):
+        return None
+    ratio = v["shapley_ms"] / v["attributed_ms"]
+    return b["low_ms"] / b["ms"] <= ratio <= b["high_ms"] / b["ms"]
+
+
+def identification(doc: dict[str, Any]) -> dict[str, int]:
+    """Every tenant of every held-out run whose bounds were measured (multi-request steps, two
+    tenants sampled or more), counted by whether its bounds are within the target (``pinned``)
+    or wider (``open``) and whether it missed the target beyond the truth's noise."""
+    from benchmarks.accuracy_study import held_out_parts
+
+    out = {"pinned_met": 0, "pinned_missed": 0, "open_met": 0, "open_missed": 0}
+    for part in held_out_parts(doc):
+        for r in part.get("runs", []):
+            shares = r["shares"]["multi_request"]
+            per = shares["llmvisor"]["per_tenant"]
+            if shares.get("tenants_sampled", len(per)) < 2:
+                continue
+            for t, v in per.items():
+                half = _bound(r, t)
+                if half is None or v["error"] is None:
+                    continue
+                missed = v["error"] > TARGET and beyond_noise(v) is not False
+                out[f"{'open' if half > TARGET else 'pinned'}_{'missed' if missed else 'met'}"] += 1
+    return out
 
 
 def summary(doc: dict[str, Any]) -> str:
@@ -96,7 +145,19 @@ def summary(doc: dict[str, Any]) -> str:
         f" Of the {n} tenant{'s' if n != 1 else ''} over the target where the truth's Monte Carlo "
         f"error was measured, {beyond} {'is' if beyond == 1 else 'are'} over it by more than "
         f"{NOISE_SE:g} standard errors of the Shapley sum: the model's error, not the truth's "
-        '(section "Held-out share misses").'
+        '(section "Held-out share misses").' + _identification_clause(doc)
+    )
+
+
+def _identification_clause(doc: dict[str, Any]) -> str:
+    n = identification(doc)
+    if not sum(n.values()):
+        return ""
+    pinned, open_ = n["pinned_met"] + n["pinned_missed"], n["open_met"] + n["open_missed"]
+    return (
+        f" Of the {pinned + open_} tenants whose share bounds were measured, the fit's own window "
+        f"left {open_} open (bounds wider than ±{TARGET:.0%}), {n['open_missed']} of which missed; "
+        f"of the {pinned} it pinned, {n['pinned_missed']} missed."
     )
 
 
@@ -117,15 +178,18 @@ def section(doc: dict[str, Any]) -> list[str]:
         "split. *fixed term*: the fitted segments' β against the run's mean step; *prefill "
         "per token*: each segment's price of a prompt token (ms), which a fit on steps that all "
         "carry the same token count cannot tell from the fixed term; *tokens per step*: p50 / p90 "
-        "/ p99 over the scored half.",
+        "/ p99 over the scored half; *bounds ±*: half the range of the tenant's attributed time "
+        "over coefficients that fit the calibration window as well (its 95 % profile region; a "
+        "floor on the uncertainty, as it assumes independent step errors), relative to it; *truth "
+        "inside*: whether the truth's ratio to the attributed time lies within them.",
         "",
         "| set | run | tenant | its share of the time | error | truth SE | beyond noise | noise-free "
         "| pro_rata | token split | fixed term β₀ / β₁ (ms) vs mean step | prefill per token (ms) "
-        "| tokens per step |",
-        "|---|---|---|---:|---:|---:|---|---:|---:|---:|---|---|---|",
+        "| tokens per step | bounds ± | truth inside |",
+        "|---|---|---|---:|---:|---:|---|---:|---:|---:|---|---|---|---:|---|",
     ]
     for m in found:
-        beyond = {True: "yes", False: "no", None: "–"}[m["beyond_noise"]]
+        beyond = _yes(m["beyond_noise"])
         tps = m["tokens_per_step"]
         lines.append(
             f"| {m['set'].replace('_', '-')} | {m['run']} | {m['tenant']} | {_pct(m['tenant_share'])} "
@@ -133,9 +197,32 @@ def section(doc: dict[str, Any]) -> list[str]:
             f"| {_pct(m['pro_rata'])} | {_pct(m['token_split'])} "
             f"| {' / '.join(f'{b:.2f}' for b in m['beta_ms'])} vs {m['mean_step_ms']:.1f} "
             f"| {' / '.join(f'{p:.2g}' for p in m['prefill_per_token'])} "
-            f"| {tps['p50']:.0f} / {tps['p90']:.0f} / {tps['p99']:.0f} |"
+            f"| {tps['p50']:.0f} / {tps['p90']:.0f} / {tps['p99']:.0f} "
+            f"| {_pct(m['bound'])} | {_yes(m['truth_in_bounds'])} |"
         )
-    return [*lines, "", *pattern(found), ""]
+    return [*lines, "", *pattern(found), "", *identification_lines(doc)]
+
+
+def _yes(x: bool | None) -> str:
+    return {True: "yes", False: "no", None: "–"}[x]
+
+
+def identification_lines(doc: dict[str, Any]) -> list[str]:
+    """The count of :func:`identification` as a sentence and a table (nothing if not measured)."""
+    n = identification(doc)
+    if not sum(n.values()):
+        return []
+    return [
+        "Every tenant of every held-out run with bounds measured (multi-request steps, two "
+        f"tenants sampled or more), by whether its bounds pin it within the {TARGET:.0%} target "
+        "and whether it missed the target (beyond the truth's noise, or not measured):",
+        "",
+        "| bounds | met | missed |",
+        "|---|---:|---:|",
+        f"| within ±{TARGET:.0%} (pinned) | {n['pinned_met']} | {n['pinned_missed']} |",
+        f"| wider (open) | {n['open_met']} | {n['open_missed']} |",
+        "",
+    ]
 
 
 SMALL_TENANT = 0.1  # of the time: a tenant whose relative error rests on little of it
@@ -158,5 +245,18 @@ def pattern(found: list[dict[str, Any]]) -> list[str]:
         "totals cannot tell a prompt token's price from the fixed term; "
         f"{small} are of tenants with under {SMALL_TENANT:.0%} of the time. The same tenants "
         f"would have been within the target under `pro_rata` in {pro} and under the token split "
-        f"in {tok}."
+        f"in {tok}." + _bounds_clause(real)
     ]
+
+
+def _bounds_clause(real: list[dict[str, Any]]) -> str:
+    measured = [m for m in real if m["bound"] is not None]
+    if not measured:
+        return ""
+    pinned = sum(1 for m in measured if m["bound"] <= TARGET)
+    inside = sum(1 for m in measured if m["truth_in_bounds"])
+    return (
+        f" Of the {len(measured)} with share bounds measured, the fit's window pinned {pinned} within "
+        f"±{TARGET:.0%} (their coefficients were identified: the miss is not the window's) and left "
+        f"{len(measured) - pinned} open; the truth lay within the bounds of {inside}."
+    )

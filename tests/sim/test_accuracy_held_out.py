@@ -78,6 +78,10 @@ def test_shares_are_compared_on_multi_request_steps_and_on_all(study):
         assert 0 < multi["steps"] <= 12 and multi["requests"] >= 2 * multi["steps"]
         assert multi["llmvisor"]["tenant_error_max"] is not None and multi["tenants_sampled"] >= 1
         assert r["noise_free"]["shares"]["steps"] == multi["steps"]
+        # every tenant sampled has share bounds, over the same multi-request steps, around its time
+        for t, v in multi["llmvisor"]["per_tenant"].items():
+            b = r["share_bounds"][t]
+            assert b["low_ms"] <= b["ms"] <= b["high_ms"] and b["half_width"] >= 0
     light = next(r for r in study["runs"] if r["case"]["regime"] == "light")
     assert (
         light["shares"]["multi_request"]["scored_steps"] < light["scored_steps"]

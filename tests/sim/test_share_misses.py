@@ -8,7 +8,7 @@ with one tenant tests nothing; a cross-regime score is not a run's own.
 
 from __future__ import annotations
 
-from benchmarks.share_misses import beyond_noise, misses, section, summary
+from benchmarks.share_misses import beyond_noise, identification, misses, section, summary
 
 
 def _tenant(att: float, shap: float, se: float | None = None) -> dict:
@@ -18,7 +18,11 @@ def _tenant(att: float, shap: float, se: float | None = None) -> dict:
     return v
 
 
-def _run(name: str, per: dict, sampled: int | None = None) -> dict:
+def _bounds(ms: float, low: float, high: float) -> dict:
+    return {"ms": ms, "low_ms": low, "high_ms": high, "half_width": (high - low) / 2 / ms}
+
+
+def _run(name: str, per: dict, sampled: int | None = None, bounds: dict | None = None) -> dict:
     block = {"per_tenant": per}
     shares = {
         "llmvisor": block,
@@ -26,7 +30,7 @@ def _run(name: str, per: dict, sampled: int | None = None) -> dict:
         "token_baseline": {"per_tenant": per},
         "tenants_sampled": len(per) if sampled is None else sampled,
     }
-    return {
+    run = {
         "case": {"name": name, "steps": 1000},
         "shares": {"multi_request": shares},
         "noise_free": {"shares": {"llmvisor": block}},
@@ -36,6 +40,9 @@ def _run(name: str, per: dict, sampled: int | None = None) -> dict:
         },
         "regime": {"simulated_s": 27.0, "tokens_per_step": {"p50": 2048, "p90": 2048, "p99": 2048}},
     }
+    if bounds is not None:  # studies stored before the bounds were measured have none
+        run["share_bounds"] = bounds
+    return run
 
 
 DOC = {
@@ -43,7 +50,12 @@ DOC = {
         "set": "held_out_2",
         "runs": [
             # c: 58 % off, the truth's error 0.2 %: the model's
-            _run("x/saturated", {"b": _tenant(4029.0, 3997.0, 8.0), "c": _tenant(23.0, 55.0, 0.1)}),
+            # c: the fit's window leaves its share open (±33 %), yet the truth lies beyond even that
+            _run(
+                "x/saturated",
+                {"b": _tenant(4029.0, 3997.0, 8.0), "c": _tenant(23.0, 55.0, 0.1)},
+                bounds={"b": _bounds(134508.0, 134063.0, 134537.0), "c": _bounds(722.0, 694.0, 1168.0)},
+            ),
             # a: 4 % off with an error of 1 % of its sum: within two of the target
             _run("x/light", {"a": _tenant(104.0, 100.0, 1.0), "b": _tenant(900.0, 901.0, 2.0)}),
             # one tenant sampled: not a test
@@ -52,7 +64,14 @@ DOC = {
     },
     "held_out_4": {
         "set": "held_out_4",
-        "runs": [_run("y/saturated", {"a": _tenant(110.0, 100.0), "b": _tenant(5.0, 5.0)})],
+        # a: 10 % off, its bounds ±2 % (pinned, and missed); b: pinned and met
+        "runs": [
+            _run(
+                "y/saturated",
+                {"a": _tenant(110.0, 100.0), "b": _tenant(5.0, 5.0)},
+                bounds={"a": _bounds(1100.0, 1078.0, 1122.0), "b": _bounds(50.0, 49.9, 50.1)},
+            )
+        ],
     },
 }
 
@@ -92,3 +111,28 @@ def test_the_summary_counts_only_measured_misses_and_the_table_shows_each():
     assert "1 are of tenants with under 10% of the time" in text
     assert "within the target under `pro_rata` in 0 and under the token split in 0." in text
     assert summary({}) == "" and section({}) == []
+
+
+def test_the_bounds_stand_beside_each_miss_and_every_tenant_is_counted_by_them():
+    found = {(m["run"], m["tenant"]): m for m in misses(DOC)}
+    c = found[("x/saturated", "c")]
+    assert round(c["bound"], 3) == round((1168.0 - 694.0) / 2 / 722.0, 3)
+    assert c["truth_in_bounds"] is False  # 55 / 23 = 2.4 times, beyond 1168 / 722
+    assert found[("x/light", "a")]["bound"] is None and found[("x/light", "a")]["truth_in_bounds"] is None
+    assert found[("y/saturated", "a")]["truth_in_bounds"] is False
+    # x/saturated: b pinned and met, c open and missed; y/saturated: a pinned and missed (its
+    # error not measured against the truth's noise counts as missed), b pinned and met;
+    # x/light has no bounds; x/one one tenant sampled
+    assert identification(DOC) == {"pinned_met": 2, "pinned_missed": 1, "open_met": 0, "open_missed": 1}
+    text = "\n".join(section(DOC))
+    assert "| 2048 / 2048 / 2048 | 32.8% | no |" in text
+    assert summary(DOC).endswith(
+        "Of the 4 tenants whose share bounds were measured, the fit's own window left 1 open (bounds "
+        "wider than ±3%), 1 of which missed; of the 3 it pinned, 1 missed."
+    )
+    assert (
+        "Of the 1 with share bounds measured, the fit's window pinned 0 within ±3% (their coefficients "
+        "were identified: the miss is not the window's) and left 1 open; the truth lay within the "
+        "bounds of 0."
+    ) in text
+    assert "| within ±3% (pinned) | 2 | 1 |" in text and "| wider (open) | 0 | 1 |" in text
