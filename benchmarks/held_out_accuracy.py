@@ -166,6 +166,7 @@ def share_errors(engine, version, batch, case: Case) -> dict[str, Any]:
             sample_steps=case.truth_steps,
             seed=case.seed,
             permutations=case.permutations,
+            model=version.llmvisor,  # the model's own Shapley values beside the policies
         )
         out[name]["scored_steps"] = part.num_steps
         out[name]["tenants_sampled"] = sum(

@@ -45,7 +45,10 @@ from typing import Any
 
 import numpy as np
 
-from shadowd.attribution.shares import FIXED_TERM_POLICIES, Attribution
+from shadowd.attribution.llmvisor import LLMVisorModel
+from shadowd.attribution.model_shapley import model_shapley_shares
+from shadowd.attribution.shares import FIXED_TERM_POLICIES, Attribution, normalise
+from shadowd.attribution.steprows import StepRows
 from shadowd.attribution.token_baseline import tenant_index
 from shadowd.steps.batch import StepBatch
 from shadowd.twin.ground_truth import shapley_estimates, shapley_values_with_error
@@ -222,6 +225,7 @@ def tenant_truth_errors(
     seed: int = 0,
     *,
     permutations: int = 64,
+    model: LLMVisorModel | None = None,
 ) -> dict[str, Any]:
     """Per-tenant and per-request errors of both attributions against Shapley values.
 
@@ -229,7 +233,10 @@ def tenant_truth_errors(
     ``{"llmvisor": {...}, "token_baseline": {...}, "llmvisor_policies": {policy: {...}},
     "steps", "requests", "permutations", "policy"}``; each ``{...}`` holds ``tenant_error_max``,
     ``per_tenant`` (``attributed_ms``, ``shapley_ms``, ``error``), ``request_error_p50/p90``.
-    ``llmvisor`` is under the attribution's own policy.
+    ``llmvisor`` is under the attribution's own policy.  With ``model`` (the attribution's
+    LLMVisor model), ``"model_shapley"`` too: the Shapley values of the model's own ``T̂`` over
+    sub-batches (:mod:`shadowd.attribution.model_shapley`), rescaled to the measured latency as
+    the shares are, on the same sampled steps.
     """
     if attribution.llmvisor_measured_ms.shape[0] != batch.num_requests:
         raise ValueError("attribution does not belong to this batch (request rows differ)")
@@ -242,7 +249,11 @@ def tenant_truth_errors(
     for pol in FIXED_TERM_POLICIES:
         att = attribution if pol == attribution.policy else attribution.with_policy(pol)
         policies[pol] = _compare(att.llmvisor_measured_ms[rows], shapley, inv, names, se)
+    extra = {}
+    if model is not None:
+        extra["model_shapley"] = _compare(_model_shapley(model, batch, steps, seed), shapley, inv, names, se)
     return {
+        **extra,
         "llmvisor": policies[attribution.policy],
         "token_baseline": _compare(attribution.vtc_ms[rows], shapley, inv, names, se),
         "llmvisor_policies": policies,
@@ -251,3 +262,12 @@ def tenant_truth_errors(
         "requests": int(len(rows)),
         "permutations": int(permutations),
     }
+
+
+def _model_shapley(model: LLMVisorModel, batch: StepBatch, steps: np.ndarray, seed: int) -> np.ndarray:
+    """The model's own Shapley values on ``steps``' rows, in the order ``step_shapley`` gives
+    them (step by step, ascending), rescaled per step to its measured latency."""
+    sub = batch.select_steps(np.isin(np.arange(batch.num_steps), steps))
+    values = model_shapley_shares(model, sub, seed=seed)
+    rows = StepRows(sub.req_step, sub.num_steps)
+    return normalise(values, rows.sum(values), sub.latency_ms, rows)
