@@ -80,6 +80,7 @@ def _miss(set_: str, r: dict[str, Any], t: str, v: dict[str, Any], total: float)
         "noise_free": _tenant_error(r["noise_free"]["shares"]["llmvisor"], t),
         "pro_rata": _tenant_error(shares["llmvisor_policies"].get("pro_rata"), t),
         "token_split": _tenant_error(shares["token_baseline"], t),
+        "model_shapley": _tenant_error(shares.get("model_shapley"), t),
         "breakpoint": r["coefficients"]["breakpoint_tokens"],
         "beta_ms": [s["beta_ms"] for s in segs],
         "prefill_per_token": [s["prefill"]["p"] for s in segs],
@@ -145,7 +146,19 @@ def summary(doc: dict[str, Any]) -> str:
         f" Of the {n} tenant{'s' if n != 1 else ''} over the target where the truth's Monte Carlo "
         f"error was measured, {beyond} {'is' if beyond == 1 else 'are'} over it by more than "
         f"{NOISE_SE:g} standard errors of the Shapley sum: the model's error, not the truth's "
-        '(section "Held-out share misses").' + _identification_clause(doc)
+        '(section "Held-out share misses").' + _identification_clause(doc) + _policy_clause(doc)
+    )
+
+
+def _policy_clause(doc: dict[str, Any]) -> str:
+    n = policy_runs(doc)
+    if not n["equal"]["runs"]:
+        return ""
+    eq, ms = n["equal"], n["model_shapley"]
+    return (
+        f" Divided as the fitted model's own Shapley values (a candidate policy, proposed on these "
+        f"misses, not in force), {ms['runs_over']} of the {ms['runs']} runs measured both ways are "
+        f"above the target, against {eq['runs_over']} under `equal`."
     )
 
 
@@ -175,7 +188,9 @@ def section(doc: dict[str, Any]) -> list[str]:
         f"noise*: over the target by more than {NOISE_SE:g} of them. *noise-free*: the same fit "
         "and scoring on the noiseless engine's steps (the model's own error). *pro_rata* and "
         "*token split*: the same tenant under the other fixed-term policy and under VTC's token "
-        "split. *fixed term*: the fitted segments' β against the run's mean step; *prefill "
+        "split; *model Shapley*: under the Shapley values of the fitted model's own step latency "
+        "over sub-batches (`shadowd/attribution/model_shapley.py`, a candidate policy, not in "
+        "force). *fixed term*: the fitted segments' β against the run's mean step; *prefill "
         "per token*: each segment's price of a prompt token (ms), which a fit on steps that all "
         "carry the same token count cannot tell from the fixed term; *tokens per step*: p50 / p90 "
         "/ p99 over the scored half; *bounds ±*: half the range of the tenant's attributed time "
@@ -184,9 +199,9 @@ def section(doc: dict[str, Any]) -> list[str]:
         "inside*: whether the truth's ratio to the attributed time lies within them.",
         "",
         "| set | run | tenant | its share of the time | error | truth SE | beyond noise | noise-free "
-        "| pro_rata | token split | fixed term β₀ / β₁ (ms) vs mean step | prefill per token (ms) "
+        "| pro_rata | token split | model Shapley | fixed term β₀ / β₁ (ms) vs mean step | prefill per token (ms) "
         "| tokens per step | bounds ± | truth inside |",
-        "|---|---|---|---:|---:|---:|---|---:|---:|---:|---|---|---|---:|---|",
+        "|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---|---|---|---:|---|",
     ]
     for m in found:
         beyond = _yes(m["beyond_noise"])
@@ -194,13 +209,13 @@ def section(doc: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {m['set'].replace('_', '-')} | {m['run']} | {m['tenant']} | {_pct(m['tenant_share'])} "
             f"| {_pct(m['error'])} | {_pct(m['truth_se'], 2)} | {beyond} | {_pct(m['noise_free'])} "
-            f"| {_pct(m['pro_rata'])} | {_pct(m['token_split'])} "
+            f"| {_pct(m['pro_rata'])} | {_pct(m['token_split'])} | {_pct(m['model_shapley'])} "
             f"| {' / '.join(f'{b:.2f}' for b in m['beta_ms'])} vs {m['mean_step_ms']:.1f} "
             f"| {' / '.join(f'{p:.2g}' for p in m['prefill_per_token'])} "
             f"| {tps['p50']:.0f} / {tps['p90']:.0f} / {tps['p99']:.0f} "
             f"| {_pct(m['bound'])} | {_yes(m['truth_in_bounds'])} |"
         )
-    return [*lines, "", *pattern(found), "", *identification_lines(doc)]
+    return [*lines, "", *pattern(found), "", *identification_lines(doc), *policy_lines(doc)]
 
 
 def _yes(x: bool | None) -> str:
@@ -245,7 +260,69 @@ def pattern(found: list[dict[str, Any]]) -> list[str]:
         "totals cannot tell a prompt token's price from the fixed term; "
         f"{small} are of tenants with under {SMALL_TENANT:.0%} of the time. The same tenants "
         f"would have been within the target under `pro_rata` in {pro} and under the token split "
-        f"in {tok}." + _bounds_clause(real)
+        f"in {tok}." + _model_shapley_clause(real) + _bounds_clause(real)
+    ]
+
+
+def _model_shapley_clause(real: list[dict[str, Any]]) -> str:
+    measured = [m for m in real if m["model_shapley"] is not None]
+    if not measured:
+        return ""
+    within = sum(1 for m in measured if m["model_shapley"] <= TARGET)
+    better = sum(1 for m in measured if m["model_shapley"] < m["error"])
+    return (
+        f" Divided as the model's own Shapley values, {within} of the {len(measured)} measured would "
+        f"have been within the target, and {better} closer to it."
+    )
+
+
+def policy_runs(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per division (``equal``, the policy in force, and ``model_shapley``), over the held-out
+    studies' own runs where both were measured (multi-request steps, two tenants sampled or
+    more): runs and tenants above the target, and the largest tenant error."""
+    from benchmarks.accuracy_study import held_out_parts
+
+    out = {k: {"runs": 0, "runs_over": 0, "tenants": 0, "tenants_over": 0, "largest": 0.0} for k in POLICIES}
+    for part in held_out_parts(doc):
+        for r in part.get("runs", []):
+            shares = r["shares"]["multi_request"]
+            per = shares["llmvisor"]["per_tenant"]
+            if shares.get("tenants_sampled", len(per)) < 2 or "model_shapley" not in shares:
+                continue
+            for key, block in (("equal", shares["llmvisor"]), ("model_shapley", shares["model_shapley"])):
+                errs = [v["error"] for v in block["per_tenant"].values() if v["error"] is not None]
+                o = out[key]
+                o["runs"] += 1
+                o["runs_over"] += int(max(errs, default=0.0) > TARGET)
+                o["tenants"] += len(errs)
+                o["tenants_over"] += sum(1 for e in errs if e > TARGET)
+                o["largest"] = max(o["largest"], max(errs, default=0.0))
+    return out
+
+
+POLICIES = ("equal", "model_shapley")
+
+
+def policy_lines(doc: dict[str, Any]) -> list[str]:
+    """:func:`policy_runs` as a table (nothing if model Shapley was not measured)."""
+    n = policy_runs(doc)
+    if not n["equal"]["runs"]:
+        return []
+    label = {"equal": "`equal` (in force)", "model_shapley": "model Shapley (candidate)"}
+    return [
+        "The same runs divided both ways (every held-out study's own run with model Shapley "
+        "measured, multi-request steps, two tenants sampled or more). Model Shapley was proposed "
+        "after looking at the misses above, so these runs are its development evidence: it is "
+        "not the policy in force until a held-out set confirms it.",
+        "",
+        "| division | runs above the target | tenants above the target | largest tenant error |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {label[k]} | {v['runs_over']} of {v['runs']} | {v['tenants_over']} of {v['tenants']} "
+            f"| {_pct(v['largest'])} |"
+            for k, v in n.items()
+        ),
+        "",
     ]
 
 

@@ -8,7 +8,7 @@ with one tenant tests nothing; a cross-regime score is not a run's own.
 
 from __future__ import annotations
 
-from benchmarks.share_misses import beyond_noise, identification, misses, section, summary
+from benchmarks.share_misses import beyond_noise, identification, misses, policy_runs, section, summary
 
 
 def _tenant(att: float, shap: float, se: float | None = None) -> dict:
@@ -22,7 +22,9 @@ def _bounds(ms: float, low: float, high: float) -> dict:
     return {"ms": ms, "low_ms": low, "high_ms": high, "half_width": (high - low) / 2 / ms}
 
 
-def _run(name: str, per: dict, sampled: int | None = None, bounds: dict | None = None) -> dict:
+def _run(
+    name: str, per: dict, sampled: int | None = None, bounds: dict | None = None, shapley: dict | None = None
+) -> dict:
     block = {"per_tenant": per}
     shares = {
         "llmvisor": block,
@@ -42,6 +44,8 @@ def _run(name: str, per: dict, sampled: int | None = None, bounds: dict | None =
     }
     if bounds is not None:  # studies stored before the bounds were measured have none
         run["share_bounds"] = bounds
+    if shapley is not None:  # nor the model's own Shapley values
+        shares["model_shapley"] = {"per_tenant": shapley}
     return run
 
 
@@ -55,6 +59,8 @@ DOC = {
                 "x/saturated",
                 {"b": _tenant(4029.0, 3997.0, 8.0), "c": _tenant(23.0, 55.0, 0.1)},
                 bounds={"b": _bounds(134508.0, 134063.0, 134537.0), "c": _bounds(722.0, 694.0, 1168.0)},
+                # divided as the model's own Shapley values: c within the target, b off by 5 %
+                shapley={"b": _tenant(4197.0, 3997.0, 8.0), "c": _tenant(54.0, 55.0, 0.1)},
             ),
             # a: 4 % off with an error of 1 % of its sum: within two of the target
             _run("x/light", {"a": _tenant(104.0, 100.0, 1.0), "b": _tenant(900.0, 901.0, 2.0)}),
@@ -126,13 +132,38 @@ def test_the_bounds_stand_beside_each_miss_and_every_tenant_is_counted_by_them()
     assert identification(DOC) == {"pinned_met": 2, "pinned_missed": 1, "open_met": 0, "open_missed": 1}
     text = "\n".join(section(DOC))
     assert "| 2048 / 2048 / 2048 | 32.8% | no |" in text
-    assert summary(DOC).endswith(
+    assert (
         "Of the 4 tenants whose share bounds were measured, the fit's own window left 1 open (bounds "
         "wider than ±3%), 1 of which missed; of the 3 it pinned, 1 missed."
-    )
+    ) in summary(DOC)
     assert (
         "Of the 1 with share bounds measured, the fit's window pinned 0 within ±3% (their coefficients "
         "were identified: the miss is not the window's) and left 1 open; the truth lay within the "
         "bounds of 0."
     ) in text
     assert "| within ±3% (pinned) | 2 | 1 |" in text and "| wider (open) | 0 | 1 |" in text
+
+
+def test_the_models_own_shapley_values_stand_beside_each_miss_and_are_counted_run_by_run():
+    found = {(m["run"], m["tenant"]): m for m in misses(DOC)}
+    assert round(found[("x/saturated", "c")]["model_shapley"], 4) == round(1 / 55, 4)
+    assert found[("y/saturated", "a")]["model_shapley"] is None  # stored before it was measured
+    text = "\n".join(section(DOC))
+    assert "| 58.2% | 1.8% | 24.00 / 24.00 vs 27.0 |" in text
+    assert (
+        "Divided as the model's own Shapley values, 1 of the 1 measured would have been within the "
+        "target, and 1 closer to it."
+    ) in text
+    # only x/saturated measured both ways: equal's c over, model Shapley's b over (5.0 %)
+    assert policy_runs(DOC)["equal"] == {
+        "runs": 1,
+        "runs_over": 1,
+        "tenants": 2,
+        "tenants_over": 1,
+        "largest": 32.0 / 55.0,
+    }
+    assert policy_runs(DOC)["model_shapley"]["tenants_over"] == 1
+    assert "| model Shapley (candidate) | 1 of 1 | 1 of 2 | 5.0% |" in text
+    assert summary(DOC).endswith(
+        "1 of the 1 runs measured both ways are above the target, against 1 under `equal`."
+    )
