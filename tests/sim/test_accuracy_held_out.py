@@ -58,6 +58,22 @@ def test_held_out_4_runs_are_its_model_tenants_and_declared_seeds():
         assert {t.split("=")[1].rsplit(":", 1)[0] for t in c.tenants} == clients
 
 
+def test_an_accuracy_only_set_is_built_from_its_own_declaration():
+    """Held-out 44 has no gate-matrix rows: its base and declaration live in ``ACCURACY_ONLY``."""
+    from benchmarks.gate_scenarios import SCENARIOS
+    from benchmarks.held_out_accuracy import ACCURACY_ONLY
+
+    dev = {(c.platform, Path(c.model).name, c.tp) for c in all_cases() + quick_cases()}
+    cases = {c.regime: c for c in held_out_cases(set_name="held_out_44")}
+    assert {c.seed for c in cases.values()} == {4511, 4512}
+    assert "Seeds 4511 (saturated) and 4512 (light)" in ACCURACY_ONLY["held_out_44"][1]
+    for c in cases.values():
+        assert (c.platform, Path(c.model).name, c.tp) == ("h200_sxm", "stablelm-3b-4e1t", 1)
+        assert (c.platform, Path(c.model).name, c.tp) not in dev
+    assert cases["saturated"].tenants == ("a=azure-code:9", "b=lengths:arxiv:3", "c=servegen:13:36")
+    assert not any(Path(s.model).name == "stablelm-3b-4e1t" for s in SCENARIOS)  # no matrix rows
+
+
 def test_every_run_is_scored_per_class_measured_and_noise_free(study):
     for r in study["runs"]:
         assert abs(r["fit_steps"] - r["scored_steps"]) <= 1  # fitted on the first half, scored on the second
@@ -78,10 +94,13 @@ def test_shares_are_compared_on_multi_request_steps_and_on_all(study):
         assert 0 < multi["steps"] <= 12 and multi["requests"] >= 2 * multi["steps"]
         assert multi["llmvisor"]["tenant_error_max"] is not None and multi["tenants_sampled"] >= 1
         assert r["noise_free"]["shares"]["steps"] == multi["steps"]
-        # every tenant sampled has share bounds, over the same multi-request steps, around its time
-        for t, v in multi["llmvisor"]["per_tenant"].items():
+        # every tenant sampled has share bounds, over the same multi-request steps, around its time,
+        # and is scored under the model's own Shapley values too, on the same sampled steps
+        for t in multi["llmvisor"]["per_tenant"]:
             b = r["share_bounds"][t]
             assert b["low_ms"] <= b["ms"] <= b["high_ms"] and b["half_width"] >= 0
+            ms, eq = multi["model_shapley"]["per_tenant"][t], multi["llmvisor"]["per_tenant"][t]
+            assert ms["shapley_ms"] == eq["shapley_ms"] and ms["attributed_ms"] > 0
     light = next(r for r in study["runs"] if r["case"]["regime"] == "light")
     assert (
         light["shares"]["multi_request"]["scored_steps"] < light["scored_steps"]
