@@ -8,7 +8,9 @@ that approximation, not the latency model, left small tenants outside the share 
 ``T̂(S) = β_k + Σ_{i∈S} θ_k·φ_i`` with the segment ``k`` set by the sub-batch's own token count,
 so its Shapley values are what the truth would be if the model were the engine.  This module
 computes them; ``benchmarks/accuracy_study.py`` reports them beside ``equal`` as a candidate
-policy (not the one in force: a new held-out set must confirm it first).
+policy.  It is not the one in force: on the runs it was proposed on it mended most of
+``equal``'s misses but added as many elsewhere, and the set declared to test it could not
+tell the two apart (``benchmarks/share_misses.py``, "The same runs divided both ways").
 
 Every ordering of a step's rows telescopes to ``T̂(B)``, so the Monte Carlo estimate is exact
 in sum, step by step.  Along one ordering the prefix costs need only running sums of the new

@@ -164,6 +164,15 @@ def test_the_models_own_shapley_values_stand_beside_each_miss_and_are_counted_ru
     }
     assert policy_runs(DOC)["model_shapley"]["tenants_over"] == 1
     assert "| model Shapley (candidate) | 1 of 1 | 1 of 2 | 5.0% |" in text
+    assert "| development: the sets whose misses it was proposed on | `equal` (in force) |" in text
+    assert "held out: held-out-44" not in text  # no confirming set in this study
     assert summary(DOC).endswith(
-        "1 of the 1 runs measured both ways are above the target, against 1 under `equal`."
+        "1 of the 1 development runs measured both ways are above the target (1 tenants), against 1 "
+        "under `equal` (1 tenants)."
+    )
+    confirming = {**DOC, "held_out_44": {**DOC["held_out"], "set": "held_out_44"}}
+    assert policy_runs(confirming, confirming=True)["equal"]["runs"] == 1
+    assert policy_runs(confirming)["equal"]["runs"] == 1  # the confirming set is not development
+    assert "| held out: held-out-44, declared after it | model Shapley (candidate) |" in "\n".join(
+        section(confirming)
     )
