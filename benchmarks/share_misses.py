@@ -11,8 +11,11 @@ the step: its fixed term against the mean step, its per-token prefill price, the
 the steps carried, and the tenant's share bounds: how far its attributed time could move under
 coefficients that fit the calibration window as well (``shadowd.attribution.share_bounds``).
 Beside the misses, every tenant of every run is counted by whether its bounds pin it within the
-target and whether it missed: can the fit's own window tell which shares to trust?  Studies
-stored before the standard error or the bounds were measured show a dash.
+target and whether it missed: can the fit's own window tell which shares to trust?  And every
+run is divided both ways, by ``equal`` and by the model's own Shapley values (a candidate
+policy, ``shadowd.attribution.model_shapley``), its development sets apart from the set declared
+to test it.  Studies stored before the standard error, the bounds or the candidate were
+measured show a dash.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 Why: the ground truth the shares are scored against is the Shapley value of the engine's step
 latency ``T`` over sub-batches (:mod:`shadowd.twin.ground_truth`).  The ``equal`` policy
-approximates it by hand (the floor split equally, the rest by price), and on held-out runs
-that approximation, not the latency model, left small tenants outside the share target
-(``docs/accuracy.md``, "Held-out share misses").  The fitted model is itself a game:
+approximates it by hand (the floor split equally, the rest by price), and on held-out runs small
+tenants missed the share target while the window pinned their coefficients, which made that
+approximation a suspect (``docs/accuracy.md``, "Held-out share misses").  The fitted model is
+itself a game:
 ``T̂(S) = β_k + Σ_{i∈S} θ_k·φ_i`` with the segment ``k`` set by the sub-batch's own token count,
 so its Shapley values are what the truth would be if the model were the engine.  This module
 computes them; ``benchmarks/accuracy_study.py`` reports them beside ``equal`` as a candidate

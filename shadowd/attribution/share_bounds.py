@@ -4,7 +4,7 @@ Why: a share is only as good as the coefficients that price it, and a calibratio
 several sets of coefficients equally well.  A window whose steps all carry the scheduler's token
 budget cannot tell a prompt token's price from the fixed term; the non-negative fit then lands on
 one corner (a price of zero, say) and each tenant's share follows that corner, not the engine.
-The held-out studies found tenants missing the share target that way (``docs/accuracy.md``,
+The held-out studies found a few tenants missing the share target that way (``docs/accuracy.md``,
 "Held-out share misses"), and a fit's point estimate gives no hint of it.
 
 What it computes: the coefficients the window cannot tell from the fitted ones, the profile
