@@ -43,22 +43,19 @@ from __future__ import annotations
 import numpy as np
 
 from shadowd.attribution.llmvisor import LLMVisorModel
+from shadowd.attribution.steprows import StepRows
 from shadowd.steps.batch import StepBatch
 
 PERMUTATIONS = 64  # orderings per step (antithetic pairs), as many as the truth samples
 
 
 def row_prices(model: LLMVisorModel, batch: StepBatch) -> np.ndarray:
-    """Each row's own term ``θ_k·φ_i`` under segment 0 and under segment 1: ``(2, rows)``."""
-    p = batch.new_tokens.astype(np.float64)
-    c = batch.context_tokens.astype(np.float64)
-    out = np.zeros((2, batch.num_requests))
-    for k in range(2):
-        pp, pc_, p2, ppc, preq, dc, dreq, dextra = model.coef[k, 1:]
-        pre = pp * p + pc_ * c + p2 * p * p + ppc * p * c + preq
-        dec = dc * c + dreq + dextra * np.maximum(p - 1.0, 0.0)
-        out[k] = np.maximum(np.where(batch.prefill, pre, dec), 0.0)  # as ``decompose`` clips
-    return out
+    """Each row's own term ``θ_k·φ_i`` under segment 0 and under segment 1: ``(2, rows)``, from
+    the model's own pricing (:meth:`LLMVisorModel.decompose`) with every step put in that segment."""
+    rows = StepRows(batch.req_step, batch.num_steps)
+    below = np.zeros(batch.num_steps)  # every step at or under the breakpoint: segment 0
+    above = np.full(batch.num_steps, np.inf)  # over it: segment 1 (segment 0 with one segment)
+    return np.stack([model.decompose(batch, rows, tokens)[0] for tokens in (below, above)])
 
 
 def _step_values(
