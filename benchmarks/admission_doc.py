@@ -368,6 +368,50 @@ def _engine_reading(r: dict[str, Any], col: str) -> str:
     return line + f"{_victims_reading(by)}."
 
 
+def _wake(section: dict[str, Any], cost: dict[str, Any] | None) -> str:
+    """The hand-over alone against the engine thread's busy time between hand-overs
+    (``benchmarks/govern_cost.py --wake``): why the same put costs more at large batches."""
+    data = section["data"]
+    rows = [
+        "| engine thread busy between hand-overs, ms | hand-overs | engine thread CPU µs per hand-over | wall µs |",
+        "|---:|---:|---:|---:|",
+        *(
+            f"| {r['busy_ms']:g} | {r['wakes']} | {r['submit_cpu_us']} | {r['submit_wall_us']} |"
+            for r in data
+        ),
+    ]
+    lo, hi = data[0], data[-1]
+    lines = [
+        "### The hand-over's wake-up",
+        "",
+        "`charger.submit` is one put on a queue the charge thread waits on; what that costs the engine",
+        "thread is mostly waking the other CPU.  Here it is alone (a charge that does nothing): the",
+        "engine thread computes for a while (as it schedules a step), hands over, then waits "
+        f"{data[0]['gpu_wait_s'] * 1e3:g} ms",
+        "(the GPU's part: the charge thread answers then), so the charge thread's CPU idles for about",
+        "the busy time between wake-ups.  The put cost the engine thread "
+        f"{lo['submit_cpu_us']} µs of CPU after {lo['busy_ms']:g} ms of",
+        f"work and {hi['submit_cpu_us']} µs after {hi['busy_ms']:g} ms: waking a CPU that has idled longer costs",
+        "the waker more on this machine (a virtual machine: likely the host halting idle virtual CPUs,",
+        "which this run does not measure).",
+    ]
+    steps = {
+        f"{r['requests_per_step']} {r['workload']}": r["scheduler_cpu_us_per_step"]
+        for r in (cost or {}).get("data", [])
+        if "scheduler_cpu_us_per_step" in r
+    }
+    if steps:
+        shown = [k for k in ("32 every-step", "256 every-step") if k in steps]
+        lines += [
+            "In the stored cost run above the untouched scheduler's own CPU per step, about the time",
+            "between hand-overs, was "
+            + " and ".join(f"{steps[k] / 1e3:.2f} ms at {k}" for k in shown)
+            + ", so the",
+            "same hand-over costs more at large batches, and more where the host halts idle CPUs.",
+        ]
+    return "\n".join([*lines, "", *rows, "", _meta(section)])
+
+
 def _victims_reading(by: dict[str, dict[str, Any]]) -> str:
     """The victim order's cost where it ran (workload ``pressure``; absent from older runs)."""
     p = by.get("governor.order_victims")
@@ -599,6 +643,8 @@ def render(doc: dict[str, Any]) -> str:
         parts.append(_breakdown(sections["govern_cost_breakdown"]))
     if "govern_cost_engine_side" in sections:
         parts.append(_engine_side(sections["govern_cost_engine_side"]))
+    if "govern_cost_wake" in sections:
+        parts.append(_wake(sections["govern_cost_wake"], sections.get("govern_cost")))
     for key in sorted(k for k in sections if k.startswith("replay:")):
         parts.append(_replay(key.split(":", 1)[1], sections[key]))
     parts.append(RECORDED)

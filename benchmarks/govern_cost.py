@@ -41,6 +41,7 @@ reported beside it.
     .venv/bin/python -m benchmarks.govern_cost              # writes its section of docs/admission.json
     .venv/bin/python -m benchmarks.govern_cost --breakdown  # where the time goes, part by part
     .venv/bin/python -m benchmarks.govern_cost --engine-side  # the engine thread's side, by part
+    .venv/bin/python -m benchmarks.govern_cost --wake  # the hand-over against the time between steps
 """
 
 from __future__ import annotations
@@ -506,6 +507,45 @@ def breakdown(
     }
 
 
+# Engine-thread CPU time between hand-overs for ``--wake``, in ms: from a step of a light batch to
+# one of a large batch on the reference scheduler (its own CPU per step, ``measure``).
+WAKE_GAPS_MS = (0.2, 1.0, 2.0, 6.0, 20.0)
+
+
+def wake(gap_ms: float, wakes: int = 300) -> dict[str, Any]:
+    """The hand-over alone (``ChargeThread.submit``, a charge that does nothing): the engine
+    thread's CPU and wall time per hand-over when it has computed for ``gap_ms`` since the last
+    one, as the engine thread schedules a step, then ``GPU_WAIT_S`` of waiting (the charge thread
+    answers then).  The charge thread's CPU idles for about that long between wake-ups; what
+    waking it costs the waker may grow with that idle time (a virtual CPU the host has halted),
+    which is why the hand-over's cost differs between workloads and machines."""
+    from shadowd.govern.charge_thread import ChargeThread
+
+    charger = ChargeThread(lambda step: None, name="shadowd-bench-wake")
+    cpu, wall, now = time.thread_time_ns, time.perf_counter_ns, time.perf_counter
+    cpu_ns = wall_ns = 0
+    try:
+        for i in range(wakes):
+            end = now() + gap_ms / 1e3
+            while now() < end:  # the engine thread's own work (the interpreter held)
+                pass
+            w, c = wall(), cpu()
+            charger.submit(i)
+            cpu_ns += cpu() - c
+            wall_ns += wall() - w
+            time.sleep(GPU_WAIT_S)  # the GPU's part: the charge thread's turn
+            charger.result()
+    finally:
+        charger.close()
+    return {
+        "busy_ms": gap_ms,
+        "wakes": wakes,
+        "submit_cpu_us": round(cpu_ns / wakes / 1e3, 2),
+        "submit_wall_us": round(wall_ns / wakes / 1e3, 2),
+        "gpu_wait_s": GPU_WAIT_S,
+    }
+
+
 def _params(workload: str) -> dict[str, Any]:
     if workload == "trace":
         return {"traces": list(TRACES), "max_prompt": TRACE_MAX_PROMPT, "max_output": TRACE_MAX_OUTPUT}
@@ -543,6 +583,11 @@ def main(argv: list[str] | None = None) -> None:
     what.add_argument("--breakdown", action="store_true", help="where the time goes, part by part")
     what.add_argument("--quick", action="store_true", help="fewer, shorter blocks (a smoke run)")
     what.add_argument(
+        "--wake",
+        action="store_true",
+        help="the hand-over's cost against the engine thread's busy time between hand-overs",
+    )
+    what.add_argument(
         "--engine-side",
         action="store_true",
         help="where the engine thread's time goes with the charge on the charge thread, part by part",
@@ -551,6 +596,8 @@ def main(argv: list[str] | None = None) -> None:
     args = [sys.argv[0], *(argv if argv is not None else sys.argv[1:])]
     if a.breakdown:
         store_section("govern_cost_breakdown", [breakdown(n, w) for n, w in BREAKDOWN], args)
+    elif a.wake:
+        store_section("govern_cost_wake", [wake(ms) for ms in WAKE_GAPS_MS], args)
     elif a.engine_side:
         cells = [breakdown(n, w, charge="thread") for n, w in BREAKDOWN]
         store_section("govern_cost_engine_side", cells, args)

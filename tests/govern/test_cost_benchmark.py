@@ -7,6 +7,8 @@ like (the FCFS queue on the untouched scheduler answers about as many calls as t
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from benchmarks import govern_cost
@@ -130,3 +132,11 @@ def test_every_step_workload_has_one_arrival_and_one_completion_a_step():
     assert arrivals == [1] * 60
     r = govern_cost.measure(32, "every-step", blocks=2, block_steps=30, warmup=20)
     assert r["arrivals_per_step"] == 1.0 and r["workload"] == "every-step"
+
+
+def test_wake_times_the_hand_over_alone_and_the_charge_thread_ends():
+    r = govern_cost.wake(0.2, wakes=20)
+    assert r["wakes"] == 20 and r["busy_ms"] == 0.2
+    # One thread's CPU time within an interval cannot exceed the interval's wall time.
+    assert 0 < r["submit_cpu_us"] <= r["submit_wall_us"] + 0.5
+    assert not any(t.name == "shadowd-bench-wake" for t in threading.enumerate())
