@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import share_misses
+from benchmarks import share_misses, share_rows
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
@@ -759,6 +759,7 @@ def render(doc: dict[str, Any]) -> str:
         "2 tokens regardless of its KV length.",
         "",
         *share_misses.section(doc),
+        *share_rows.section(doc),
         *(line for h in held_out_parts(doc) for line in render_held_out(h)),
         "## Attribution cost",
         "",
@@ -895,8 +896,10 @@ def main(argv: list[str] | None = None) -> int:
     doc["seconds"] = time.perf_counter() - t0
     out = args.out or (None if args.quick else "docs/accuracy")
     if out and Path(out + ".json").exists():  # keep the held-out runs a development re-run did not touch
+        from benchmarks.held_out_accuracy import SETS
+
         stored = json.loads(Path(out + ".json").read_text())
-        for key in ("held_out", "held_out_4"):
+        for key in [k for _, _, k in SETS.values()] + ["share_rows"]:
             if key in stored:
                 doc[key] = stored[key]
     text = render(doc)

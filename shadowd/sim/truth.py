@@ -251,7 +251,9 @@ def tenant_truth_errors(
         policies[pol] = _compare(att.llmvisor_measured_ms[rows], shapley, inv, names, se)
     extra = {}
     if model is not None:
-        extra["model_shapley"] = _compare(_model_shapley(model, batch, steps, seed), shapley, inv, names, se)
+        extra["model_shapley"] = _compare(
+            model_shapley_rows(model, batch, steps, seed), shapley, inv, names, se
+        )
     return {
         **extra,
         "llmvisor": policies[attribution.policy],
@@ -264,7 +266,7 @@ def tenant_truth_errors(
     }
 
 
-def _model_shapley(model: LLMVisorModel, batch: StepBatch, steps: np.ndarray, seed: int) -> np.ndarray:
+def model_shapley_rows(model: LLMVisorModel, batch: StepBatch, steps: np.ndarray, seed: int) -> np.ndarray:
     """The model's own Shapley values on ``steps``' rows, in the order ``step_shapley`` gives
     them (step by step, ascending), rescaled per step to its measured latency."""
     sub = batch.select_steps(np.isin(np.arange(batch.num_steps), steps))
