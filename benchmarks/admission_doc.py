@@ -380,21 +380,27 @@ def _wake(section: dict[str, Any], cost: dict[str, Any] | None) -> str:
             for r in data
         ),
     ]
-    lo, hi = data[0], data[-1]
+    short = [r["submit_cpu_us"] for r in data if r["busy_ms"] <= 2]
+    long = [r["submit_cpu_us"] for r in data if r["busy_ms"] >= 6]
     lines = [
         "### The hand-over's wake-up",
         "",
-        "`charger.submit` is one put on a queue the charge thread waits on; what that costs the engine",
-        "thread is mostly waking the other CPU.  Here it is alone (a charge that does nothing): the",
+        "`charger.submit` is one put on a queue the charge thread waits on.  Here it is alone (a",
+        "charge that does nothing): the",
         "engine thread computes for a while (as it schedules a step), hands over, then waits "
         f"{data[0]['gpu_wait_s'] * 1e3:g} ms",
         "(the GPU's part: the charge thread answers then), so the charge thread's CPU idles for about",
         "the busy time between wake-ups.  The put cost the engine thread "
-        f"{lo['submit_cpu_us']} µs of CPU after {lo['busy_ms']:g} ms of",
-        f"work and {hi['submit_cpu_us']} µs after {hi['busy_ms']:g} ms: waking a CPU that has idled longer costs",
+        f"{min(short)}-{max(short)} µs of CPU after 2 ms of work or less",
+        f"and {min(long)}-{max(long)} µs after 6 ms or more: waking a CPU that has idled longer costs",
         "the waker more on this machine (a virtual machine: likely the host halting idle virtual CPUs,",
         "which this run does not measure).",
     ]
+    alone = [r["put_unwaited_cpu_us"] for r in data if "put_unwaited_cpu_us" in r]
+    if alone:
+        lines.append(
+            f"The same put on a queue no thread waits on cost {min(alone)}-{max(alone)} µs: the rest is the wake-up."
+        )
     steps = {
         f"{r['requests_per_step']} {r['workload']}": r["scheduler_cpu_us_per_step"]
         for r in (cost or {}).get("data", [])
@@ -407,7 +413,7 @@ def _wake(section: dict[str, Any], cost: dict[str, Any] | None) -> str:
             "between hand-overs, was "
             + " and ".join(f"{steps[k] / 1e3:.2f} ms at {k}" for k in shown)
             + ", so the",
-            "same hand-over costs more at large batches, and more where the host halts idle CPUs.",
+            "same hand-over costs more at large batches.",
         ]
     return "\n".join([*lines, "", *rows, "", _meta(section)])
 

@@ -517,8 +517,11 @@ def wake(gap_ms: float, wakes: int = 300) -> dict[str, Any]:
     thread's CPU and wall time per hand-over when it has computed for ``gap_ms`` since the last
     one, as the engine thread schedules a step, then ``GPU_WAIT_S`` of waiting (the charge thread
     answers then).  The charge thread's CPU idles for about that long between wake-ups; what
-    waking it costs the waker may grow with that idle time (a virtual CPU the host has halted),
-    which is why the hand-over's cost differs between workloads and machines."""
+    waking it costs the waker may grow with that idle time (on a virtual machine, perhaps the
+    host halting an idle virtual CPU), which is why the hand-over's cost differs between
+    workloads and machines.  The same put on a queue no thread waits on is timed beside it."""
+    import queue
+
     from shadowd.govern.charge_thread import ChargeThread
 
     charger = ChargeThread(lambda step: None, name="shadowd-bench-wake")
@@ -537,11 +540,17 @@ def wake(gap_ms: float, wakes: int = 300) -> dict[str, Any]:
             charger.result()
     finally:
         charger.close()
+    idle, alone_ns = queue.SimpleQueue(), 0  # the put itself: nobody to wake
+    for i in range(wakes):
+        c = cpu()
+        idle.put(i)
+        alone_ns += cpu() - c
     return {
         "busy_ms": gap_ms,
         "wakes": wakes,
         "submit_cpu_us": round(cpu_ns / wakes / 1e3, 2),
         "submit_wall_us": round(wall_ns / wakes / 1e3, 2),
+        "put_unwaited_cpu_us": round(alone_ns / wakes / 1e3, 2),
         "gpu_wait_s": GPU_WAIT_S,
     }
 

@@ -139,4 +139,5 @@ def test_wake_times_the_hand_over_alone_and_the_charge_thread_ends():
     assert r["wakes"] == 20 and r["busy_ms"] == 0.2
     # One thread's CPU time within an interval cannot exceed the interval's wall time.
     assert 0 < r["submit_cpu_us"] <= r["submit_wall_us"] + 0.5
+    assert 0 < r["put_unwaited_cpu_us"]
     assert not any(t.name == "shadowd-bench-wake" for t in threading.enumerate())
