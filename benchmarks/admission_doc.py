@@ -54,6 +54,8 @@ daemon) by `tests/daemon/test_governor_status.py`.
     SHADOWD_GOVERN_STATUS=/run/shadowd/governor.json   # default: beside the state file (mode on)
     SHADOWD_GOVERN_PREEMPT=over-served      # optional: KV-pressure victims from the most over-served tenant
     SHADOWD_GOVERN_CHARGE=inline            # optional: charge each step on the engine thread (default: thread)
+    SHADOWD_GOVERN_CHARGE_CPU=any           # optional: the charge thread where the kernel puts it (default: engine,
+                                            # held to the CPU the engine thread last ran on)
 
 Off, the mixin leaves vLLM's FCFS queue in place: the same batches, step by step, as the
 untouched scheduler (`tests/govern/test_vllm.py`).  With vLLM's `priority` policy it stays off.
@@ -222,6 +224,14 @@ def _charge_thread(data: list[dict[str, Any]]) -> list[str]:
         "That CPU is above what the same charge costs inline (`governor.on_schedule` in the breakdown",
         "below): it is spent on another thread, not saved.",
         "The same charges and admissions as the inline charge, bit for bit: `tests/govern/test_charge_thread.py`.",
+        *(
+            [
+                "The charge thread ran held to the CPU the engine thread last ran on",
+                '(`SHADOWD_GOVERN_CHARGE_CPU=engine`, the default; see "The hand-over\'s wake-up" below).',
+            ]
+            if data[0].get("charge_cpu") == "engine"
+            else []
+        ),
         "",
     ]
 
@@ -244,7 +254,7 @@ def _cost_history(section: dict[str, Any]) -> list[str]:
         "Governor net cost in % of the untouched scheduler's own step, run by run (the machine's speed",
         "moves the microseconds above from day to day; the untouched scheduler's own cost per step, in",
         "the third column, shows by how much; *charged*: `inline` on the engine thread, `thread` on the",
-        "charge thread):",
+        "charge thread, `thread, engine CPU` on the charge thread held to the engine thread's CPU):",
         "",
         head,
         "|" + "---|" * (len(keys) + 3),
@@ -254,6 +264,8 @@ def _cost_history(section: dict[str, Any]) -> list[str]:
         steady = by.get((256, "steady"), {}).get("scheduler_cpu_us_per_step", "–")
         cells = " | ".join(str(by[k]["governor_pct_of_step"]) if k in by else "–" for k in keys)
         charged = run["data"][0].get("charge", "inline") if run["data"] else "–"
+        if charged == "thread" and run["data"][0].get("charge_cpu") == "engine":
+            charged = "thread, engine CPU"
         lines.append(f"| {run['meta']['at'][:16]} | {charged} | {steady} | {cells} |")
     return lines
 
@@ -370,18 +382,24 @@ def _engine_reading(r: dict[str, Any], col: str) -> str:
 
 def _wake(section: dict[str, Any], cost: dict[str, Any] | None) -> str:
     """The hand-over alone against the engine thread's busy time between hand-overs
-    (``benchmarks/govern_cost.py --wake``): why the same put costs more at large batches."""
+    (``benchmarks/govern_cost.py --wake``): why the same put costs more at large batches, and
+    what holding the charge thread to the engine thread's CPU does to it."""
     data = section["data"]
+    free = [r for r in data if r.get("charge_cpu", "any") == "any"]
+    held = {r["busy_ms"]: r for r in data if r.get("charge_cpu") == "engine"}
     rows = [
-        "| engine thread busy between hand-overs, ms | hand-overs | engine thread CPU µs per hand-over | wall µs |",
-        "|---:|---:|---:|---:|",
-        *(
-            f"| {r['busy_ms']:g} | {r['wakes']} | {r['submit_cpu_us']} | {r['submit_wall_us']} |"
-            for r in data
-        ),
+        "| engine thread busy between hand-overs, ms | hand-overs | charge thread anywhere: engine thread "
+        "CPU µs per hand-over | wall µs | held to the engine thread's CPU: CPU µs | wall µs |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
-    short = [r["submit_cpu_us"] for r in data if r["busy_ms"] <= 2]
-    long = [r["submit_cpu_us"] for r in data if r["busy_ms"] >= 6]
+    for r in free:
+        h = held.get(r["busy_ms"])
+        rows.append(
+            f"| {r['busy_ms']:g} | {r['wakes']} | {r['submit_cpu_us']} | {r['submit_wall_us']} | "
+            f"{h['submit_cpu_us'] if h else '–'} | {h['submit_wall_us'] if h else '–'} |"
+        )
+    short = [r["submit_cpu_us"] for r in free if r["busy_ms"] <= 2]
+    long = [r["submit_cpu_us"] for r in free if r["busy_ms"] >= 6]
     lines = [
         "### The hand-over's wake-up",
         "",
@@ -390,8 +408,8 @@ def _wake(section: dict[str, Any], cost: dict[str, Any] | None) -> str:
         "engine thread computes for a while (as it schedules a step), hands over, then waits "
         f"{data[0]['gpu_wait_s'] * 1e3:g} ms",
         "(the GPU's part: the charge thread answers then), so the charge thread's CPU idles for about",
-        "the busy time between wake-ups.  The put cost the engine thread "
-        f"{min(short)}-{max(short)} µs of CPU after 2 ms of work or less",
+        "the busy time between wake-ups.  With the charge thread wherever the kernel puts it, the put",
+        f"cost the engine thread {min(short)}-{max(short)} µs of CPU after 2 ms of work or less",
         f"and {min(long)}-{max(long)} µs after 6 ms or more: waking a CPU that has idled longer costs",
         "the waker more on this machine (a virtual machine: likely the host halting idle virtual CPUs,",
         "which this run does not measure).",
@@ -401,6 +419,12 @@ def _wake(section: dict[str, Any], cost: dict[str, Any] | None) -> str:
         lines.append(
             f"The same put on a queue no thread waits on cost {min(alone)}-{max(alone)} µs: the rest is the wake-up."
         )
+    if held:
+        cpu = [r["submit_cpu_us"] for r in held.values()]
+        lines += [
+            "Held to the CPU the engine thread runs on (`SHADOWD_GOVERN_CHARGE_CPU=engine`, the default),",
+            f"the charge thread is woken where the waker is: {min(cpu)}-{max(cpu)} µs at every busy time.",
+        ]
     steps = {
         f"{r['requests_per_step']} {r['workload']}": r["scheduler_cpu_us_per_step"]
         for r in (cost or {}).get("data", [])
@@ -412,8 +436,8 @@ def _wake(section: dict[str, Any], cost: dict[str, Any] | None) -> str:
             "In the stored cost run above the untouched scheduler's own CPU per step, about the time",
             "between hand-overs, was "
             + " and ".join(f"{steps[k] / 1e3:.2f} ms at {k}" for k in shown)
-            + ", so the",
-            "same hand-over costs more at large batches.",
+            + ", so with the charge thread",
+            "anywhere the same hand-over costs more at large batches.",
         ]
     return "\n".join([*lines, "", *rows, "", _meta(section)])
 

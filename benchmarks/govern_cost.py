@@ -352,6 +352,9 @@ def measure(
         "governor_pct_of_step": round(100 * median(net) / median(us["plain"]), 2),
         "charge": "thread",
         "queue_rekeyed_on": "thread",  # the charge thread re-keys the queue after the charge
+        # "engine": the charge thread held to the engine thread's CPU (it followed it throughout)
+        "charge_cpu": "engine" if g.charger is not None and g.charger.following else "any",
+        "charge_thread_moves": g.charger.moves if g.charger is not None else 0,
         "charge_thread_us_per_step": round(median(thread_us), 2),
         "engine_wait_us_per_step": round(median(wait_us), 2),
         "gpu_wait_s": GPU_WAIT_S,
@@ -512,19 +515,21 @@ def breakdown(
 WAKE_GAPS_MS = (0.2, 1.0, 2.0, 6.0, 20.0)
 
 
-def wake(gap_ms: float, wakes: int = 300) -> dict[str, Any]:
+def wake(gap_ms: float, wakes: int = 300, follow: bool = False) -> dict[str, Any]:
     """The hand-over alone (``ChargeThread.submit``, a charge that does nothing): the engine
     thread's CPU and wall time per hand-over when it has computed for ``gap_ms`` since the last
     one, as the engine thread schedules a step, then ``GPU_WAIT_S`` of waiting (the charge thread
     answers then).  The charge thread's CPU idles for about that long between wake-ups; what
     waking it costs the waker may grow with that idle time (on a virtual machine, perhaps the
     host halting an idle virtual CPU), which is why the hand-over's cost differs between
-    workloads and machines.  The same put on a queue no thread waits on is timed beside it."""
+    workloads and machines.  ``follow``: the charge thread held to the engine thread's CPU, as
+    the governor runs it by default (``SHADOWD_GOVERN_CHARGE_CPU=engine``), so the wake-up stays
+    on one CPU.  The same put on a queue no thread waits on is timed beside it."""
     import queue
 
     from shadowd.govern.charge_thread import ChargeThread
 
-    charger = ChargeThread(lambda step: None, name="shadowd-bench-wake")
+    charger = ChargeThread(lambda step: None, name="shadowd-bench-wake", follow=follow)
     cpu, wall, now = time.thread_time_ns, time.perf_counter_ns, time.perf_counter
     cpu_ns = wall_ns = 0
     try:
@@ -547,6 +552,7 @@ def wake(gap_ms: float, wakes: int = 300) -> dict[str, Any]:
         alone_ns += cpu() - c
     return {
         "busy_ms": gap_ms,
+        "charge_cpu": "engine" if charger.following else "any",
         "wakes": wakes,
         "submit_cpu_us": round(cpu_ns / wakes / 1e3, 2),
         "submit_wall_us": round(wall_ns / wakes / 1e3, 2),
@@ -606,7 +612,8 @@ def main(argv: list[str] | None = None) -> None:
     if a.breakdown:
         store_section("govern_cost_breakdown", [breakdown(n, w) for n, w in BREAKDOWN], args)
     elif a.wake:
-        store_section("govern_cost_wake", [wake(ms) for ms in WAKE_GAPS_MS], args)
+        rows = [wake(ms, follow=follow) for ms in WAKE_GAPS_MS for follow in (False, True)]
+        store_section("govern_cost_wake", rows, args)
     elif a.engine_side:
         cells = [breakdown(n, w, charge="thread") for n, w in BREAKDOWN]
         store_section("govern_cost_engine_side", cells, args)

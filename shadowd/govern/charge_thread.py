@@ -10,6 +10,16 @@ charges, and every admission made from them, are the ones the inline charge make
 (``tests/govern/test_charge_thread.py``; the hand-off itself: ``tests/govern/test_charge_answer.py``).
 Cost on the engine thread: ``benchmarks/govern_cost.py`` (``docs/admission.md``).
 
+Where this thread runs (``follow``, on by default): on the CPU the engine thread last ran on,
+looked up at most once a ``FOLLOW_EVERY_S`` and the thread moved when it changed.  Waking a
+thread on another CPU costs the waker more the longer that CPU has idled, and a step's hand-over
+comes after the engine thread has computed for the whole step (``benchmarks/govern_cost.py
+--wake``); woken on its own CPU it costs far less, and the charge reads the state the engine
+thread just wrote from the same caches.  Nothing is lost in parallel: the two threads take turns
+on the interpreter anyway, and the charge runs while the engine thread waits on the GPU.
+Following is Linux's (the engine thread's CPU is read from ``/proc``); where it cannot be read
+or set, the thread stays where the kernel puts it (``following`` turns false).
+
 >>> t = ChargeThread(lambda step: [step * 2])
 >>> t.submit(21); t.result()
 [42]
@@ -18,6 +28,8 @@ Cost on the engine thread: ``benchmarks/govern_cost.py`` (``docs/admission.md``)
 
 from __future__ import annotations
 
+import logging
+import os
 import queue
 import threading
 import time
@@ -26,7 +38,30 @@ from typing import Any
 
 WAIT_S = 1.0  # how often a wait for a result checks that the thread still runs
 MAX_WAIT_S = 5.0  # a charge takes microseconds: no answer in this long, and the thread is given up
+FOLLOW_EVERY_S = 1.0  # how often the thread looks up which CPU the engine thread runs on
 _STOP = object()
+log = logging.getLogger("shadowd.govern")
+
+
+def cpu_of(tid: int) -> int:
+    """The CPU thread ``tid`` of this process last ran on (Linux's ``/proc``).
+
+    >>> import sys, threading
+    >>> sys.platform != "linux" or cpu_of(threading.get_native_id()) in os.sched_getaffinity(0)
+    True
+    """
+    with open(f"/proc/self/task/{tid}/stat", "rb") as f:
+        return cpu_in_stat(f.read())
+
+
+def cpu_in_stat(stat: bytes) -> int:
+    """Field 39 (``processor``) of a ``stat`` line, counted after the command name, which is in
+    parentheses and may itself hold spaces and parentheses.
+
+    >>> cpu_in_stat(b"7 (a (b) c) S" + b" 0" * 35 + b" 3 0 0")
+    3
+    """
+    return int(stat[stat.rindex(b")") + 2 :].split()[36])
 
 
 class ChargeThreadDied(RuntimeError):
@@ -35,8 +70,21 @@ class ChargeThreadDied(RuntimeError):
 
 
 class ChargeThread:
-    def __init__(self, charge: Callable[[Any], Any], name: str = "shadowd-govern-charge") -> None:
+    def __init__(
+        self,
+        charge: Callable[[Any], Any],
+        name: str = "shadowd-govern-charge",
+        *,
+        follow: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._charge = charge  # step -> its result; catches its own errors (see ``Governor``)
+        self.following = follow and hasattr(os, "sched_setaffinity")  # see the module docstring
+        self.cpu: int | None = None  # the CPU this thread is held to (the engine thread's), if any
+        self.moves = 0  # times it moved after the engine thread
+        self._engine_tid: int | None = None  # the submitting thread's native id, from its first step
+        self._clock = clock
+        self._home: set[int] | None = None  # this thread's CPUs before it first followed
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         # The answer is handed back through attributes, not a queue: the engine thread reads a
         # charge already done (the common case: it was made in the GPU wait) with no lock taken.
@@ -56,6 +104,8 @@ class ChargeThread:
     def submit(self, step: Any) -> None:
         """Engine thread: hand ``step`` over; never blocks."""
         self._asked += 1
+        if self._engine_tid is None:
+            self._engine_tid = threading.get_native_id()
         self._jobs.put(step)
 
     def result(self) -> Any:
@@ -86,9 +136,32 @@ class ChargeThread:
         if self._thread is not threading.current_thread() and not self.abandoned:
             self._thread.join(timeout=MAX_WAIT_S)
 
+    def _follow(self) -> None:
+        """Hold this thread to the CPU the engine thread last ran on; where that cannot be read or
+        set, stop following (the kernel places the thread, as without following)."""
+        try:
+            if self._home is None:
+                self._home = os.sched_getaffinity(0)  # where the kernel may put it, as created
+            cpu = cpu_of(self._engine_tid)  # type: ignore[arg-type]
+            if cpu != self.cpu:
+                os.sched_setaffinity(0, {cpu})  # 0: this thread
+                self.cpu, self.moves = cpu, self.moves + 1
+        except (OSError, ValueError, IndexError, TypeError) as exc:
+            self.following, self.cpu = False, None
+            log.warning("shadowd governor: the charge thread cannot follow the engine thread's CPU: %r", exc)
+            if self._home is not None:  # back to where it was created to run
+                try:
+                    os.sched_setaffinity(0, self._home)
+                except OSError:
+                    pass
+
     def _run(self) -> None:
         jobs, wake, charge, cpu = self._jobs, self._wake, self._charge, time.thread_time_ns
+        look = 0.0  # the clock's time of the next look at the engine thread's CPU
         while (step := jobs.get()) is not _STOP and not self.abandoned:
+            if self.following and self._clock() >= look:
+                look = self._clock() + FOLLOW_EVERY_S
+                self._follow()
             c = cpu()
             result = charge(step)
             self.cpu_ns += cpu() - c

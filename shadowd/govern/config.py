@@ -16,6 +16,9 @@
                            own while the engine waits on the GPU (:mod:`shadowd.govern.charge_thread`);
                            ``inline``: in the engine thread, after ``schedule``.  The same charges
                            and admissions either way.
+``SHADOWD_GOVERN_CHARGE_CPU`` ``engine`` (default): the charge thread runs on the CPU the engine
+                           thread last ran on, followed once a second (a hand-over to another CPU
+                           costs the engine thread more); ``any``: where the kernel puts it.
 ``SHADOWD_GOVERN_TENANTS`` tenant weights and caps: inline ``acme=2,beta=1:500`` (weight, optional
                            cap in attributed ms per second) or the path of a JSON file
                            ``{"weights": {...}, "caps_ms_per_s": {...}, "default_weight": 1}``.
@@ -34,6 +37,7 @@ from pathlib import Path
 MODES = ("off", "on", "vtc")
 PREEMPT = ("vllm", "over-served")
 CHARGE = ("inline", "thread")
+CHARGE_CPU = ("engine", "any")
 MAX_TENANTS = 1024  # configured tenants, and tenants the ledger tracks (the rest share OTHER)
 MAX_FILE_BYTES = 65536
 MAX_WEIGHT = 1e6
@@ -135,6 +139,7 @@ class GovernConfig:
     status_file: str | None = None  # None: beside the state file in mode "on"; "off": none
     preempt: str = "vllm"  # "over-served": preemption victims from the most over-served tenant
     charge: str = "inline"  # "thread": steps charged off the engine thread (the environment's default)
+    charge_cpu: str = "engine"  # "any": the charge thread where the kernel puts it
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -143,6 +148,8 @@ class GovernConfig:
             raise ValueError(f"SHADOWD_GOVERN_PREEMPT={self.preempt!r}: expected one of {PREEMPT}")
         if self.charge not in CHARGE:
             raise ValueError(f"SHADOWD_GOVERN_CHARGE={self.charge!r}: expected one of {CHARGE}")
+        if self.charge_cpu not in CHARGE_CPU:
+            raise ValueError(f"SHADOWD_GOVERN_CHARGE_CPU={self.charge_cpu!r}: expected one of {CHARGE_CPU}")
 
     @property
     def enabled(self) -> bool:
@@ -170,4 +177,5 @@ class GovernConfig:
             status_file=(env.get("SHADOWD_GOVERN_STATUS") or "").strip() or None,
             preempt=(env.get("SHADOWD_GOVERN_PREEMPT") or "vllm").strip().lower(),
             charge=(env.get("SHADOWD_GOVERN_CHARGE") or "thread").strip().lower(),
+            charge_cpu=(env.get("SHADOWD_GOVERN_CHARGE_CPU") or "engine").strip().lower(),
         )

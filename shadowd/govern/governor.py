@@ -100,7 +100,11 @@ class Governor:
         self.victim_orderings = 0  # steps whose running list was put in over-served order
         path = config.status_path
         self.status_file = StatusFile(path) if path else None
-        self.charger = ChargeThread(self._charge_off_thread) if config.charge == "thread" else None
+        self.charger = (
+            ChargeThread(self._charge_off_thread, follow=config.charge_cpu == "engine")
+            if config.charge == "thread"
+            else None
+        )
 
     # -- per request -----------------------------------------------------------------------------
     def facts_of(self, request: Any) -> RequestFacts:
@@ -541,12 +545,21 @@ class Governor:
             "platform_key": self.config.platform_key,
             "charging": "attributed" if verdict.go else "vtc",
             "charged_on": "thread" if self.charger is not None else "inline",
+            "charge_cpu": self._charge_cpu(),
             "reason": verdict.reason,
             "model_version": verdict.model_version,
             "switches": dict(self.switches),
             "steps_charged": dict(self.steps_charged),
             "errors": self.errors,
         }
+
+    def _charge_cpu(self) -> str | None:
+        """Where the charge thread runs: ``engine`` (held to the engine thread's CPU), ``any``
+        (where the kernel puts it: asked for, or following failed); ``None`` charged inline."""
+        charger = self.charger
+        if charger is None:
+            return None
+        return "engine" if charger.following else "any"
 
     def status(self) -> dict[str, Any]:
         """Counters for logs, tests and the replay: what the status file carries, and per-tenant

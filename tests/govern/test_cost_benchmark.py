@@ -134,9 +134,11 @@ def test_every_step_workload_has_one_arrival_and_one_completion_a_step():
     assert r["arrivals_per_step"] == 1.0 and r["workload"] == "every-step"
 
 
-def test_wake_times_the_hand_over_alone_and_the_charge_thread_ends():
-    r = govern_cost.wake(0.2, wakes=20)
+@pytest.mark.parametrize("follow", [False, True])
+def test_wake_times_the_hand_over_alone_and_the_charge_thread_ends(follow):
+    r = govern_cost.wake(0.2, wakes=20, follow=follow)
     assert r["wakes"] == 20 and r["busy_ms"] == 0.2
+    assert r["charge_cpu"] == ("engine" if follow else "any")
     # One thread's CPU time within an interval cannot exceed the interval's wall time.
     assert 0 < r["submit_cpu_us"] <= r["submit_wall_us"] + 0.5
     assert 0 < r["put_unwaited_cpu_us"]
