@@ -15,8 +15,10 @@ looked up at most once a ``FOLLOW_EVERY_S`` and the thread moved when it changed
 thread on another CPU costs the waker more the longer that CPU has idled, and a step's hand-over
 comes after the engine thread has computed for the whole step (``benchmarks/govern_cost.py
 --wake``); woken on its own CPU it costs far less, and the charge reads the state the engine
-thread just wrote from the same caches.  Nothing is lost in parallel: the two threads take turns
-on the interpreter anyway, and the charge runs while the engine thread waits on the GPU.
+thread just wrote from the same caches.  Little is lost in parallel: the two threads take turns
+on the interpreter anyway, and the charge runs while the engine thread waits on the GPU; only
+work the engine thread does with the interpreter released (in C) would share its CPU with the
+charge, where ``SHADOWD_GOVERN_CHARGE_CPU=any`` gives the charge a CPU of the kernel's choosing.
 Following is Linux's (the engine thread's CPU is read from ``/proc``); where it cannot be read
 or set, the thread stays where the kernel puts it (``following`` turns false).
 
