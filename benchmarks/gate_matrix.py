@@ -153,7 +153,8 @@ def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
         alarm_confirmation=r.get("alarm_confirmation"),
         tenants_run=r.get("tenants"),
         refits=[
-            {k: x.get(k) for k in ("step", "parent", "version", "why", "steps")} for x in r.get("refits", [])
+            {k: x.get(k) for k in ("step", "parent", "version", "why", "steps", "kind")}
+            for x in r.get("refits", [])
         ],
     )
     return out

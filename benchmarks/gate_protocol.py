@@ -1332,6 +1332,38 @@ PROTOCOL = {
             "before its own run; no design was changed after it was declared."
         ),
     },
+    "held_out_44": {
+        "platforms": ["H200 SXM tables (as in held-out 1-43: no other unseen tables exist)"],
+        "models": [
+            "stablelm-3b-4e1t tp1 (after the public config of Stability AI's StableLM 3B 4E1T, "
+            "added for the accuracy study's held-out-44 as benchmarks/models/stablelm-3b-4e1t; "
+            "never run by any gate set): 32 layers of hidden 2,560, 32 heads of 80 dimensions "
+            "(full multi-head attention), an MLP of 6,912, a 50,304 vocabulary, 4,096 positions"
+        ],
+        "tenants": [
+            "arXiv-summarisation length statistics at 1 req/s as tenant a, the Azure 2023 "
+            "conversation trace at 3 req/s as tenant b, ServeGen client 10 at 12 req/s as tenant "
+            "c; every source used before, this model, these rates and seeds not (held-out 40 ran "
+            "the conversation trace and client 10 at 3 and 10 req/s beside ShareGPT); ShareGPT "
+            "length statistics at 2 req/s as the new heavy tenant (Poisson arrivals)"
+        ],
+        "seeds": "4501-4513 (4511 and 4512 reserved for the accuracy study's saturated and light runs)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "The set for design r43, declared after r43 was built on held-out 40-43's rows "
+            "(development data for it from here on; their short, 12,000- and 30,000-step rows "
+            "re-run under it) and before any run of this set. Faults armed as held-out 43's "
+            "(`@go:7000`, 12,000 steps); H44-steady-12k (seed 4513) runs their timeline with "
+            "nothing injected. Rates sized from the sources' mean prompt lengths as stated in "
+            "earlier sets' notes (arXiv 2,578 cut by the model's 4,096 positions, Azure "
+            "conversation 1,150, ServeGen client 10 as held-out 40 ran it): for a 2.8B model on "
+            "one GPU, lighter per token than held-out 43's 15B on two. One 800-step machinery "
+            "check of the new config on the built-in platform (seed 99) was run first; its "
+            "verdict was not read. H44-ramp-30k and H44-swing-30k (seeds 4502, 4503) and "
+            "H44-swing-long (H44-swing-30k's seed and load, 800,000 steps: the false-alarm bound) "
+            "declared with the set."
+        ),
+    },
 }
 
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":

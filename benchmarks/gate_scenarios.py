@@ -219,6 +219,11 @@ HELD43_BASE = _h200(
     2,
     ("a=azure-code:2", "b=servegen:27:12", "c=lengths:sharegpt:0.8"),
 )
+HELD44_BASE = _h200(
+    "benchmarks/models/stablelm-3b-4e1t",
+    1,
+    ("a=lengths:arxiv:1", "b=azure-conv:3", "c=servegen:10:12"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -258,6 +263,7 @@ ARMED_SETS = {
     "41": 12000,
     "42": 12000,
     "43": 12000,
+    "44": 12000,
 }
 LONG_FAULT_SETS = {
     "5",
@@ -440,6 +446,7 @@ def _scenarios() -> list[Scenario]:
         ("41", HELD41_BASE, 4200, "lengths:sharegpt:2"),
         ("42", HELD42_BASE, 4300, "lengths:arxiv:1.5"),
         ("43", HELD43_BASE, 4400, "azure-conv:3"),
+        ("44", HELD44_BASE, 4500, "lengths:sharegpt:2"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -626,6 +633,8 @@ def _scenarios() -> list[Scenario]:
         ("H42-swing-30k", "held_out_42", HELD42_BASE, SWING_30K, 4303, "swing:0.3:3:150"),
         ("H43-ramp-30k", "held_out_43", HELD43_BASE, RAMP_30K, 4402, "ramp:0.3:3:300"),
         ("H43-swing-30k", "held_out_43", HELD43_BASE, SWING_30K, 4403, "swing:0.3:3:150"),
+        ("H44-ramp-30k", "held_out_44", HELD44_BASE, RAMP_30K, 4502, "ramp:0.3:3:300"),
+        ("H44-swing-30k", "held_out_44", HELD44_BASE, SWING_30K, 4503, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -690,6 +699,7 @@ def _scenarios() -> list[Scenario]:
         ("H41-steady-12k", "held_out_41", HELD41_BASE, 4213, steady_12k, timeline),
         ("H42-steady-12k", "held_out_42", HELD42_BASE, 4313, steady_12k, timeline),
         ("H43-steady-12k", "held_out_43", HELD43_BASE, 4413, steady_12k, timeline),
+        ("H44-steady-12k", "held_out_44", HELD44_BASE, 4513, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
@@ -700,6 +710,7 @@ def _scenarios() -> list[Scenario]:
         ("H40-swing-long", "held_out_40", HELD40_BASE, 4103, swing_long, swing),
         ("H41-swing-long", "held_out_41", HELD41_BASE, 4203, swing_long, swing),
         ("H43-swing-long", "held_out_43", HELD43_BASE, 4403, swing_long, swing),
+        ("H44-swing-long", "held_out_44", HELD44_BASE, 4503, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -744,6 +755,7 @@ def _scenarios() -> list[Scenario]:
         ("41", HELD41_BASE, 4210),
         ("42", HELD42_BASE, 4310),
         ("43", HELD43_BASE, 4410),
+        ("44", HELD44_BASE, 4510),
     ):
         out.append(
             Scenario(

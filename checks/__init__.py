@@ -21,6 +21,7 @@ from checks.domain import feature_domain
 from checks.drift_calibration import DriftCalibration
 from checks.drift_event import DriftEvent
 from checks.envelope import EnvelopeMonitor, WorkloadEnvelope
+from checks.envelope_extension import BeyondClass, extension_decision
 from checks.evidence import ClassAccuracy, Evidence
 from checks.fault_sensitivity import FAULT_BUDGET_STEPS, FAULT_SHIFT, detection_delay, dulled
 from checks.gate import Gate, GateState
@@ -62,6 +63,7 @@ __all__ = [
     "strata",
     "stratum",
     "AdwinDetector",
+    "BeyondClass",
     "BlockSpread",
     "CheckResult",
     "ClassError",
@@ -108,6 +110,7 @@ __all__ = [
     "nnls_fit",
     "largest_level_shift",
     "largest_level_shift_within",
+    "extension_decision",
     "refit_decision",
     "time_invariant",
     "relative_residual",

@@ -27,6 +27,7 @@ from design r21, a p1 floor under tokens per step);
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -168,6 +169,57 @@ class WorkloadEnvelope:
                 off |= np.asarray(kv_tokens, float) > self.max_decode_kv_tokens
             inside &= ~(np.asarray(decode, bool) & off)
         return inside
+
+    def covering(
+        self,
+        *,
+        max_context: np.ndarray,
+        batch_size: np.ndarray,
+        tokens: np.ndarray,
+        decode: np.ndarray,
+        kv_tokens: np.ndarray,
+        margin: float = 0.0,
+    ) -> WorkloadEnvelope:
+        """This envelope widened so the given steps lie inside it: each limit some of them lie
+        beyond moves past their extreme by ``margin`` (as ``from_calibration`` widens what
+        calibration saw); the limits none of them passes stay.  Design r43 (``checks.envelope_extension``): the
+        steps a model was validated on beyond its envelope.  ``decode`` (bool[S]) marks the
+        decode-only steps, the only ones the ``decode_*`` limits judge.
+
+        >>> env = WorkloadEnvelope(max_context=4096, max_batch_size=32.0, max_tokens_per_step=2048,
+        ...                        max_decode_kv_tokens=10000.0)
+        >>> wide = env.covering(max_context=np.array([100, 100]), batch_size=np.array([8, 40]),
+        ...     tokens=np.array([8, 40]), decode=np.array([True, True]),
+        ...     kv_tokens=np.array([20000, 900]), margin=0.5)
+        >>> wide.max_batch_size, wide.max_decode_kv_tokens, wide.max_context, wide.max_tokens_per_step
+        (60.0, 30000.0, 4096, 2048)
+        >>> env.covering(max_context=np.array([4000]), batch_size=np.array([30]), tokens=np.array([30]),
+        ...     decode=np.array([False]), kv_tokens=np.array([0]), margin=0.5) == env   # none beyond
+        True
+        """
+        m = 1.0 + margin
+        bs = np.asarray(batch_size, float)
+        tok = np.asarray(tokens, float)
+        dec = np.asarray(decode, bool)
+
+        def up(limit: float, seen: np.ndarray) -> float:  # moved only where a step is beyond
+            return float(seen.max()) * m if len(seen) and seen.max() > limit else limit
+
+        def down(limit: float, seen: np.ndarray) -> float:
+            return float(seen.min()) / m if len(seen) and seen.min() < limit else limit
+
+        own, kv = bs[dec], np.asarray(kv_tokens, float)[dec]
+        return dataclasses.replace(
+            self,
+            max_context=int(up(self.max_context, np.asarray(max_context, float))),
+            max_batch_size=up(self.max_batch_size, bs),
+            max_tokens_per_step=int(up(self.max_tokens_per_step, tok)),
+            min_batch_size=down(self.min_batch_size, bs),
+            min_tokens_per_step=down(self.min_tokens_per_step, tok),
+            max_decode_batch_size=up(self.max_decode_batch_size, own),
+            min_decode_batch_size=down(self.min_decode_batch_size, own),
+            max_decode_kv_tokens=up(self.max_decode_kv_tokens, kv),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -38,6 +38,12 @@ def save_model_version(
     )
 
 
+def replace_model_body(con: duckdb.DuckDBPyConnection, version: str, body: str) -> None:
+    """Store a new body for a stored version: its coefficients (and so its id) unchanged, what
+    travels with them (the workload envelope, widened by the daemon's design r43) changed."""
+    con.execute("UPDATE model_versions SET body = ? WHERE version = ?", [body, version])
+
+
 def latest_model_version(
     con: duckdb.DuckDBPyConnection, platform_key: str | None = None
 ) -> tuple[str, str] | None:

@@ -66,6 +66,9 @@ class Calibration:
     # A re-fit (``shadowd.daemon.refit``): the versions it descends from, oldest first, and why.
     lineage: tuple[str, ...] = ()
     reason: str = ""
+    # Design r43: its envelope was widened over steps it was validated on, not fitted on, so a
+    # re-fit is still asked for (``shadowd.daemon.refit``); in memory only.
+    extended: bool = False
     _dull: dict[str, str] | None = field(default=None, init=False, repr=False, compare=False)  # ``dull``
 
     def barely_held(self, min_steps: int) -> dict[str, str]:
@@ -229,6 +232,10 @@ class CalibrationSettings:
     # Design r36: a re-fit is also considered while GO is held through an inconclusive round
     # (shadowd.daemon.refit.vouching; why: DESIGN in benchmarks/gate_designs.py).
     refit_in_grace: bool = True
+    # Design r43: where no re-fit is installed, the model in force's envelope widens over the
+    # steps beyond it that it is validated on (checks.envelope_extension; why: DESIGN in
+    # benchmarks/gate_designs.py).
+    extend_envelope: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class

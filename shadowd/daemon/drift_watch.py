@@ -65,6 +65,15 @@ class DriftWatch:
             self.envelope = checks.EnvelopeMonitor(cal.envelope)
             self.version = cal.model.version
 
+    def extend(self, envelope: checks.WorkloadEnvelope) -> None:
+        """Design r43: steps are judged against ``envelope`` from here on, counted afresh; the
+        tenants seen beyond the old one stay known as new; the detectors are left alone."""
+        with self._lock:
+            old = self.envelope
+            self.envelope = checks.EnvelopeMonitor(envelope)
+            if old is not None:
+                self.envelope.new_tenants = dict(old.new_tenants)
+
     def observe(self, cols: StepColumns) -> None:
         with self._lock:
             monitor, envelope, version = self.monitor, self.envelope, self.version

@@ -122,7 +122,7 @@ class MetricSources:
     http_refused: Callable[[], dict[str, int]] | None = None
     service: ServiceStats | None = None
     governors: GovernorFiles | None = None  # the engines' governor status files
-    refits: Callable[[], dict[str, int]] | None = None  # re-fits installed / refused (design r3)
+    refits: Callable[[], dict[str, int]] | None = None  # re-fits installed / refused (r3), extensions (r43)
 
 
 class DaemonCollector(Collector):
@@ -209,7 +209,8 @@ class DaemonCollector(Collector):
         if src.refits is not None:
             yield _counts(
                 "shadowd_model_refits",
-                "Re-fits on traffic that left the calibration: installed, or refused by the guard",
+                "Re-fits on traffic that left the calibration: installed, or refused by the guard; "
+                "envelope extensions (design r43): extended, or not",
                 "outcome",
                 src.refits(),
             )

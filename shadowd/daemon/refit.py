@@ -42,18 +42,21 @@ from shadowd.steps.log_reader import Window, load_batch
 log = logging.getLogger("shadowd.refit")
 MAX_LINEAGE = 16  # versions whose steps count as the gate's evidence (the window bounds it too)
 SCORED_FRACTION = 0.5  # of a calibration window the model in force scores before a re-fit (r29)
+INSTALLED, GUARDED, DECLINED = "installed", "guarded", "declined"  # a re-fit's outcomes
 
 
 @dataclass
 class RefitRecord:
     """One re-fit considered: installed (``version`` set) or refused (``why``); ``at_s`` is the
-    time of the gate evaluation that asked for it (the gate's clock)."""
+    time of the gate evaluation that asked for it (the gate's clock).  An extension (design
+    r43) keeps its parent's version: ``version == parent`` when it was installed."""
 
     at_s: float
     parent: str
     version: str | None
     why: str
     steps: int
+    kind: str = "refit"  # or "extension" (design r43: the envelope widened, the model kept)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -70,6 +73,8 @@ class RegimeRefit:
     settings: Callable[[], CalibrationSettings]
     platform_key: Callable[[], dict[str, Any] | None]
     run_job: Callable[[Callable[[], None]], None] = lambda fn: fn()
+    # Design r43: installs the model in force again with a widened envelope (None: never extend).
+    extend: Callable[[Calibration], None] | None = None
     enabled: bool = True
     history: list[RefitRecord] = field(default_factory=list)
     state: str = "idle"  # -> refitting -> idle
@@ -78,11 +83,22 @@ class RegimeRefit:
     # on a window at least half new, so a refusal costs one fit per half window, not one per
     # gate evaluation.
     _tried: tuple[str, int] | None = None
+    _extend_tried: tuple[str, int] | None = None  # the same for an extension (design r43)
 
     @property
     def counts(self) -> dict[str, int]:
-        done = sum(1 for r in self.history if r.version)
-        return {"installed": done, "refused": len(self.history) - done}
+        """Re-fits installed and refused."""
+        return self._outcomes("refit", "installed", "refused")
+
+    @property
+    def extensions(self) -> dict[str, int]:
+        """Design r43: envelope extensions installed and refused."""
+        return self._outcomes("extension", "extended", "not_extended")
+
+    def _outcomes(self, kind: str, done: str, refused: str) -> dict[str, int]:
+        mine = [r for r in self.history if r.kind == kind]
+        n = sum(1 for r in mine if r.version)
+        return {done: n, refused: len(mine) - n}
 
     def consider(self, decision: dict[str, Any]) -> None:
         """Start a re-fit job if the gate saw traffic the model no longer covers. Never raises."""
@@ -96,23 +112,47 @@ class RegimeRefit:
         if not self.enabled or cal is None or vouching(decision, self.settings()):
             return
         reasons = triggers(decision.get("evidence") or {}, self.policy())
+        if cal.extended:  # design r43: covered by validation, not by a fit: a re-fit re-identifies
+            reasons += ("the envelope was extended over steps the model was not fitted on (design r43)",)
         if not reasons or not cal.window_steps:
             return
         with self._lock:
             if self.state != "idle":
                 return
-            scored = self._scored_steps(cal.model.version)
-            if scored < cal.window_steps * SCORED_FRACTION:
-                return  # not yet enough steps scored out of sample by this model
-            tried = self._tried
-            if tried and tried[0] == cal.model.version and scored < tried[1] + cal.window_steps // 2:
-                return  # refused on a window mostly the same as this one
-            self._tried = (cal.model.version, scored)
+            version = cal.model.version
+            scored = self._scored_steps(version)
+            refit = self._refit_due(cal, scored)
+            extend = self._extension_due(cal, scored, decision.get("evidence") or {})
+            if not (refit or extend):
+                return
+            if refit:
+                self._tried = (version, scored)
+            if extend:
+                self._extend_tried = (version, scored)
             self.state = "refitting"
         failing = tuple(c["name"] for c in decision.get("checks", []) if c.get("status") == "fail")
         at_s = float(decision.get("evaluated_at") or time.time())
         share = (decision.get("evidence") or {}).get("new_tenant_share")
-        self.run_job(lambda: self._refit(cal, reasons, failing, at_s, share))
+        self.run_job(lambda: self._refit(cal, reasons, failing, at_s, share, refit=refit, extend=extend))
+
+    def _refit_due(self, cal: Calibration, scored: int) -> bool:
+        """Half a window scored out of sample by the model in force (r29), and not refused on a
+        window mostly the same as this one."""
+        if scored < cal.window_steps * SCORED_FRACTION:
+            return False
+        tried = self._tried
+        return not (tried and tried[0] == cal.model.version and scored < tried[1] + cal.window_steps // 2)
+
+    def _extension_due(self, cal: Calibration, scored: int, evidence: dict[str, Any]) -> bool:
+        """Design r43: traffic beyond the envelope, extensions on, and a tenth of a window scored
+        since the last try for this model (each try attributes a window's steps again)."""
+        if self.extend is None or not self.settings().extend_envelope:
+            return False
+        frac = evidence.get("extrapolated_fraction")
+        if frac is None or frac <= self.policy().max_extrapolated_fraction:
+            return False
+        tried = self._extend_tried
+        return not (tried and tried[0] == cal.model.version and scored < tried[1] + cal.window_steps // 10)
 
     def _scored_steps(self, version: str) -> int:
         return int(
@@ -128,14 +168,65 @@ class RegimeRefit:
         failing: tuple[str, ...],
         at_s: float,
         new_tenant_share: float | None = None,
+        *,
+        refit: bool = True,
+        extend: bool = False,
     ) -> None:
         try:
-            self._refit_window(cal, reasons, failing, at_s, new_tenant_share)
+            outcome = self._refit_window(cal, reasons, failing, at_s, new_tenant_share) if refit else ""
+            # Design r43: where no re-fit is due, or one passed the guard but the re-fitted model
+            # was refused for its own reasons; not where the guard found the model in force off.
+            if extend and outcome in ("", DECLINED):
+                self._extend_envelope(cal, failing, at_s, new_tenant_share)
         except Exception as exc:
             log.exception("re-fit failed")
             self._record(at_s, cal, None, f"re-fit failed: {type(exc).__name__}: {exc}", 0)
         finally:
             self.state = "idle"
+
+    def _extend_envelope(
+        self, cal: Calibration, failing: tuple[str, ...], at_s: float, new_tenant_share: float | None
+    ) -> None:
+        """Design r43 (``checks.envelope_extension``): the model in force, its envelope widened over
+        the window's steps beyond it that it scored out of sample, if it is validated there."""
+        con = self.cursor()
+        batch = load_batch(con, Window(last_steps=cal.window_steps))
+        settings = self.settings()
+        scored = batch.select_steps(scored_by(con, batch, cal.model.version))
+        beyond = ~inside_envelope(scored, cal.envelope)
+        ok, why = checks.extension_decision(
+            beyond_classes(scored, cal, beyond, settings.min_shift),
+            self.policy(),
+            min_steps=settings.min_class_steps,
+            failing_checks=failing,
+            unresolved_drift=unresolved_drift_events(con),
+            new_tenant_share=new_tenant_share,
+        )
+        if ok and self.platform_key() != cal.model.platform_key:
+            ok, why = False, "the engine's platform is not the one the model in force was fitted on"
+        if ok is None:  # too few steps beyond to judge yet: waiting, not a refusal
+            return
+        if not ok:
+            self._record(at_s, cal, None, f"envelope not extended: {why}", batch.num_steps, "extension")
+            return
+        out = scored.select_steps(beyond)
+        sizes = out.batch_size()
+        new = dataclasses.replace(
+            cal,
+            envelope=cal.envelope.covering(
+                max_context=out.max_reach(sizes),
+                batch_size=sizes,
+                tokens=out.per_step_sum(out.new_tokens.astype(np.float64)),
+                decode=out.kind == KIND_DECODE,
+                kv_tokens=out.per_step_sum(out.context_tokens.astype(np.float64)),
+                margin=settings.envelope_margin,
+            ),
+            reason=f"envelope extended (design r43): {why}",
+            extended=True,
+        )
+        self._record(at_s, cal, cal.model.version, new.reason, batch.num_steps, "extension")
+        log.info("envelope of %s extended: %s", cal.model.version, why)
+        self.extend(new)  # type: ignore[misc]
 
     def _refit_window(
         self,
@@ -144,7 +235,9 @@ class RegimeRefit:
         failing: tuple[str, ...],
         at_s: float,
         new_tenant_share: float | None,
-    ) -> None:
+    ) -> str:
+        """The guarded re-fit: ``INSTALLED``, ``GUARDED`` (the guard refused it: the model in
+        force or the engine is in question) or ``DECLINED`` (the re-fitted model was refused)."""
         con = self.cursor()
         batch = load_batch(con, Window(last_steps=cal.window_steps))
         settings = self.settings()
@@ -167,7 +260,7 @@ class RegimeRefit:
         if not ok:
             log.warning("re-fit of %s refused: %s", cal.model.version, why)
             self._record(at_s, cal, None, why, batch.num_steps)
-            return
+            return GUARDED
         new = calibrate(batch, cal.model.platform_key, settings)
         shifts = level_shifts(batch, new, settings.min_shift, settings.stratified_level_shift)
         ok, steady = checks.time_invariant(shifts)
@@ -184,7 +277,7 @@ class RegimeRefit:
         if refusal:
             log.warning("re-fit of %s refused: %s", cal.model.version, refusal)
             self._record(at_s, cal, None, refusal, batch.num_steps)
-            return
+            return DECLINED
         why = f"{why}; {steady}"
         # Design r16: a re-fit keeps its parent's tenants.  A newcomer below the new-tenant limit
         # does not stop a re-fit (r9), but is not taken in by it: it stays new to the gate, which
@@ -200,14 +293,17 @@ class RegimeRefit:
             "re-fitted %s -> %s on %d steps: %s", cal.model.version, new.model.version, batch.num_steps, why
         )
         self.install(new)
+        return INSTALLED
 
-    def _record(self, at_s: float, cal: Calibration, version: str | None, why: str, steps: int) -> None:
-        self.history.append(RefitRecord(at_s, cal.model.version, version, why, steps))
+    def _record(
+        self, at_s: float, cal: Calibration, version: str | None, why: str, steps: int, kind: str = "refit"
+    ) -> None:
+        self.history.append(RefitRecord(at_s, cal.model.version, version, why, steps, kind))
         del self.history[:-50]
 
     def summary(self) -> dict[str, Any]:
         last = self.history[-1].to_dict() if self.history else None
-        return {"enabled": self.enabled, "state": self.state, **self.counts, "last": last}
+        return {"enabled": self.enabled, "state": self.state, **self.counts, **self.extensions, "last": last}
 
 
 def scored_by(con: duckdb.DuckDBPyConnection, batch: StepBatch, version: str) -> np.ndarray:
@@ -416,6 +512,29 @@ def residual_shifts(batch: StepBatch, cal: Calibration, min_shift: float) -> dic
         n = int(inside.sum())
         shift = abs(float(np.mean(resid[inside])) - dc.mean) if n else 0.0
         out[cls] = checks.ResidualShift(n, shift, max(dc.allowance, min_shift / 2))
+    return out
+
+
+def beyond_classes(
+    batch: StepBatch, cal: Calibration, beyond: np.ndarray, min_shift: float
+) -> dict[str, checks.BeyondClass]:
+    """Per class with steps of ``batch`` beyond the envelope (``beyond``, bool[S]): the model in
+    force's error there and how far their mean residual sits from the calibration's, with the
+    class's allowance as ``residual_shifts`` takes it (none for a class without detectors)."""
+    predicted = cal.model.attribute(batch).predicted_ms
+    resid = checks.relative_residual(batch.latency_ms, predicted)
+    err = np.abs(batch.latency_ms - predicted) / batch.latency_ms  # as the gate's accuracy check
+    out = {}
+    for code, cls in enumerate(KIND_NAMES):
+        mine = beyond & (batch.kind == code) & np.isfinite(resid) & np.isfinite(err)
+        n = int(mine.sum())
+        if not n:
+            continue
+        p90, p99 = np.quantile(err[mine], [0.9, 0.99])
+        dc = cal.drift.get(cls)
+        shift = None if dc is None else abs(float(np.mean(resid[mine])) - dc.mean)
+        allowance = None if dc is None else max(dc.allowance, min_shift / 2)
+        out[cls] = checks.BeyondClass(n, float(p90), float(p99), shift, allowance)
     return out
 
 

@@ -56,7 +56,13 @@ from shadowd.daemon.stability import stability_from_db
 from shadowd.daemon.status import WRITER_STALL_S, DaemonStatus
 from shadowd.daemon.tenants import TenantRoster
 from storage.queries import known_runs, known_tenants
-from storage.records import latest_model_version, resolve_drift_events, save_drift_events, save_model_version
+from storage.records import (
+    latest_model_version,
+    replace_model_body,
+    resolve_drift_events,
+    save_drift_events,
+    save_model_version,
+)
 from storage.row_groups import Alignment
 from storage.schema import migrate
 from storage.writer import Writer
@@ -126,6 +132,7 @@ class Daemon:
             current=lambda: self.calibration,
             cursor=self.writer.cursor,
             install=self.install_calibration,
+            extend=self.extend_envelope,
             policy=lambda: self.gatekeeper.gate.policy,
             settings=lambda: self.calibrator.settings if self.calibrator else CalibrationSettings(),
             platform_key=lambda: self.platform_key,
@@ -211,6 +218,15 @@ class Daemon:
         self.rules.on_calibrated()
         run_soon(self.jobs, "stability")  # the last result was under the model before this one
         log.info("model %s in force for %s", cal.model.version, cal.platform_key)
+
+    def extend_envelope(self, cal: Calibration) -> None:
+        """Design r43: the model in force again with its envelope widened (``shadowd.daemon.refit``):
+        its stored body says so, and the envelope monitor counts from here on it; the model, its
+        drift detectors, their state and the drift events stay as they are."""
+        self.writer.submit(lambda con: replace_model_body(con, cal.model.version, model_body(cal)))
+        self.drift.extend(cal.envelope)
+        self.calibration = cal
+        log.info("model %s: envelope extended", cal.model.version)
 
     def published_model(self) -> dict[str, Any] | None:
         """The model in force as the state file publishes it to the governor (None: uncalibrated)."""
@@ -367,7 +383,7 @@ class Daemon:
             http_refused=lambda: dict(self.http.refused) if self.http is not None else {},
             notifier=lambda: self.notifier,
             governors=self.governors,
-            refits=lambda: self.refit.counts,
+            refits=lambda: {**self.refit.counts, **self.refit.extensions},
         )
 
     def health_tick(self) -> None:
