@@ -126,8 +126,9 @@ def section(rows: list[dict[str, Any]], design: str = DESIGN_REVISION) -> list[s
     if not mine:
         return []
     built = ", ".join(s.replace("_", " ") for s in BUILT_ON) or "none"
+    sets = _sets(mine)
     return [
-        f"## Where the design in force stands ({design}, held-out sets {_sets(mine)})",
+        f"## Where the design in force stands ({design}, held-out set{'s' if ',' in sets else ''} {sets})",
         "",
         f"Design {design}'s rows on the held-out sets declared after it was committed ({len(mine)} "
         f"runs); its development evidence ({built}) is left out here and counted with the rest "

@@ -18,6 +18,11 @@ Each re-fit is a new content-hashed model version whose stored body names its li
 reason, so ``shadowd report`` and the database say which model governed when, and why it changed.
 The gate's evidence runs over the lineage (``gate_evidence.gather``): each step was scored by
 the model in force when it ran.
+
+Design r43: where traffic is beyond the envelope and no re-fit is installed (none due, or the
+re-fitted model refused for its own reasons after the guard passed), the envelope of the model in
+force widens over the steps beyond it that it is validated on (``checks.envelope_extension``):
+the same version and detectors, a wider envelope in its stored body, and a re-fit still asked for.
 """
 
 from __future__ import annotations
