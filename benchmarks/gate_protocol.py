@@ -1347,9 +1347,13 @@ PROTOCOL = {
             "the conversation trace and client 10 at 3 and 10 req/s beside ShareGPT); ShareGPT "
             "length statistics at 2 req/s as the new heavy tenant (Poisson arrivals)"
         ],
-        "seeds": "4501-4513 (4511 and 4512 reserved for the accuracy study's saturated and light runs)",
+        "seeds": "4501-4510 and 4513 (4511 and 4512 not used: the accuracy study's own held-out-44 ran them)",
         "regimes": SATURATING_REGIMES,
         "note": (
+            "Not the accuracy study's held-out-44 (`benchmarks/held_out_accuracy.py`, "
+            "`ACCURACY_ONLY`: the same model with the Azure code trace, arXiv lengths and ServeGen "
+            "client 13, seeds 4511 and 4512, run earlier the same day for the share study and "
+            "read by no gate design): that set has no rows here and this one no runs there. "
             "The set for design r43, declared after r43 was built on held-out 40-43's rows "
             "(development data for it from here on; their short, 12,000- and 30,000-step rows "
             "re-run under it) and before any run of this set. Faults armed as held-out 43's "

@@ -93,7 +93,9 @@ SETS = {
     "held_out_44": ("held_out_44", {"saturated": 4511, "light": 4512}, "held_out_44"),  # ACCURACY_ONLY
 }
 # Sets declared for the accuracy study alone (no gate-matrix rows): set -> (base, declaration).
-# Written, with the set's entry in ``SETS``, before any run of the set.
+# Written, with the set's entry in ``SETS``, before any run of the set.  The gate matrix's own
+# held-out 44 (``benchmarks/gate_protocol.py``), declared later for design r43, is another set of
+# runs: the same model, other tenants and seeds.
 ACCURACY_ONLY = {
     "held_out_44": (
         dict(
