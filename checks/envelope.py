@@ -5,7 +5,8 @@ batch size or per-step token count beyond that range is extrapolation, and a ten
 calibration never saw has unvalidated shares. ``WorkloadEnvelope`` records the range
 (longest context, p99 batch size and, from design r17, a p1 floor under it, most tokens per
 step, the tenant set; from design r20, decode-only steps' own batch range and KV tokens read;
-from design r21, a p1 floor under tokens per step);
+from design r21, a p1 floor under tokens per step; from design r43, widened by ``covering`` over
+steps beyond it that the model was validated on);
 ``EnvelopeMonitor`` flags steps beyond it as drift events (at most one per dimension per
 ``cooldown_steps``, one per new tenant) and keeps the fractions the gate's coverage check reads.
 
@@ -182,9 +183,10 @@ class WorkloadEnvelope:
     ) -> WorkloadEnvelope:
         """This envelope widened so the given steps lie inside it: each limit some of them lie
         beyond moves past their extreme by ``margin`` (as ``from_calibration`` widens what
-        calibration saw); the limits none of them passes stay.  Design r43 (``checks.envelope_extension``): the
-        steps a model was validated on beyond its envelope.  ``decode`` (bool[S]) marks the
-        decode-only steps, the only ones the ``decode_*`` limits judge.
+        calibration saw); the limits none of them passes stay.  Design r43
+        (``checks.envelope_extension``): the steps a model was validated on beyond its envelope.
+        ``decode`` (bool[S]) marks the decode-only steps, the only ones the ``decode_*`` limits
+        judge.
 
         >>> env = WorkloadEnvelope(max_context=4096, max_batch_size=32.0, max_tokens_per_step=2048,
         ...                        max_decode_kv_tokens=10000.0)
