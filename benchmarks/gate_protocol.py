@@ -1370,6 +1370,33 @@ PROTOCOL = {
             "declared with the set."
         ),
     },
+    "held_out_45": {
+        "platforms": ["H200 SXM tables (as in held-out 1-44: no other unseen tables exist)"],
+        "models": [
+            "olmo-2-7b tp2 (after the public config of AI2's OLMo-2 1124 7B, added for this set as "
+            "benchmarks/models/olmo-2-7b; never run before, by any set or study; its 13B sibling "
+            "ran in held-out 39): 32 layers of hidden 4,096, 32 query heads over 32 KV heads of 128 "
+            "dimensions, an MLP of 11,008, a 100,352 vocabulary, 4,096 positions (prompts capped "
+            "by them)"
+        ],
+        "tenants": [
+            "ShareGPT length statistics at 1.5 req/s as tenant a, ServeGen client 23 at 10 req/s "
+            "as tenant b, the Azure 2023 code trace at 1 req/s as tenant c; every source used "
+            "before, this mix, model and these rates not; the Mooncake conversation trace at 0.3 "
+            "req/s as the new heavy tenant"
+        ],
+        "seeds": "4601-4610 and 4613 (4611 and 4612 left to an accuracy study of this model)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "The set for design r44, declared after r44 was built on held-out 40-44's rows "
+            "(development data for it from here on; their short, 12,000- and 30,000-step rows "
+            "re-run under it) and before any run of this set. Faults armed as held-out 44's "
+            "(`@go:7000`, 12,000 steps); H45-steady-12k (seed 4613) runs their timeline with "
+            "nothing injected. H45-ramp-30k and H45-swing-30k (seeds 4602, 4603) and "
+            "H45-swing-long (H45-swing-30k's seed and load, 800,000 steps: the false-alarm bound) "
+            "declared with the set."
+        ),
+    },
 }
 
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":

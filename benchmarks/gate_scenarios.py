@@ -224,6 +224,11 @@ HELD44_BASE = _h200(
     1,
     ("a=lengths:arxiv:1", "b=azure-conv:3", "c=servegen:10:12"),
 )
+HELD45_BASE = _h200(
+    "benchmarks/models/olmo-2-7b",
+    2,
+    ("a=lengths:sharegpt:1.5", "b=servegen:23:10", "c=azure-code:1"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -264,6 +269,7 @@ ARMED_SETS = {
     "42": 12000,
     "43": 12000,
     "44": 12000,
+    "45": 12000,
 }
 LONG_FAULT_SETS = {
     "5",
@@ -447,6 +453,7 @@ def _scenarios() -> list[Scenario]:
         ("42", HELD42_BASE, 4300, "lengths:arxiv:1.5"),
         ("43", HELD43_BASE, 4400, "azure-conv:3"),
         ("44", HELD44_BASE, 4500, "lengths:sharegpt:2"),
+        ("45", HELD45_BASE, 4600, "mooncake-conversation:0.3"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -635,6 +642,8 @@ def _scenarios() -> list[Scenario]:
         ("H43-swing-30k", "held_out_43", HELD43_BASE, SWING_30K, 4403, "swing:0.3:3:150"),
         ("H44-ramp-30k", "held_out_44", HELD44_BASE, RAMP_30K, 4502, "ramp:0.3:3:300"),
         ("H44-swing-30k", "held_out_44", HELD44_BASE, SWING_30K, 4503, "swing:0.3:3:150"),
+        ("H45-ramp-30k", "held_out_45", HELD45_BASE, RAMP_30K, 4602, "ramp:0.3:3:300"),
+        ("H45-swing-30k", "held_out_45", HELD45_BASE, SWING_30K, 4603, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -700,6 +709,7 @@ def _scenarios() -> list[Scenario]:
         ("H42-steady-12k", "held_out_42", HELD42_BASE, 4313, steady_12k, timeline),
         ("H43-steady-12k", "held_out_43", HELD43_BASE, 4413, steady_12k, timeline),
         ("H44-steady-12k", "held_out_44", HELD44_BASE, 4513, steady_12k, timeline),
+        ("H45-steady-12k", "held_out_45", HELD45_BASE, 4613, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
@@ -711,6 +721,7 @@ def _scenarios() -> list[Scenario]:
         ("H41-swing-long", "held_out_41", HELD41_BASE, 4203, swing_long, swing),
         ("H43-swing-long", "held_out_43", HELD43_BASE, 4403, swing_long, swing),
         ("H44-swing-long", "held_out_44", HELD44_BASE, 4503, swing_long, swing),
+        ("H45-swing-long", "held_out_45", HELD45_BASE, 4603, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -756,6 +767,7 @@ def _scenarios() -> list[Scenario]:
         ("42", HELD42_BASE, 4310),
         ("43", HELD43_BASE, 4410),
         ("44", HELD44_BASE, 4510),
+        ("45", HELD45_BASE, 4610),
     ):
         out.append(
             Scenario(

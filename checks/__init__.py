@@ -36,7 +36,7 @@ from checks.refit_guard import (
     refit_decision,
     time_invariant,
 )
-from checks.residual_bias import fit_bias, remove_bias
+from checks.residual_bias import fit_bias, fit_graph_offsets, remove_bias, remove_graph_offsets
 from checks.residual_drift import DriftMonitor, relative_residual
 from checks.rules import advantage_report, evidence_waits
 from checks.share_stability import (
@@ -105,6 +105,7 @@ __all__ = [
     "exit_code",
     "feature_domain",
     "fit_bias",
+    "fit_graph_offsets",
     "measure_detection_delay",
     "measure_false_alarm_rate",
     "nnls_fit",
@@ -115,6 +116,7 @@ __all__ = [
     "time_invariant",
     "relative_residual",
     "remove_bias",
+    "remove_graph_offsets",
     "ridge_fit",
     "shape_buckets",
     "stability_report",

@@ -34,7 +34,7 @@ from checks.adwin import AdwinDetector
 from checks.alarm_confirmation import AlarmConfirmation, graph_stratum, octave_stratum
 from checks.detrend import Detrend, detrend
 from checks.page_hinkley import PageHinkleyDetector
-from checks.residual_bias import remove_bias
+from checks.residual_bias import remove_bias, remove_graph_offsets
 from checks.stratified_detrend import StratifiedDetrend
 
 # Without a detrend baseline the detectors compare with the calibration mean, so a pending alarm's
@@ -89,6 +89,10 @@ class DriftCalibration:
     # Design r24: feature -> (slope, centre) of the residual's bias over batch composition
     # (``checks.residual_bias``); the detectors watch the residual less it.  Empty: as before r24.
     bias: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # Design r44: CUDA graph (``checks.alarm_confirmation.graph_size``) -> the offset of the
+    # residual there left by ``bias`` (``checks.residual_bias.fit_graph_offsets``); the detectors
+    # watch the residual less it too.  Empty: as before r44.
+    graph_offsets: dict[int, float] = field(default_factory=dict)
     # Design r26: with a bias, a detection is confirmed only if the residual as measured (bias
     # left in) also shifts by at least this (its own wander's allowance; ``AlarmConfirmation``).
     # 0: not watched (as before r26).
@@ -151,11 +155,16 @@ class DriftCalibration:
         return Detrend(self.detrend_steps)
 
     def unbiased(self, residuals: np.ndarray, features: Mapping[str, np.ndarray] | None) -> np.ndarray:
-        """``residuals`` less their calibrated composition bias (as is without one or without
-        ``features``)."""
-        if not self.bias or not features or any(n not in features for n in self.bias):
-            return np.asarray(residuals, dtype=float)
-        return remove_bias(residuals, features, self.bias)
+        """``residuals`` less their calibrated composition bias and, design r44, their CUDA
+        graph's offset (as is without either or without ``features``)."""
+        r = np.asarray(residuals, dtype=float)
+        if not features:
+            return r
+        if self.bias and all(n in features for n in self.bias):
+            r = remove_bias(r, features, self.bias)
+        if self.graph_offsets and "batch_size" in features:
+            r = remove_graph_offsets(r, features["batch_size"], self.graph_offsets)
+        return r
 
     def in_domain(self, features: Mapping[str, np.ndarray]) -> np.ndarray:
         """Which steps lie inside ``domain`` on every feature given (all, if no domain)."""
@@ -210,13 +219,14 @@ class DriftCalibration:
     @property
     def watches_raw(self) -> bool:
         """Design r26: confirmations also need the shift on the residual with its bias left in."""
-        return bool(self.bias) and self.raw_allowance > 0
+        return bool(self.bias or self.graph_offsets) and self.raw_allowance > 0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["detector_names"] = list(self.detector_names)
         d["domain"] = {k: list(v) for k, v in self.domain.items()}
         d["bias"] = {k: list(v) for k, v in self.bias.items()}
+        d["graph_offsets"] = {str(k): v for k, v in self.graph_offsets.items()}  # JSON keys are text
         d["fault_groups"] = list(self.fault_groups)
         return d
 
@@ -233,6 +243,8 @@ class DriftCalibration:
             d["domain"] = {k: (float(v[0]), float(v[1])) for k, v in d["domain"].items()}
         if "bias" in d:
             d["bias"] = {k: (float(v[0]), float(v[1])) for k, v in d["bias"].items()}
+        if "graph_offsets" in d:
+            d["graph_offsets"] = {int(k): float(v) for k, v in d["graph_offsets"].items()}
         if "fault_groups" in d:
             d["fault_groups"] = tuple(int(g) for g in list(d["fault_groups"])[-FAULT_GROUPS_KEPT:])
         return cls(**d)

@@ -13,6 +13,14 @@ fixed at calibration; it is centred on the window's feature means, so the residu
 is unchanged.  Steps outside the calibrated domain are never fed (``DriftCalibration.in_domain``),
 so it is not extrapolated far.
 
+Design r44 adds, after the smooth bias, one offset per CUDA graph the steps ran at
+(``checks.alarm_confirmation.graph_size``: a batch of up to 8 its own graph): the engine pads a
+batch to its graph, so its cost is a step function of the batch that no smooth function follows,
+and a mix moving across graph edges makes the residual persistent.  An offset is the mean of
+what the smooth bias left among the window's steps at that graph, shrunk toward none by
+``n / (n + GRAPH_MIN_STEPS)``; a graph the window held fewer than ``GRAPH_MIN_STEPS`` times
+gets none (withdrawn r25 took one offset per batch size, and paged on sizes barely held).
+
 >>> rng = np.random.default_rng(0)
 >>> size = rng.integers(1, 64, 2000).astype(float)
 >>> resid = 0.01 * np.log1p(size) + rng.normal(0, 0.002, 2000)
@@ -30,9 +38,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from checks.alarm_confirmation import graph_size
+
 MIN_STEPS = 50  # fewer steps than this: no effect fitted (the detectors see the residual as is)
+GRAPH_MIN_STEPS = 30  # design r44: a graph's offset needs this many steps (withdrawn r25's count)
 
 Bias = dict[str, tuple[float, float]]  # feature -> (slope per unit of log1p, centre of log1p)
+GraphOffsets = dict[int, float]  # design r44: CUDA graph (``graph_size``) -> offset of the residual
 
 
 def _logs(features: Mapping[str, np.ndarray], names: list[str]) -> np.ndarray:
@@ -65,3 +77,36 @@ def remove_bias(residuals: np.ndarray, features: Mapping[str, np.ndarray], bias:
     slope = np.array([bias[n][0] for n in names])
     centre = np.array([bias[n][1] for n in names])
     return r - (x - centre) @ slope
+
+
+def fit_graph_offsets(residuals: np.ndarray, batch_size: np.ndarray) -> GraphOffsets:
+    """Design r44: per CUDA graph held at least ``GRAPH_MIN_STEPS`` times, the mean of
+    ``residuals`` (less their overall mean) there, shrunk by ``n / (n + GRAPH_MIN_STEPS)``.
+
+    >>> size = np.array([1] * 40 + [9] * 40 + [12] * 40 + [30] * 5)
+    >>> resid = np.where(size > 8, 0.02, -0.02) * (size < 30)
+    >>> {k: round(v, 4) for k, v in fit_graph_offsets(resid, size).items()}
+    {1: -0.0151, 9: 0.0099}
+    """
+    r = np.asarray(residuals, dtype=float)
+    ok = np.isfinite(r)
+    if ok.sum() < MIN_STEPS:
+        return {}
+    graphs = graph_size(np.asarray(batch_size)[ok])
+    left = r[ok] - r[ok].mean()
+    out = {}
+    for g in np.unique(graphs):
+        mine = graphs == g
+        n = int(mine.sum())
+        if n >= GRAPH_MIN_STEPS:
+            out[int(g)] = float(left[mine].mean() * n / (n + GRAPH_MIN_STEPS))
+    return out
+
+
+def remove_graph_offsets(residuals: np.ndarray, batch_size: np.ndarray, offsets: GraphOffsets) -> np.ndarray:
+    """``residuals`` less their graph's offset (none for a graph without one)."""
+    r = np.asarray(residuals, dtype=float)
+    if not offsets:
+        return r
+    graphs = graph_size(np.asarray(batch_size))
+    return r - np.array([offsets.get(int(g), 0.0) for g in graphs.tolist()], dtype=float).reshape(r.shape)

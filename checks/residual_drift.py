@@ -250,7 +250,9 @@ class DriftMonitor:
                 mine &= inside
             idx = np.flatnonzero(mine)
             # Design r24: the detectors watch the residual less its calibrated composition bias.
-            z = cal.standardise(cal.unbiased(r[idx], _at(features, idx) if cal.bias else None))
+            z = cal.standardise(
+                cal.unbiased(r[idx], _at(features, idx) if cal.bias or cal.graph_offsets else None)
+            )
             keyed = cal.stratify or cal.detrend_by_size  # design r31, r33
             keys = (
                 _strata_at(features, idx, cal.graph_strata, cal.octave_strata) if keyed else [None] * len(idx)

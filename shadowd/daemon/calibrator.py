@@ -201,6 +201,9 @@ class CalibrationSettings:
     # Design r24: the detectors watch each class's residual less its bias over batch composition,
     # fitted on the window (checks.residual_bias; why: DESIGN in benchmarks/gate_designs.py).
     unbias: bool = True
+    # Design r44: and less the offset of the CUDA graph each step ran at (checks.residual_bias
+    # .fit_graph_offsets; why: DESIGN in benchmarks/gate_designs.py).
+    graph_offsets: bool = True
     # Design r26: with the bias taken out, a detection is confirmed only if the residual as
     # measured shifts too (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_designs.py).
     confirm_raw: bool = True
@@ -300,12 +303,17 @@ def calibrate(
         bias: dict[str, tuple[float, float]] = {}
         noise = raw_noise = whole[mine]
         held = (hold.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
+        offsets: dict[int, float] = {}
         if settings.unbias:  # design r24: the detectors watch the residual less its composition bias
             bias = checks.fit_bias(noise, mine_f)
             noise = checks.remove_bias(noise, mine_f, bias)
+            if settings.graph_offsets:  # design r44: and less its CUDA graph's offset
+                offsets = checks.fit_graph_offsets(noise, mine_f["batch_size"])
+                noise = checks.remove_graph_offsets(noise, mine_f["batch_size"], offsets)
             raw_holdout[cls] = usable[cls]
-            usable[cls] = checks.remove_bias(
-                resid[held], {k: v[held] for k, v in hold_features.items()}, bias
+            held_f = {k: v[held] for k, v in hold_features.items()}
+            usable[cls] = checks.remove_graph_offsets(
+                checks.remove_bias(resid[held], held_f, bias), held_f["batch_size"], offsets
             )
         r = usable[cls]
         try:
@@ -331,7 +339,10 @@ def calibrate(
             )
             if bias:
                 drift[cls] = dataclasses.replace(
-                    drift[cls], bias=bias, raw_allowance=_raw_allowance(raw_noise, r, settings)
+                    drift[cls],
+                    bias=bias,
+                    graph_offsets=offsets,
+                    raw_allowance=_raw_allowance(raw_noise, r, settings),
                 )
             if settings.stratify_confirmation:
                 drift[cls] = dataclasses.replace(
