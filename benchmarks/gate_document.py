@@ -14,6 +14,7 @@ from typing import Any
 
 from benchmarks.gate_designs import DESIGN, DESIGN_REVISION, revision
 from benchmarks.gate_protocol import latest_held_out
+from benchmarks.gate_targets import DETECTION_BUDGET_STEPS
 from benchmarks.gate_targets import section as targets_section
 from checks.policy import GatePolicy
 from shadowd.demo.step_slices import SLICE_STEPS
@@ -76,11 +77,22 @@ def outcome(row: dict[str, Any]) -> tuple[bool, str]:
         if ran is None and sampled is not None and name not in sampled:
             return False, f"not a test: tenant {name!r} is in none of the steps sampled after calibration"
     if row["final"] == "GO":
+        left = s["steps"] - at if s.get("steps") else DETECTION_BUDGET_STEPS  # (no length: no note)
+        if left <= 0:
+            return (
+                False,
+                f"ended GO: the fault fired at the run's last evaluation (step {at:,}), so no step ran with it",
+            )
+        if left < DETECTION_BUDGET_STEPS:  # still a miss: the reader learns why it could be one
+            return False, (
+                f"ended GO {left:,} steps after the fault began, when the run ended (a drift event "
+                f"may take {DETECTION_BUDGET_STEPS})"
+            )
         return False, "ended GO"
     if inj.startswith("step-slowdown:0.08") and (
-        row["drift_delay_steps"] is None or row["drift_delay_steps"] > 500
+        row["drift_delay_steps"] is None or row["drift_delay_steps"] > DETECTION_BUDGET_STEPS
     ):
-        return False, "8 % slowdown: no drift event within 500 steps"
+        return False, f"8 % slowdown: no drift event within {DETECTION_BUDGET_STEPS} steps"
     return True, ""
 
 

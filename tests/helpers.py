@@ -61,6 +61,20 @@ def page_hinkley_decode(std: float, **fields: Any) -> Any:
     )
 
 
+def calibrate_synthetic(**settings: Any) -> Any:
+    """The daemon's calibration of a synthetic 3,000-step window (seed 21), at settings quick
+    enough for a test (``settings`` override ``CalibrationSettings`` fields): for tests that
+    compare what a calibration stores with a setting on and off."""
+    from shadowd.attribution.synthetic_steps import synthetic_batch
+    from shadowd.daemon.calibrator import CalibrationSettings, calibrate
+
+    quick = dict(min_class_steps=150, drift_sim_steps=50_000, target_false_alarm_rate=1e-3)
+    batch = synthetic_batch(steps=3000, seed=21, max_seqs=32)
+    return calibrate(
+        batch, {"gpu": "H100-SXM", "model": "llama-3.1-8b"}, CalibrationSettings(**{**quick, **settings})
+    )
+
+
 def make_frame(
     seq: int,
     n: int = 4,

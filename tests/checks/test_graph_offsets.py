@@ -10,13 +10,12 @@ slowdown whole and the calibrated detectors keen.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 import checks
 from checks.residual_bias import GRAPH_MIN_STEPS, fit_graph_offsets, remove_graph_offsets
+from tests.helpers import calibrate_synthetic
 
 # The model's error per graph: sizes 9-16 run at the graph of 16, 17-24 at 24, 25-32 at 32, 33-40
 # at 40; up and down, so no smooth function of the batch follows it.
@@ -107,19 +106,14 @@ def test_the_offsets_travel_with_the_calibration_and_apply_where_the_batch_size_
 
 
 def test_calibration_fits_offsets_per_watched_class_only_when_asked():
-    from shadowd.attribution.synthetic_steps import synthetic_batch
-    from shadowd.daemon.calibrator import CalibrationSettings, calibrate, calibration_from_body, model_body
+    from shadowd.daemon.calibrator import calibration_from_body, model_body
 
-    key = {"gpu": "H100-SXM", "model": "llama-3.1-8b"}
-    batch = synthetic_batch(steps=3000, seed=21, max_seqs=32)
-    settings = CalibrationSettings(min_class_steps=150, drift_sim_steps=50_000, target_false_alarm_rate=1e-3)
-    cal = calibrate(batch, key, settings)
+    cal = calibrate_synthetic()
     assert cal.drift and all(d.graph_offsets for d in cal.drift.values())
     again = calibration_from_body(model_body(cal))
-    assert {c: d.graph_offsets for c, d in again.drift.items()} == {
-        c: d.graph_offsets for c, d in cal.drift.items()
-    }
-    plain = calibrate(batch, key, dataclasses.replace(settings, graph_offsets=False))
+    stored = {c: d.graph_offsets for c, d in again.drift.items()}
+    assert stored == {c: d.graph_offsets for c, d in cal.drift.items()}
+    plain = calibrate_synthetic(graph_offsets=False)
     assert plain.drift and not any(d.graph_offsets for d in plain.drift.values())
     assert all(d.bias for d in plain.drift.values())  # r24's smooth bias stays
     assert plain.model.version == cal.model.version

@@ -15,7 +15,7 @@ import pytest
 
 import checks
 from checks.residual_bias import MIN_STEPS, fit_bias, remove_bias
-from tests.helpers import page_hinkley_decode
+from tests.helpers import calibrate_synthetic, page_hinkley_decode
 
 STD = 0.01
 
@@ -86,16 +86,12 @@ def test_the_bias_travels_with_the_calibration():
 
 
 def test_calibration_fits_a_bias_per_watched_class_and_stores_it():
-    from shadowd.attribution.synthetic_steps import synthetic_batch
-    from shadowd.daemon.calibrator import CalibrationSettings, calibrate, calibration_from_body, model_body
+    from shadowd.daemon.calibrator import calibration_from_body, model_body
 
-    key = {"gpu": "H100-SXM", "model": "llama-3.1-8b"}
-    batch = synthetic_batch(steps=3000, seed=21, max_seqs=32)
-    settings = CalibrationSettings(min_class_steps=150, drift_sim_steps=50_000, target_false_alarm_rate=1e-3)
-    cal = calibrate(batch, key, settings)
+    cal = calibrate_synthetic()
     assert cal.drift and all(d.bias for d in cal.drift.values())
     again = calibration_from_body(model_body(cal))
     assert {c: d.bias for c, d in again.drift.items()} == {c: d.bias for c, d in cal.drift.items()}
-    plain = calibrate(batch, key, dataclasses.replace(settings, unbias=False))
+    plain = calibrate_synthetic(unbias=False)
     assert plain.drift and not any(d.bias for d in plain.drift.values())
     assert plain.model.version == cal.model.version  # the model is the same; only what drift watches

@@ -56,6 +56,27 @@ def test_a_fault_row_that_ends_go_says_so_even_when_it_is_not_a_test():
     )
 
 
+def _late_fault_row(fault_at: int, first_go: int = 11624) -> dict:
+    """A 12,000-step armed fault run that was GO from ``first_go`` and ended GO, its fault fired at
+    ``fault_at`` (held-out 45's F45-step15 and held-out 39's F39-step8)."""
+    row = _fault_row([CALIBRATING], final="GO", first_go=first_go)  # episodes: not-GO stretches
+    row["scenario"] = {**row["scenario"], "steps": 12000, "injects": ["step-slowdown:0.15@go:7000"]}
+    return {**row, "fault_at": fault_at}
+
+
+def test_a_fault_that_ends_go_soon_after_it_began_is_a_miss_that_says_how_soon():
+    met, why = outcome(_late_fault_row(11825))
+    assert not met and why == (
+        "ended GO 175 steps after the fault began, when the run ended (a drift event may take 500)"
+    )
+    met, why = outcome(_late_fault_row(12001))
+    assert not met and why == (
+        "ended GO: the fault fired at the run's last evaluation (step 12,001), so no step ran with it"
+    )
+    met, why = outcome(_late_fault_row(8000, first_go=7500))
+    assert not met and why == "ended GO"
+
+
 def test_a_re_run_keeps_what_it_replaced_on_record_but_not_the_same_row_twice(tmp_path):
     """``--merge`` after ``--from-partial`` stored a row while its run went on: that row is not
     superseded by itself (the scenario read back has lists where the run has tuples); a real
