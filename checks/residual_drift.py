@@ -249,7 +249,8 @@ class DriftMonitor:
                 self._judged_recent[name] = _ewma(self._judged_recent[name], inside[mine], self.recent_steps)
                 mine &= inside
             idx = np.flatnonzero(mine)
-            # Design r24: the detectors watch the residual less its calibrated composition bias.
+            # Design r24: the detectors watch the residual less its calibrated composition bias
+            # (and, design r44, less its CUDA graph's offset).
             z = cal.standardise(
                 cal.unbiased(r[idx], _at(features, idx) if cal.bias or cal.graph_offsets else None)
             )
