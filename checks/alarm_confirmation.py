@@ -138,6 +138,23 @@ Shifts of 1.6 and 2.4 allowances:
 ...     return [c.observe(shift, 0.0, key=212) for _ in range(50)][-1][0]
 >>> [(p.confirmed, p.unsupported) for p in (rare(0.8), rare(1.2))]
 [(False, True), (True, False)]
+
+Design r45: with ``support``, ``observe`` is also told whether each step lies beyond the
+compositions the calibration window held (``DriftCalibration.support``: the range of each
+feature the detectors' domain is drawn from, before its margin).  The detectors judge steps up
+to that margin beyond it, where the model extrapolates and its error grows with the distance: a
+load burst that leaves the mix there for a few hundred steps moves the residual as lastingly as
+a slower engine (H45-swing-long paged so, under r43 and r44).  A shift that lasts, but mostly
+(more than half of its window) on such steps, is unsupported, however strata judged it.  Shares
+of 0.4 and 0.8 of the window beyond:
+
+>>> def edge(share):
+...     c = AlarmConfirmation(steps=50, allowance_z=0.5, lag=20, support=True)
+...     quiet = [c.observe(0.0, 0.0) for _ in range(100)]
+...     c.open("page_hinkley", "up", {"step_seq": 100})
+...     return [c.observe(1.0, 0.0, beyond=i < share * 50) for i in range(50)][-1][0]
+>>> [(p.confirmed, p.unsupported, p.beyond) for p in (edge(0.4), edge(0.8))]
+[(True, False, 20), (False, True, 40)]
 """
 
 from __future__ import annotations
@@ -313,6 +330,10 @@ class PendingAlarm:
     coarsest_before: dict[int, list[float]] | None = None
     rare_before: dict[int, list[float]] | None = None
     strata_level: str | None = None  # "fine" | "coarse" (r38) | "octave" (r40) | None: none judged it
+    # Design r45: the window's steps beyond the compositions calibration held, and whether that
+    # made a lasting shift unsupported.
+    beyond: int = 0
+    beyond_support: bool = False
 
 
 class AlarmConfirmation:
@@ -332,7 +353,9 @@ class AlarmConfirmation:
     not cover it either, the coarsest judge it if they do.  With ``rare`` (design r41; r40: the
     same map as ``coarsest``), a window no strata judge is unsupported where most of it lies in
     strata of that map seen fewer than ``MIN_STRATUM`` times and its shift is under ``RARE_SHIFT``
-    allowances; without, where most of it lies in (coarser) strata never seen (r32, r38).
+    allowances; without, where most of it lies in (coarser) strata never seen (r32, r38).  With
+    ``support`` (design r45), a lasting shift whose window lies mostly on steps ``observe`` was
+    told are ``beyond`` the compositions calibration held is unsupported too.
     """
 
     def __init__(
@@ -345,6 +368,7 @@ class AlarmConfirmation:
         coarser: Callable[[int], int] | None = None,
         coarsest: Callable[[int], int] | None = None,
         rare: Callable[[int], int] | None = None,
+        support: bool = False,
     ) -> None:
         if steps < 0 or lag < 1 or not allowance_z >= 0:
             raise ValueError("confirmation needs steps >= 0, lag >= 1 and allowance_z >= 0")
@@ -360,6 +384,7 @@ class AlarmConfirmation:
         self.coarser = coarser if stratify else None
         self.coarsest = coarsest if stratify else None
         self.rare = rare if stratify else None
+        self.support = bool(support)
         # Design r31: per stratum, (judged step index, z) of its last lag + steps steps: at least
         # ``steps`` of them lie before the reference point, ``lag`` judged steps back.
         self._strata: dict[int, deque[tuple[int, float]]] = {}
@@ -373,6 +398,7 @@ class AlarmConfirmation:
         self.judged_coarse = 0  # judged within the coarser strata, the finer too thin (r38)
         self.judged_octave = 0  # judged within the coarsest strata, the coarser too thin (r40)
         self.absorbed = 0  # detections while the same detector had one pending the same way
+        self.unsupported_beyond = 0  # of the unsupported: mostly beyond calibration's compositions (r45)
 
     @property
     def watches_raw(self) -> bool:
@@ -385,10 +411,12 @@ class AlarmConfirmation:
         raw_z: float = 0.0,
         raw_baseline: float = 0.0,
         key: int | None = None,
+        beyond: bool = False,
     ) -> list[PendingAlarm]:
         """One judged step; the pending alarms it completed (confirmed or not).  ``raw_z`` and
         ``raw_baseline`` are read only with a raw stream, ``key`` (the step's ``stratum``) only
-        with ``stratify``."""
+        with ``stratify``, ``beyond`` (the step lies beyond the compositions calibration held)
+        only with ``support``."""
         self._baselines.append(baseline)
         self._raw_baselines.append(raw_baseline)
         self._seen += 1
@@ -403,6 +431,7 @@ class AlarmConfirmation:
             p.total += z
             p.raw_total += raw_z
             p.n += 1
+            p.beyond += bool(beyond)
             if keyed:
                 acc = p.after.setdefault(key, [0.0, 0])
                 acc[0] += z
@@ -517,6 +546,22 @@ class AlarmConfirmation:
         return None
 
     def _judge(self, p: PendingAlarm) -> PendingAlarm:
+        self._judge_shift(p)
+        if p.confirmed and self.support and 2 * p.beyond > p.n:
+            # Design r45: it lasted, but mostly on steps beyond the compositions calibration
+            # held, where the model extrapolates and its error grows with the distance:
+            # drift and that error cannot be told apart there (why: DESIGN in
+            # benchmarks/gate_designs.py).
+            p.confirmed, p.unsupported, p.beyond_support = False, True, True
+            self.unsupported_beyond += 1
+        if p.unsupported:
+            self.unsupported += 1
+            return p
+        return self._count(p)
+
+    def _judge_shift(self, p: PendingAlarm) -> None:
+        """Whether the shift lasted (``p.confirmed``), within strata where they judge (r31), or
+        in strata none can judge it in (``p.unsupported``: r31, r32, r38, r41)."""
         sign = -1.0 if p.direction == "down" else 1.0
         p.shift_z = sign * (p.total / p.n - p.reference)
         within = self._strata_judgment(p)
@@ -525,7 +570,7 @@ class AlarmConfirmation:
             p.confirmed = p.strata_shift_z >= self.allowance_z
             if not p.confirmed and p.shift_z >= self.allowance_z:
                 self.dismissed_strata += 1
-            return self._count(p)
+            return
         p.confirmed = p.shift_z >= self.allowance_z
         if p.confirmed and self.raw_allowance_z is not None:
             p.raw_shift_z = sign * (p.raw_total / p.n - p.raw_reference)
@@ -534,9 +579,6 @@ class AlarmConfirmation:
                 self.dismissed_raw += 1
         if p.confirmed and self._in_unseen_strata(p):  # r31: it lasted where none can judge it
             p.confirmed, p.unsupported = False, True
-            self.unsupported += 1
-            return p
-        return self._count(p)
 
     def _in_unseen_strata(self, p: PendingAlarm) -> bool:
         """Whether most of the window's steps lie in strata never seen before the reference point
@@ -581,4 +623,5 @@ class AlarmConfirmation:
             "judged_coarse": self.judged_coarse,
             "judged_octave": self.judged_octave,
             "absorbed": self.absorbed,
+            "unsupported_beyond": self.unsupported_beyond,
         }

@@ -125,6 +125,10 @@ class DriftCalibration:
     # (``checks.fault_sensitivity`` replays them).  False: one class baseline, as before r33.
     detrend_by_size: bool = False
     fault_groups: tuple[int, ...] = ()
+    # Design r45: feature -> the range the calibration window held (``domain`` before its
+    # margin).  A detection whose shift lasts mostly on steps beyond it is unsupported, not an
+    # alarm (``AlarmConfirmation``, ``support``).  Empty: as before r45.
+    support: dict[str, tuple[float, float]] = field(default_factory=dict)
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
@@ -176,6 +180,23 @@ class DriftCalibration:
                 ok &= (x >= lo) & (x <= hi)
         return ok
 
+    def beyond_support(self, features: Mapping[str, np.ndarray]) -> np.ndarray:
+        """Which steps lie beyond ``support`` on any feature given (none, if no support): design
+        r45's steps where the model extrapolates.
+
+        >>> cal = DriftCalibration(step_class="mixed", mean=0.0, std=0.02, ph_threshold=10.0,
+        ...                        adwin_delta=0.0, support={"batch_size": (2.0, 28.0)})
+        >>> cal.beyond_support({"batch_size": np.array([1, 2, 28, 40])}).tolist()
+        [True, False, False, True]
+        """
+        n = len(next(iter(features.values()))) if features else 0
+        out = np.zeros(n, dtype=bool)
+        for name, (lo, hi) in self.support.items():
+            if name in features:
+                x = np.asarray(features[name], dtype=float)
+                out |= (x < lo) | (x > hi)
+        return out
+
     def detectors(self) -> list[PageHinkleyDetector | AdwinDetector]:
         """Fresh detectors at this calibration's thresholds, in ``detector_names`` order."""
         make = {
@@ -209,6 +230,7 @@ class DriftCalibration:
             rare=octave_stratum
             if self.coarse_strata and (self.octave_fallback or self.rare_unsupported)
             else None,
+            support=bool(self.support),
         )
 
     @property
@@ -225,6 +247,7 @@ class DriftCalibration:
         d = asdict(self)
         d["detector_names"] = list(self.detector_names)
         d["domain"] = {k: list(v) for k, v in self.domain.items()}
+        d["support"] = {k: list(v) for k, v in self.support.items()}
         d["bias"] = {k: list(v) for k, v in self.bias.items()}
         d["graph_offsets"] = {str(k): v for k, v in self.graph_offsets.items()}  # JSON keys are text
         d["fault_groups"] = list(self.fault_groups)
@@ -241,6 +264,8 @@ class DriftCalibration:
             d["detector_names"] = tuple(d["detector_names"])
         if "domain" in d:
             d["domain"] = {k: (float(v[0]), float(v[1])) for k, v in d["domain"].items()}
+        if "support" in d:
+            d["support"] = {k: (float(v[0]), float(v[1])) for k, v in d["support"].items()}
         if "bias" in d:
             d["bias"] = {k: (float(v[0]), float(v[1])) for k, v in d["bias"].items()}
         if "graph_offsets" in d:

@@ -159,17 +159,19 @@ class DriftMonitor:
         zr: float = 0.0,
         yr: float = 0.0,
         key: int | None = None,
+        beyond: bool = False,
     ) -> list[DriftEvent]:
         """One judged step: ``z`` standardised, ``y`` the same against the detrend baseline,
         ``base`` the class baseline (the confirmation's reference); ``zr``, ``yr`` the raw
         stream's (design r26; read only where the class watches it); ``key`` its composition
-        stratum (design r31; ``None``: unknown).
+        stratum (design r31; ``None``: unknown); ``beyond``: it lies beyond the compositions
+        calibration held (design r45).
 
         Detections go pending (``checks.alarm_confirmation``); the events returned are the
         alarms this step confirmed."""
         self.n_seen[step_class] += 1
         confirm = self._confirm[step_class]
-        done = confirm.observe(z, base, zr, zr - yr, key)
+        done = confirm.observe(z, base, zr, zr - yr, key, beyond)
         for det in self._detectors[step_class]:
             if det.update(y):
                 info = {"threshold": det.threshold, **(det.last_detection or {})}
@@ -184,6 +186,7 @@ class DriftMonitor:
                     "step_seq": step_seq,
                     "detected_step_seq": p.info.get("step_seq", step_seq),
                     "shift": sign * p.shift_z * self.calibrations[step_class].std,
+                    "beyond": p.beyond / p.n if p.beyond_support else 0.0,  # design r45
                 }
         return [self._event(step_class, p, step_seq, ts) for p in done if p.confirmed]
 
@@ -207,6 +210,8 @@ class DriftMonitor:
             if p.strata_shift_z is not None:  # design r31
                 details.update(strata_lasting_shift=p.strata_shift_z * cal.std)
                 details.update(strata=p.strata_level)  # r38: "coarse" where r37's were too thin
+            if cal.support:  # design r45: the window's share beyond calibration's compositions
+                details.update(beyond_support=p.beyond / p.n)
         return DriftEvent(
             ts=ts,
             step_seq=step_seq,
@@ -260,11 +265,12 @@ class DriftMonitor:
             )
             y, base = self._detrend(name, z, keys)
             zr, yr = self._raw_stream(name, r[idx], len(idx))  # design r26
-            for i, zi, yi, bi, zri, yri, k in zip(
-                idx.tolist(), z.tolist(), y.tolist(), base.tolist(), zr, yr, keys
+            beyond = _beyond_at(cal, features, idx)  # design r45
+            for i, zi, yi, bi, zri, yri, k, out in zip(
+                idx.tolist(), z.tolist(), y.tolist(), base.tolist(), zr, yr, keys, beyond
             ):
                 events.extend(
-                    self._feed(name, zi, yi, bi, int(seq[i]), float(t[i]), float(r[i]), zri, yri, k)
+                    self._feed(name, zi, yi, bi, int(seq[i]), float(t[i]), float(r[i]), zri, yri, k, out)
                 )
         self.n_skipped += int((~handled).sum())
         events.sort(key=lambda e: (e.step_seq, e.detector))
@@ -319,6 +325,15 @@ def _strata_at(
     ``graph``: design r34's batch sizes; ``octaves``: r37's cuts within them)."""
     keys = strata(_at(features, idx), graph, octaves)
     return [None] * len(idx) if keys is None else list(keys)
+
+
+def _beyond_at(
+    cal: DriftCalibration, features: Mapping[str, np.ndarray] | None, idx: np.ndarray
+) -> list[bool]:
+    """Whether each step ``idx`` lies beyond ``cal``'s support (design r45; none without it or
+    without features)."""
+    sub = _at(features, idx) if cal.support else None
+    return cal.beyond_support(sub).tolist() if sub else [False] * len(idx)
 
 
 def _ewma(start: float, x: np.ndarray, steps: int) -> float:

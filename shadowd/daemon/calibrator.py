@@ -239,6 +239,10 @@ class CalibrationSettings:
     # steps beyond it that it is validated on (checks.envelope_extension; why: DESIGN in
     # benchmarks/gate_designs.py).
     extend_envelope: bool = True
+    # Design r45: a detection whose shift lasts mostly on steps beyond the compositions the
+    # window held (its range of each feature, before ``envelope_margin``) is unsupported, not an
+    # alarm (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_designs.py).
+    support_unsupported: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
@@ -343,6 +347,10 @@ def calibrate(
                     bias=bias,
                     graph_offsets=offsets,
                     raw_allowance=_raw_allowance(raw_noise, r, settings),
+                )
+            if settings.support_unsupported:  # design r45: the range the window held
+                drift[cls] = dataclasses.replace(
+                    drift[cls], support=checks.feature_domain(mine_f, margin=0.0)
                 )
             if settings.stratify_confirmation:
                 drift[cls] = dataclasses.replace(

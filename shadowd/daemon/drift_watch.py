@@ -158,12 +158,7 @@ class DriftWatch:
             if f < min_judged
         }
         for cls, u in monitor.unsupported().items():  # design r31
-            out.setdefault(
-                cls,
-                f"its residual shifted {u['shift']:+.3f} from step {int(u['detected_step_seq'])} in "
-                "batch compositions seen too rarely to tell drift from the model's error there; "
-                "recalibrate on current traffic (shadowd calibrate), or wait for a re-fit",
-            )
+            out.setdefault(cls, _unsupported_reason(u))
         return out
 
     def state(self) -> dict[str, Any]:
@@ -175,6 +170,21 @@ class DriftWatch:
             "envelope": envelope.summary() if envelope else None,
             "events_total": dict(self.events_total),
         }
+
+
+def _unsupported_reason(u: dict[str, float]) -> str:
+    """Why a class's drift evidence is missing after an unsupported alarm, and the way out."""
+    where = (
+        f"mostly ({u['beyond']:.0%} of its window) on steps beyond the batch compositions "
+        "calibration held, where the model extrapolates: too far"  # design r45
+        if u.get("beyond")
+        else "in batch compositions seen too rarely"
+    )
+    return (
+        f"its residual shifted {u['shift']:+.3f} from step {int(u['detected_step_seq'])} {where} "
+        "to tell drift from the model's error there; recalibrate on current traffic "
+        "(shadowd calibrate), or wait for a re-fit"
+    )
 
 
 def _carries_unseen_tenant(envelope: checks.EnvelopeMonitor, cols: StepColumns) -> np.ndarray:

@@ -96,6 +96,7 @@ def test_one_shift_one_alarm():
         "judged_coarse": 0,
         "judged_octave": 0,
         "absorbed": 1,
+        "unsupported_beyond": 0,
     }
 
 
