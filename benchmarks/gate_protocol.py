@@ -1397,6 +1397,38 @@ PROTOCOL = {
             "declared with the set."
         ),
     },
+    "held_out_46": {
+        "platforms": ["H200 SXM tables (as in held-out 1-45: no other unseen tables exist)"],
+        "models": [
+            "gemma-2-9b tp1 (after the public config of Google's Gemma 2 9B, added for this set as "
+            "benchmarks/models/gemma-2-9b; never run before, by any set or study; Gemma 7B ran in "
+            "held-out 42): 42 layers of hidden 3,584, 16 query heads over 8 KV heads of 256 "
+            "dimensions, an MLP of 14,336, a 256,000 vocabulary, 8,192 positions. The reference "
+            "engine prices every layer's attention over the whole context: the model's sliding "
+            "window of 4,096 on alternate layers is not modelled (it changes nothing below 4,096 "
+            "tokens of context)"
+        ],
+        "tenants": [
+            "the Azure 2023 conversation trace at 2 req/s as tenant a, arXiv-summarisation length "
+            "statistics at 0.7 req/s as tenant b, ShareGPT length statistics at 1.2 req/s as "
+            "tenant c; every source used before, this mix, model and these rates not (no ServeGen "
+            "client and no bursty code trace among the three: held-out 45's tenants b and c sent "
+            "every request in its first 1,900 steps, and its healthy rows ended on "
+            "evidence.tenants); the Azure 2023 code trace at 2 req/s as the new heavy tenant"
+        ],
+        "seeds": "4701-4710 and 4713 (4711 and 4712 left to an accuracy study of this model)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "The set for design r45, declared after r45 was built on H45-swing-long (held-out 45's "
+            "rows and held-out 40-44's development data for it from here on; the rows of 40-45 "
+            "whose residual detectors raised a drift event under r44, the only rows r45 can "
+            "change, re-run under it) and before any run of this set. Faults armed as held-out "
+            "45's (`@go:7000`, 12,000 steps); H46-steady-12k (seed 4713) runs their timeline with "
+            "nothing injected. H46-ramp-30k and H46-swing-30k (seeds 4702, 4703) and "
+            "H46-swing-long (H46-swing-30k's seed and load, 800,000 steps: the false-alarm bound) "
+            "declared with the set."
+        ),
+    },
 }
 
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":
