@@ -18,7 +18,7 @@ from checks.decision import EXIT_ERROR, Decision, effective_verdict, exit_code
 from checks.detector import ResidualDetector
 from checks.detrend import Detrend, detrend
 from checks.domain import feature_domain
-from checks.drift_calibration import DriftCalibration
+from checks.drift_calibration import SUPPORT_FEATURES, DriftCalibration
 from checks.drift_event import DriftEvent
 from checks.envelope import EnvelopeMonitor, WorkloadEnvelope
 from checks.envelope_extension import BeyondClass, extension_decision
@@ -74,6 +74,7 @@ __all__ = [
     "DETECTORS",
     "Decision",
     "DriftCalibration",
+    "SUPPORT_FEATURES",
     "DriftEvent",
     "DriftMonitor",
     "EXIT_ERROR",

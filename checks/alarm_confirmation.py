@@ -140,8 +140,8 @@ Shifts of 1.6 and 2.4 allowances:
 [(False, True), (True, False)]
 
 Design r45: with ``support``, ``observe`` is also told whether each step lies beyond the
-compositions the calibration window held (``DriftCalibration.support``: the range of each
-feature the detectors' domain is drawn from, before its margin).  The detectors judge steps up
+compositions the calibration window held (``DriftCalibration.support``: the window's range of
+the features that set the step's GEMM shapes, ``SUPPORT_FEATURES``, before the domain's margin).  The detectors judge steps up
 to that margin beyond it, where the model extrapolates and its error grows with the distance: a
 load burst that leaves the mix there for a few hundred steps moves the residual as lastingly as
 a slower engine (H45-swing-long paged so, under r43 and r44).  A shift that lasts, but mostly

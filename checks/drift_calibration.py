@@ -42,6 +42,13 @@ from checks.stratified_detrend import StratifiedDetrend
 DEFAULT_REFERENCE_LAG = 100
 # Design r33: held-out strata kept for the power check (about what a class's held-out part holds).
 FAULT_GROUPS_KEPT = 2000
+# Design r45: the features whose range beyond the calibration window's makes a lasting shift
+# unsupported.  They set the step's GEMM shapes (its CUDA graph, tiles, and where it turns from
+# memory- to compute-bound), where the engine's cost bends in ways the model's linear pieces
+# only know as far as the window held them.  KV tokens are left out: attention's KV traffic is
+# linear in them, and the model extrapolates that line as far as the domain's margin allows (a
+# 5 % slowdown that grew the KV tokens past the window's range, F43-step5, is still raised).
+SUPPORT_FEATURES = ("batch_size", "new_tokens")
 
 
 @dataclass(frozen=True)
@@ -125,9 +132,9 @@ class DriftCalibration:
     # (``checks.fault_sensitivity`` replays them).  False: one class baseline, as before r33.
     detrend_by_size: bool = False
     fault_groups: tuple[int, ...] = ()
-    # Design r45: feature -> the range the calibration window held (``domain`` before its
-    # margin).  A detection whose shift lasts mostly on steps beyond it is unsupported, not an
-    # alarm (``AlarmConfirmation``, ``support``).  Empty: as before r45.
+    # Design r45: feature (``SUPPORT_FEATURES``) -> the range the calibration window held
+    # (``domain`` before its margin).  A detection whose shift lasts mostly on steps beyond it
+    # is unsupported, not an alarm (``AlarmConfirmation``, ``support``).  Empty: as before r45.
     support: dict[str, tuple[float, float]] = field(default_factory=dict)
     estimates: dict[str, dict[str, float]] = field(default_factory=dict, compare=False)
 

@@ -240,8 +240,8 @@ class CalibrationSettings:
     # benchmarks/gate_designs.py).
     extend_envelope: bool = True
     # Design r45: a detection whose shift lasts mostly on steps beyond the compositions the
-    # window held (its range of each feature, before ``envelope_margin``) is unsupported, not an
-    # alarm (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_designs.py).
+    # window held (its range of batch size and new tokens, before ``envelope_margin``) is
+    # unsupported, not an alarm (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_designs.py).
     support_unsupported: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
@@ -349,9 +349,8 @@ def calibrate(
                     raw_allowance=_raw_allowance(raw_noise, r, settings),
                 )
             if settings.support_unsupported:  # design r45: the range the window held
-                drift[cls] = dataclasses.replace(
-                    drift[cls], support=checks.feature_domain(mine_f, margin=0.0)
-                )
+                held = {k: mine_f[k] for k in checks.SUPPORT_FEATURES if k in mine_f}
+                drift[cls] = dataclasses.replace(drift[cls], support=checks.feature_domain(held, margin=0.0))
             if settings.stratify_confirmation:
                 drift[cls] = dataclasses.replace(
                     drift[cls],

@@ -392,6 +392,15 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
         "held too little of the confirmation window too",
         labels=["step_class"],
     )
+    # Designs r31 and r45: lasting shifts the gate could not judge (the class is blind until a
+    # re-fit or calibration): in compositions seen too rarely, or mostly beyond those calibration held.
+    unsupported = CounterMetricFamily(
+        "shadowd_drift_detections_unsupported",
+        "Residual detections whose shift lasted where drift and the model's own error cannot be told "
+        "apart: in batch compositions seen too rarely (where=rare), or mostly on steps beyond the "
+        "compositions calibration held (where=beyond)",
+        labels=["step_class", "where"],
+    )
     pending = GaugeMetricFamily(
         "shadowd_drift_detections_pending",
         "Residual detections waiting for confirmation",
@@ -407,6 +416,9 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
         dismissed_strata.add_metric([cls], float(conf.get("dismissed_strata", 0)))
         judged_coarse.add_metric([cls], float(conf.get("judged_coarse", 0)))
         judged_octave.add_metric([cls], float(conf.get("judged_octave", 0)))
+        beyond = float(conf.get("unsupported_beyond", 0))
+        unsupported.add_metric([cls, "rare"], float(conf.get("unsupported", 0)) - beyond)
+        unsupported.add_metric([cls, "beyond"], beyond)
         pending.add_metric([cls], float(conf.get("pending", 0)))
     yield judged
     yield outside
@@ -415,6 +427,7 @@ def _drift_watch_metrics(residual: dict[str, Any] | None) -> Iterator[Any]:
     yield dismissed_strata
     yield judged_coarse
     yield judged_octave
+    yield unsupported
     yield pending
 
 

@@ -62,6 +62,10 @@ def test_drift_alert_fires_in_alertmanager_and_resolves_after_recalibration(tmp_
         # Design r38: detections judged in the coarser strata are a series of their own, per class.
         coarse = _scrape(daemon, "shadowd_drift_detections_judged_coarse")
         assert set(coarse) == set(cal.drift) and all(v >= 0 for v in coarse.values())
+        # Designs r31 and r45: unsupported detections, by where they lasted, per class.
+        for where in ("rare", "beyond"):
+            unsupported = _scrape(daemon, "shadowd_drift_detections_unsupported", where=where)
+            assert set(unsupported) == set(cal.drift) and all(v >= 0 for v in unsupported.values())
 
         def firing() -> list[dict]:
             return [a for a in am.alerts(active="true") if a["labels"]["alertname"] == "AttributionDrift"]
