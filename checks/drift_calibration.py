@@ -47,7 +47,7 @@ FAULT_GROUPS_KEPT = 2000
 # memory- to compute-bound), where the engine's cost bends in ways the model's linear pieces
 # only know as far as the window held them.  KV tokens are left out: attention's KV traffic is
 # linear in them, and the model extrapolates that line as far as the domain's margin allows (a
-# 5 % slowdown that grew the KV tokens past the window's range, F43-step5, is still raised).
+# slowdown that grew the KV tokens past the window's range, F43-step5's, is still raised).
 SUPPORT_FEATURES = ("batch_size", "new_tokens")
 
 
