@@ -236,7 +236,7 @@ DESIGN = [
     ".support_unsupported`), is unsupported, not an alarm, however strata judged it: the class "
     "is blind until a re-fit or calibration (the drift check INCONCLUSIVE, its reason saying the "
     "shift came beyond the compositions calibration held; `shadowd_drift_detections_unsupported"
-    "{where=\"beyond\"}`). The detectors judge steps up to the margin beyond that range, and there "
+    '{where="beyond"}`). The detectors judge steps up to the margin beyond that range, and there '
     "the model extrapolates. A finding of H45-swing-long under r44, its command re-run with "
     "`--db` (scratch, not stored): a burst took batch sizes from about 12 to 87-99 at step "
     "786,400; the mixed class's window had held batches up to 28 (its 99th percentile, domain up "
