@@ -278,7 +278,11 @@ DESIGN = [
     "the newcomer carried 3.8 % of the Shapley time, under the limit: a fault too light to test "
     "the gate. Every other row of the set had no "
     "detection for r45 to act on, so it would have ended alike under r44. "
-    "H46-swing-long: not yet run to its end (no row).",
+    "H46-swing-long (800,000 steps) under r45: GO from 513,957 to its end, no residual "
+    "detection at all (r45 did not act), no drift event in 399,810 judged steps (95 % bound "
+    "7.5e-6 per judged step). Its first run, beside three other rows on two cores, stopped on "
+    "the demo's fixed 120 s bound for the daemon to catch up (no row; the bound now counts from "
+    "the last step observed: `shadowd/demo/scenario.py`); the row is its second run, alone.",
     "Design r44 (built on held-out 44's H44-ramp-30k under r43, development evidence for it with "
     "held-out 40-44's other rows; in force from held-out 45, declared after it): each watched "
     "class's drift detectors also watch its residual less one offset per CUDA graph the step ran "
