@@ -141,12 +141,12 @@ Shifts of 1.6 and 2.4 allowances:
 
 Design r45: with ``support``, ``observe`` is also told whether each step lies beyond the
 compositions the calibration window held (``DriftCalibration.support``: the window's range of
-the features that set the step's GEMM shapes, ``SUPPORT_FEATURES``, before the domain's margin).  The detectors judge steps up
-to that margin beyond it, where the model extrapolates and its error grows with the distance: a
-load burst that leaves the mix there for a few hundred steps moves the residual as lastingly as
-a slower engine (H45-swing-long paged so, under r43 and r44).  A shift that lasts, but mostly
-(more than half of its window) on such steps, is unsupported, however strata judged it.  Shares
-of 0.4 and 0.8 of the window beyond:
+the features that set the step's GEMM shapes, ``SUPPORT_FEATURES``, before the domain's
+margin).  The detectors judge steps up to that margin beyond it, where the model extrapolates
+and its error grows with the distance: a load burst that leaves the mix there for a few hundred
+steps moves the residual as lastingly as a slower engine (H45-swing-long paged so, under r43
+and r44).  A shift that lasts, but mostly (more than half of its window) on such steps, is
+unsupported, however strata judged it.  Shares of 0.4 and 0.8 of the window beyond:
 
 >>> def edge(share):
 ...     c = AlarmConfirmation(steps=50, allowance_z=0.5, lag=20, support=True)

@@ -191,8 +191,9 @@ class DriftMonitor:
         return [self._event(step_class, p, step_seq, ts) for p in done if p.confirmed]
 
     def unsupported(self) -> dict[str, dict[str, float]]:
-        """Classes with an alarm whose lasting shift came in batch compositions too rarely seen to
-        tell drift from the model's error there (design r31), and what the last one saw.  Held
+        """Classes with an alarm whose lasting shift came in batch compositions too rarely seen
+        (design r31), or mostly beyond those calibration held (design r45: ``beyond``, the
+        window's share there), to tell drift from the model's error, and what the last one saw.  Held
         until the monitor is replaced (a re-fit or a calibration): the shift may still be there."""
         return dict(self._unsupported)
 

@@ -138,8 +138,9 @@ class DriftWatch:
 
     def blind_classes(self, min_judged: float = 0.5) -> dict[str, str]:
         """Watched classes whose recent steps mostly lie outside their calibrated domain, or
-        (design r31) whose residual shifted lastingly in batch compositions seen too rarely to
-        tell drift from the model's error there.
+        (design r31) whose residual shifted lastingly in batch compositions seen too rarely, or
+        (design r45) mostly beyond those calibration held, to tell drift from the model's error
+        there.
 
         The residual detectors cannot speak for those steps, so the gate treats the class as
         unwatched (drift evidence missing) until traffic returns to what calibration saw (the
