@@ -141,6 +141,12 @@ def _cost(section: dict[str, Any]) -> str:
         "scheduler CPU µs/step | net % of step | target µs | met |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
+    deferring = any("steps_deferred_pct" in r for r in section["data"])
+    if deferring:
+        rows[0] = rows[0].replace(
+            " net % of step |", " net % of step | steps deferred % | catch-ups per 1000 steps |"
+        )
+        rows[1] += "---:|---:|"
     for r in section["data"]:
         if "governor_net_us_per_step" not in r:  # a result stored before the net figure existed
             continue
@@ -151,7 +157,12 @@ def _cost(section: dict[str, Any]) -> str:
             f"{r['governor_cpu_us_per_step']} | {r['fcfs_queue_us_per_step']} | "
             f"{r.get('charge_thread_us_per_step', '–')} | {r.get('engine_wait_us_per_step', '–')} | "
             f"{r['scheduler_cpu_us_per_step']} | {r['governor_pct_of_step']} | "
-            f"{r['target_us']:g} | {'yes' if r['met'] else 'no'} |"
+            + (
+                f"{r.get('steps_deferred_pct', '–')} | {r.get('catch_ups_per_1000_steps', '–')} | "
+                if deferring
+                else ""
+            )
+            + f"{r['target_us']:g} | {'yes' if r['met'] else 'no'} |"
         )
     return "\n".join(
         [
@@ -224,6 +235,7 @@ def _charge_thread(data: list[dict[str, Any]]) -> list[str]:
         "That CPU is above what the same charge costs inline (`governor.on_schedule` in the breakdown",
         "below): it is spent on another thread, not saved.",
         "The same charges and admissions as the inline charge, bit for bit: `tests/govern/test_charge_thread.py`.",
+        *(_deferral(data[0]["hand_over_every"]) if data[0].get("hand_over_every", 1) > 1 else []),
         *(
             [
                 "The charge thread ran held to the CPU the engine thread last ran on",
@@ -233,6 +245,20 @@ def _charge_thread(data: list[dict[str, Any]]) -> list[str]:
             else []
         ),
         "",
+    ]
+
+
+def _deferral(every: int) -> list[str]:
+    """How steps were handed over when some were deferred (``Governor._defer``)."""
+    return [
+        "A step after which nothing reads a counter was *deferred*: kept, with no wake-up, and handed",
+        f"over with a later step, at least every {every} steps (`SHADOWD_GOVERN_HAND_OVER_EVERY`), so one",
+        "wake-up of the charge thread served several steps.  Steps are deferred while at most one tenant",
+        "waits and no lift is due, after `QUIET_STEPS` steps in which nothing read a counter; whatever",
+        "reads one meanwhile (a second tenant coming to wait, a lift, a removal, the victim order) has",
+        "the deferred steps charged first, and the engine thread waits for them: a *catch-up*.  The",
+        "same charges and admissions, bit for bit, with catch-ups and lifts after deferred finishes:",
+        "`tests/govern/test_charge_thread.py`; what triggers a catch-up: `tests/govern/test_queue.py`.",
     ]
 
 
@@ -266,6 +292,8 @@ def _cost_history(section: dict[str, Any]) -> list[str]:
         charged = run["data"][0].get("charge", "inline") if run["data"] else "–"
         if charged == "thread" and run["data"][0].get("charge_cpu") == "engine":
             charged = "thread, engine CPU"
+        if charged.startswith("thread") and run["data"][0].get("hand_over_every", 1) > 1:
+            charged += f", hand-over every ≤ {run['data'][0]['hand_over_every']} steps"
         lines.append(f"| {run['meta']['at'][:16]} | {charged} | {steady} | {cells} |")
     return lines
 
@@ -351,9 +379,21 @@ def _engine_side(section: dict[str, Any]) -> str:
             "cost per call subtracted; a part and the part it is called from are two readings, not a sum).",
             "`queue._settle` is how the queue's calls take an owed charge in: the charge thread's",
             "answer (`charger.result`), then the arrivals that waited in the inbox (`queue.admit_inbox`,",
-            "each through `queue.add_request`); `charger.submit` hands the step over and wakes the charge",
-            "thread; under KV pressure `governor.order_victims` takes the owed charge in itself and sorts",
-            "the running list (the standings it sorts by were set on the charge thread).",
+            *(
+                [
+                    "each through `queue.add_request`); `charger.submit` keeps the step (deferred: no wake-up)",
+                    "or hands it over with the steps kept before it and wakes the charge thread, at least every",
+                    f"{data[0]['hand_over_every']} steps; under KV pressure `governor.order_victims` has every step",
+                    "charged and taken in first and sorts the running list (the standings it sorts by were set on",
+                    "the charge thread).",
+                ]
+                if (data[0].get("hand_over_every") or 1) > 1
+                else [
+                    "each through `queue.add_request`); `charger.submit` hands the step over and wakes the charge",
+                    "thread; under KV pressure `governor.order_victims` takes the owed charge in itself and sorts",
+                    "the running list (the standings it sorts by were set on the charge thread).",
+                ]
+            ),
             "",
             *_breakdown_table(data, cols),
             "",
@@ -368,10 +408,12 @@ def _engine_reading(r: dict[str, Any], col: str) -> str:
     """One workload in a line: the hand-over's wake-up, each arrival, and the victim order."""
     by = {p["part"]: p for p in r["parts"]}
     submit, arrive, facts = by["charger.submit"], by["queue._arrive"], by["queue._facts"]
+    what = "one put that wakes the charge thread"
+    if (r.get("hand_over_every") or 1) > 1:
+        what = f"deferred in {r['steps_deferred_pct']} % of steps, else one put that wakes the charge thread"
     line = (
-        f"- {col} ({r['arrivals_per_step']} arrivals/step): the hand-over (`charger.submit`, one put "
-        f"that wakes the charge thread) {submit['us_per_step']} µs of `on_schedule`'s "
-        f"{by['governor.on_schedule']['us_per_step']}"
+        f"- {col} ({r['arrivals_per_step']} arrivals/step): the hand-over (`charger.submit`, {what}) "
+        f"{submit['us_per_step']} µs of `on_schedule`'s {by['governor.on_schedule']['us_per_step']}"
     )
     if facts["calls_per_step"]:
         line += f"; a request's facts (`_facts`, made at its first sight) {facts['us_per_call']} µs per call"

@@ -320,6 +320,8 @@ def measure(
     us: dict[str, list[float]] = {"governed": [], "fcfs": [], "plain": []}
     wall_us: dict[str, list[float]] = {"governed": [], "fcfs": []}
     calls, fcfs_calls, arrivals, orderings, thread_us, wait_us = [], [], [], [], [], []
+    g = governed.sched.shadowd_governor
+    deferred0, catch_ups0 = g.steps_deferred, g.catch_ups
     gc.collect()
     for _ in range(blocks):
         made, ordered = governed.made, governed.sched.shadowd_governor.victim_orderings
@@ -336,8 +338,8 @@ def measure(
         arrivals.append((governed.made - made) / block_steps)
         orderings.append((governed.sched.shadowd_governor.victim_orderings - ordered) / block_steps)
         us["plain"].append(median(plain.steps(block_steps)) / 1e3)
-    g = governed.sched.shadowd_governor
     assert g.verdict.go and g.errors == 0, g.status()
+    measured = blocks * block_steps
     net = [a - b for a, b in zip(us["governed"], us["fcfs"])]
     net_wall = [a - b for a, b in zip(wall_us["governed"], wall_us["fcfs"])]
     return {
@@ -355,6 +357,11 @@ def measure(
         # "engine": the charge thread held to the engine thread's CPU (it followed it throughout)
         "charge_cpu": "engine" if g.charger is not None and g.charger.following else "any",
         "charge_thread_moves": g.charger.moves if g.charger is not None else 0,
+        # Steps handed over with a later one (``Governor._defer``), and catch-ups (deferred steps
+        # charged at once because a counter was to be read), over the measured steps.
+        "hand_over_every": g.hand_over_every,
+        "steps_deferred_pct": round(100 * (g.steps_deferred - deferred0) / measured, 1),
+        "catch_ups_per_1000_steps": round(1000 * (g.catch_ups - catch_ups0) / measured, 1),
         "charge_thread_us_per_step": round(median(thread_us), 2),
         "engine_wait_us_per_step": round(median(wait_us), 2),
         "gpu_wait_s": GPU_WAIT_S,
@@ -400,7 +407,8 @@ FCFS_PARTS = ("add_request", "pop_request", "peek_request", "__bool__")
 # The engine thread's side with the charge made on the charge thread (``--engine-side``): what
 # the engine thread still runs, part by part.  ``queue._settle`` is how the queue's calls take an
 # owed charge in (the governor's ``collect``: wait for the answer, then admit the arrivals that
-# waited in the inbox); ``charger.submit`` hands the step over, waking the charge thread.
+# waited in the inbox); ``charger.submit`` keeps the step (deferred) or hands it over with those kept
+# before it, waking the charge thread.
 ENGINE_PARTS = (
     ("queue", "add_request", "vLLM, queue._settle"),
     ("queue", "_facts", "queue.add_request"),
@@ -485,7 +493,7 @@ def breakdown(
         "charger": gov.charger,
     }
     gc.collect()
-    made = governed.made
+    made, deferred0 = governed.made, gov.steps_deferred
     parts = []
     for owner, name, inside in table:
         obj = gov.verdict.pricer if owner == "pricer" else owners[owner]
@@ -493,6 +501,7 @@ def breakdown(
             {"part": f"{owner}.{name}", "inside": inside, **_time_part(governed, obj, name, steps, per_call)}
         )
     arrivals = (governed.made - made) / (steps * len(table))
+    deferred = (gov.steps_deferred - deferred0) / (steps * len(table))
     fcfs_parts = [
         {"part": f"fcfs.{name}", **_time_part(fcfs, fcfs.sched.waiting, name, steps, per_call)}
         for name in FCFS_PARTS
@@ -503,6 +512,8 @@ def breakdown(
         "workload": workload,
         "charge": charge,
         "arrivals_per_step": round(arrivals, 2),
+        "hand_over_every": gov.hand_over_every if gov.charger is not None else None,
+        "steps_deferred_pct": round(100 * deferred, 1),
         "steps_per_part": steps,
         "timer_overhead_ns_per_call": round(per_call, 1),
         "parts": parts,

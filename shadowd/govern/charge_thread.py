@@ -2,7 +2,9 @@
 
 The engine thread hands the step over (``submit``: one put on a C-level queue) and goes on to
 wait on the GPU, as the tap hands its frames to its encoder thread.  This thread charges the
-step in that wait.  Before the engine thread next reads a counter (the next ``schedule``, or a
+step in that wait.  A step may also be *deferred* (``submit(step, wake=False)``): kept in order,
+with no wake-up, and handed over with the next step submitted to wake it (or ``flush``), so
+one wake-up serves several steps; the thread charges them in order, each as if alone.  Before the engine thread next reads a counter (the next ``schedule``, or a
 call into the fair queue that orders by them) it takes the result (``result``: with the charge
 done, as it mostly is, two counters compared and no lock), waiting only if it is not done yet.
 So at any moment the governor's state has one owner, the engine thread or this one, and the
@@ -25,6 +27,10 @@ or set, the thread stays where the kernel puts it (``following`` turns false).
 >>> t = ChargeThread(lambda step: [step * 2])
 >>> t.submit(21); t.result()
 [42]
+>>> t.submit(1, wake=False); t.deferred
+1
+>>> t.submit(2); t.result(), t.deferred  # both charged, in order: the answer is the last step's
+([4], 0)
 >>> t.close()
 """
 
@@ -35,6 +41,7 @@ import os
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -87,7 +94,12 @@ class ChargeThread:
         self._engine_tid: int | None = None  # the submitting thread's native id, from its first step
         self._clock = clock
         self._home: set[int] | None = None  # this thread's CPUs before it first followed
-        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()  # wake-up tokens (and ``_STOP``)
+        # Steps submitted, in order.  Only steps handed over (a token sent for them) are this
+        # thread's; the engine thread appends only when every step handed over is answered, so
+        # the thread drains exactly the steps handed over.
+        self._steps: deque = deque()
+        self._handed = 0  # steps handed over (engine thread)
         # The answer is handed back through attributes, not a queue: the engine thread reads a
         # charge already done (the common case: it was made in the GPU wait) with no lock taken.
         # Only an engine thread that must wait asks to be woken (``_waiting``), by a token on
@@ -103,18 +115,34 @@ class ChargeThread:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, step: Any) -> None:
-        """Engine thread: hand ``step`` over; never blocks."""
+    def submit(self, step: Any, wake: bool = True) -> None:
+        """Engine thread: hand ``step`` over (and every step deferred before it); never blocks.
+        ``wake=False``: defer it, no wake-up (the caller owns the charge's state until a hand-over)."""
         self._asked += 1
         if self._engine_tid is None:
             self._engine_tid = threading.get_native_id()
-        self._jobs.put(step)
+        self._steps.append(step)
+        if wake:
+            self.flush()
+
+    @property
+    def deferred(self) -> int:
+        """Steps submitted and not handed over yet."""
+        return self._asked - self._handed
+
+    def flush(self) -> None:
+        """Engine thread: hand the deferred steps over (one wake-up), if there are any."""
+        if self._handed != self._asked:
+            self._handed = self._asked
+            self._jobs.put(None)
 
     def result(self) -> Any:
-        """Engine thread: the result of the step submitted last, waiting for it if need be (at
-        most ``MAX_WAIT_S``; then the thread is abandoned: it charges nothing more)."""
+        """Engine thread: the result of the step submitted last (deferred steps handed over
+        first), waiting for it if need be (at most ``MAX_WAIT_S``; then the thread is abandoned:
+        it charges nothing more)."""
         if self._answered == self._asked:  # done already: no lock, no system call
             return self._answer
+        self.flush()
         self._waiting = True
         try:
             waited = 0.0
@@ -158,17 +186,25 @@ class ChargeThread:
                     pass
 
     def _run(self) -> None:
-        jobs, wake, charge, cpu = self._jobs, self._wake, self._charge, time.thread_time_ns
+        jobs, steps, wake, charge, cpu = (
+            self._jobs,
+            self._steps,
+            self._wake,
+            self._charge,
+            time.thread_time_ns,
+        )
         look = 0.0  # the clock's time of the next look at the engine thread's CPU
-        while (step := jobs.get()) is not _STOP and not self.abandoned:
+        while jobs.get() is not _STOP and not self.abandoned:
             if self.following and self._clock() >= look:
                 look = self._clock() + FOLLOW_EVERY_S
                 self._follow()
-            c = cpu()
-            result = charge(step)
-            self.cpu_ns += cpu() - c
-            if not self.abandoned:
-                self._answer = result
-                self._answered += 1
-                if self._waiting:
-                    wake.put(None)
+            while steps and not self.abandoned:  # the steps handed over, in order
+                step = steps.popleft()
+                c = cpu()
+                result = charge(step)
+                self.cpu_ns += cpu() - c
+                if not self.abandoned:
+                    self._answer = result
+                    self._answered += 1
+            if self._waiting and not self.abandoned:
+                wake.put(None)

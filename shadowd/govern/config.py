@@ -19,6 +19,10 @@
 ``SHADOWD_GOVERN_CHARGE_CPU`` ``engine`` (default): the charge thread runs on the CPU the engine
                            thread last ran on, followed once a second (a hand-over to another CPU
                            costs the engine thread more); ``any``: where the kernel puts it.
+``SHADOWD_GOVERN_HAND_OVER_EVERY`` with the charge thread, steps that read no counter before the
+                           next is scheduled are handed over to it together, at least every this
+                           many steps (default 8; 1: each step on its own); see
+                           :mod:`shadowd.govern.governor`.  The same charges and admissions either way.
 ``SHADOWD_GOVERN_TENANTS`` tenant weights and caps: inline ``acme=2,beta=1:500`` (weight, optional
                            cap in attributed ms per second) or the path of a JSON file
                            ``{"weights": {...}, "caps_ms_per_s": {...}, "default_weight": 1}``.
@@ -38,6 +42,7 @@ MODES = ("off", "on", "vtc")
 PREEMPT = ("vllm", "over-served")
 CHARGE = ("inline", "thread")
 CHARGE_CPU = ("engine", "any")
+MAX_HAND_OVER_EVERY = 64  # steps a hand-over may carry: the charge thread charges them in one GPU wait
 MAX_TENANTS = 1024  # configured tenants, and tenants the ledger tracks (the rest share OTHER)
 MAX_FILE_BYTES = 65536
 MAX_WEIGHT = 1e6
@@ -53,6 +58,16 @@ def _number(text: object, what: str, hi: float) -> float:
     if not math.isfinite(x) or x <= 0 or x > hi:
         raise ValueError(f"{what}: {x} must be > 0 and <= {hi:g}")
     return x
+
+
+def _whole(text: str | None, what: str, default: int) -> int:
+    """A whole number from the environment (unset or blank: ``default``); bounds are the config's."""
+    if text is None or not text.strip():
+        return default
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError(f"{what}={text!r}: not a whole number") from None
 
 
 @dataclass(frozen=True)
@@ -140,6 +155,7 @@ class GovernConfig:
     preempt: str = "vllm"  # "over-served": preemption victims from the most over-served tenant
     charge: str = "inline"  # "thread": steps charged off the engine thread (the environment's default)
     charge_cpu: str = "engine"  # "any": the charge thread where the kernel puts it
+    hand_over_every: int = 8  # the most steps one hand-over to the charge thread carries
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -150,6 +166,11 @@ class GovernConfig:
             raise ValueError(f"SHADOWD_GOVERN_CHARGE={self.charge!r}: expected one of {CHARGE}")
         if self.charge_cpu not in CHARGE_CPU:
             raise ValueError(f"SHADOWD_GOVERN_CHARGE_CPU={self.charge_cpu!r}: expected one of {CHARGE_CPU}")
+        every = self.hand_over_every
+        if isinstance(every, bool) or not isinstance(every, int) or not 1 <= every <= MAX_HAND_OVER_EVERY:
+            raise ValueError(
+                f"SHADOWD_GOVERN_HAND_OVER_EVERY={every!r}: expected a whole number of steps, 1 to {MAX_HAND_OVER_EVERY}"
+            )
 
     @property
     def enabled(self) -> bool:
@@ -178,4 +199,7 @@ class GovernConfig:
             preempt=(env.get("SHADOWD_GOVERN_PREEMPT") or "vllm").strip().lower(),
             charge=(env.get("SHADOWD_GOVERN_CHARGE") or "thread").strip().lower(),
             charge_cpu=(env.get("SHADOWD_GOVERN_CHARGE_CPU") or "engine").strip().lower(),
+            hand_over_every=_whole(
+                env.get("SHADOWD_GOVERN_HAND_OVER_EVERY"), "SHADOWD_GOVERN_HAND_OVER_EVERY", 8
+            ),
         )

@@ -2,7 +2,12 @@
 
 ``on_schedule`` runs after vLLM's ``schedule`` returns and has the step charged: on the
 governor's charge thread (``charge="thread"``, :mod:`shadowd.govern.charge_thread`), taken in by
-``collect`` before the engine thread next reads a counter, or inline.  The charge reads the
+``collect`` before the engine thread next reads a counter, or inline.  With the charge thread, a
+step after which nothing reads a counter is deferred (``_defer``) and handed over with a later
+one, so one wake-up of that thread serves several steps: while the queue holds at most one
+tenant and no lift is due (``FairRequestQueue``'s ``deferred``), after ``QUIET_STEPS`` steps in
+which nothing read a counter, and at least every ``hand_over_every`` steps; whatever reads a
+counter meanwhile has them charged first (``catch_up``).  The charge reads the
 verdict, then sums each tenant's rows of the step
 (new requests row by row; running rows from the rows it expected, :mod:`shadowd.govern.roster`,
 or, where a step is not what it expected, row by row), then charges every tenant in the step
@@ -41,6 +46,11 @@ log = logging.getLogger("shadowd.govern")
 ROWS_PER_CHANGE = 16
 CHURN_SMOOTHING = 0.1  # weight of the last step in the smoothed arrivals and finishes per step
 VTC_ONLY = Verdict("mode_vtc")
+# Steps in which nothing read a counter before steps are deferred again: a counter read while
+# steps are deferred costs the engine thread a wait for their charges, so deferral is kept to
+# stretches where counters are not read (``benchmarks/govern_cost.py``: workload ``churn`` reads
+# them nearly every step, ``every-step`` and ``steady`` never).
+QUIET_STEPS = 32
 
 
 class Standing:
@@ -92,8 +102,18 @@ class Governor:
         self.verdict = VTC_ONLY if self.reader is None else Verdict("missing")
         self._followed = self.verdict  # the verdict the queue's counter and price follow
         self.queue = FairRequestQueue(
-            self.ledger, self.facts_of, self.kind(), self.prefill_price(), settle=self.collect
+            self.ledger,
+            self.facts_of,
+            self.kind(),
+            self.prefill_price(),
+            settle=self.collect,
+            catch_up=self.catch_up,
         )
+        self.hand_over_every = config.hand_over_every  # the most steps one hand-over carries
+        self.defer_left = self.hand_over_every - 1  # steps that may still be deferred before one
+        self.quiet = 0  # steps in a row in which nothing read a counter
+        self.steps_deferred = 0  # steps handed over after a later one was scheduled
+        self.catch_ups = 0  # times deferred steps were charged because a counter was to be read
         self.switches: dict[str, int] = {}  # reason -> times the governor switched to it
         self.steps_charged = {"attributed": 0, "vtc": 0}
         self.errors = 0
@@ -139,16 +159,63 @@ class Governor:
         queue = self.queue
         if queue.owed:  # the last step's charge, if nothing took it in yet
             self.collect()
-        if self.ledger.capped:  # the step's time, for the buckets (see ``Ledger.charge``)
-            self.step_time = self.ledger.clock()
-        if self.charger is not None:
-            self.charger.submit(out)
-            queue.owed = True
+        if queue.contended:  # a counter was read in this step: hand each step over for a while
+            queue.contended = False
+            self.quiet = 0
         else:
-            self._take_in(self._charge_step(out))
+            self.quiet += 1
+        ledger = self.ledger
+        if ledger.capped:  # the step's time, for the buckets (see ``Ledger.charge``)
+            self.step_time = ledger.clock()
         sf = self.status_file
-        if sf is not None and sf.due():  # at most once a second: the daemon's view of the counters
-            sf.publish(self.published())  # handed to the status file's writer thread
+        due = sf is not None and sf.due()  # at most once a second: the daemon's view of the counters
+        charger = self.charger
+        if charger is None:
+            self._take_in(self._charge_step(out))
+        elif (
+            self.quiet >= QUIET_STEPS
+            and self.defer_left
+            and queue.tenants_waiting() <= 1
+            and not ledger.capped  # a cap's bucket is read at every choice
+            and not due  # the counters published are those of every step scheduled
+        ):
+            self._defer(out)
+        else:
+            charger.submit(out)  # with the steps deferred before it: one wake-up
+            queue.owed = True
+            self.defer_left = self.hand_over_every - 1
+            if queue.deferred:
+                queue.deferred = False
+                queue.leaving.clear()
+        if due:
+            sf.publish(self.published())  # type: ignore[union-attr]  # to the status file's writer thread
+
+    def _defer(self, out: Any) -> None:
+        """Engine thread: keep the step for a later hand-over.  Its finished requests are retired
+        when it is charged; until then a tenant whose running requests they all were must count as
+        becoming active again (``FairRequestQueue.leaving``), as the inline charge would leave it."""
+        queue, facts = self.queue, self.facts
+        for rid in out.finished_req_ids:
+            f = facts.get(rid)
+            if f is not None and f.running:
+                queue.leaving[f.tenant] = queue.leaving.get(f.tenant, 0) + 1
+        self.charger.submit(out, wake=False)  # type: ignore[union-attr]
+        queue.deferred = True
+        self.defer_left -= 1
+        self.steps_deferred += 1
+
+    def catch_up(self) -> None:
+        """Engine thread: every step charged and taken in, the deferred ones handed over first
+        (something is about to read a counter)."""
+        queue, charger = self.queue, self.charger
+        if charger is not None and charger.deferred:
+            charger.flush()
+            queue.owed = True
+            self.catch_ups += 1
+        self.defer_left = self.hand_over_every - 1
+        queue.deferred = False
+        queue.leaving.clear()
+        self.collect()
 
     def collect(self) -> None:
         """Engine thread: take the owed step's charge in (waiting for the charge thread if it is
@@ -508,7 +575,8 @@ class Governor:
         admission follows, least first.  True when reordered."""
         if free_blocks >= blocks_per_step or len(running) < 2:
             return False
-        self.collect()
+        self.queue.contended = True
+        self.catch_up()
         if self.charger is None:  # else set when the charge was taken in (``_stand``)
             self._stand()
         try:  # under deep KV pressure the running list is sorted in nearly every step: keys in C
@@ -527,7 +595,7 @@ class Governor:
     def close(self) -> None:
         """Engine shutdown: take the last charge in, stop the charge thread, write the last
         counters and stop the status file's writer."""
-        self.collect()
+        self.catch_up()
         if self.charger is not None:
             self.charger.close()
             self.charger = None
@@ -563,11 +631,13 @@ class Governor:
 
     def status(self) -> dict[str, Any]:
         """Counters for logs, tests and the replay: what the status file carries, and per-tenant
-        service (the owed charge taken in first)."""
-        self.collect()
+        service (every step's charge taken in first)."""
+        self.catch_up()
         return {
             **self.published(),
             "preempt": self.config.preempt,
             "victim_orderings": self.victim_orderings,
+            "steps_deferred": self.steps_deferred,
+            "catch_ups": self.catch_ups,
             "tenants": self.ledger.snapshot(),
         }

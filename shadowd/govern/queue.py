@@ -19,6 +19,14 @@ While a step's charge is *owed* (being made on the governor's charge thread,
 re-keys the queue after the charge: an arrival waits in an inbox, and any other call first
 settles the charge (``settle``, the governor's), which takes it in and then admits the inbox in
 arrival order, as the inline charge would have found it.
+
+A step may instead be *deferred* (charged later, with the next hand-over: ``deferred``): then the
+queue stays the engine thread's, and needs no counter while at most one tenant waits and no
+tenant becomes active (a lift reads every active tenant's counter).  Anything else (a second
+tenant waiting, a lift, a removal) first has the deferred steps charged (``catch_up``, the
+governor's) and marks the step ``contended``; a tenant whose running requests all finished in a
+deferred step counts as becoming active again (``leaving``).  So every choice that reads a
+counter reads it as the inline charge would have left it.
 """
 
 from __future__ import annotations
@@ -60,10 +68,15 @@ class FairRequestQueue(RequestQueue):
         kind: int = VTC,
         prefill_price: float = 1.0,
         settle: Callable[[], None] | None = None,
+        catch_up: Callable[[], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.owed = False  # a step's charge is being made off the engine thread: ``settle`` first
         self._settle = settle or (lambda: None)  # takes the charge in, then calls ``admit_inbox``
+        self.deferred = False  # steps charged later, not handed over: ``catch_up`` before a counter is read
+        self._catch_up = catch_up or (lambda: None)  # charges the deferred steps (clears the two below)
+        self.leaving: dict[int, int] = {}  # tenant -> its running requests finished in deferred steps
+        self.contended = False  # a counter was read (or a deferred step charged for one) since the last step
         self._inbox: list[Any] = []  # requests that arrived while a charge was owed, in order
         self._facts = facts  # request -> its facts (created on first sight)
         self.kind = kind  # the counter admission follows now (VTC or ATTRIBUTED); set by ``follow``
@@ -160,6 +173,15 @@ class FairRequestQueue(RequestQueue):
             if t in fifo and t not in self._held:
                 self._rekey(t)
 
+    def tenants_waiting(self) -> int:
+        return len(self._fifo)
+
+    def _contend(self) -> None:
+        """A counter is about to be read: the deferred steps charged first."""
+        self.contended = True
+        if self.deferred:
+            self._catch_up()
+
     def has_eligible(self) -> bool:
         if self.owed:
             self._settle()
@@ -198,14 +220,22 @@ class FairRequestQueue(RequestQueue):
         less in the scheduler's next ``peek_request``: ``benchmarks/govern_cost.py``, workload
         ``churn``)."""
         ledger = self.ledger
-        if ledger.active[t]:
-            ledger.active[t] += 1
+        active = ledger.active[t]
+        if self._fifo or not active or (self.leaving and active <= self.leaving.get(t, 0)):
+            self._contend()  # another tenant waits (a choice by counters), or the lift
+            active = ledger.active[t]
+        if active:
+            ledger.active[t] = active + 1
         else:
             ledger.activate(t)  # idle until now: the lift
         self._fifo[t] = deque(((f.seq, request, f),))
         self._size += 1
         # t has no live entry (it had nothing waiting); stale ones are skipped by ``_choose``.
         e = self._entry[t] = ((self._service[t] + self.pending.get(t, 0.0)) / ledger.weight[t], f.seq, t)
+        if len(self._fifo) == 1:  # the only tenant waiting: every other entry is stale
+            self._heap = [e]
+            self._head = t if not ledger.cap[t] else None
+            return
         heap = self._heap
         heappush(heap, e)
         if heap[0] is e:  # first now: the choice (unless a cap must be checked on choosing)
@@ -217,6 +247,10 @@ class FairRequestQueue(RequestQueue):
 
     def _push(self, f: RequestFacts, request: Any, *, left: bool) -> None:
         t = f.tenant
+        if (t not in self._fifo and self._fifo) or (
+            not f.running and self.ledger.active[t] <= self.leaving.get(t, 0)
+        ):
+            self._contend()  # as ``_arrive``: a second tenant waiting, or the lift
         moved = left  # t's key or first request may change: re-key it
         if f.running:  # preempted, or skipped after being popped this step
             f.running = False
@@ -303,6 +337,7 @@ class FairRequestQueue(RequestQueue):
     def remove_requests(self, requests: Iterable[Any]) -> None:
         if self.owed:
             self._settle()
+        self._contend()  # a tenant may go idle: where it stood is kept for the next lift
         for request in requests:
             f = self._facts(request)
             fifo = self._fifo.get(f.tenant)

@@ -58,3 +58,29 @@ def test_a_charge_that_never_comes_is_given_up(monkeypatch):
     release.set()
     time.sleep(0.05)
     assert t._answered == 0  # the late charge hands nothing back
+
+
+def test_deferred_steps_wait_for_a_hand_over_and_are_charged_in_order():
+    """A deferred step is the engine thread's until a hand-over: the thread charges nothing on
+    its own, then every step handed over, in the order submitted, the answer being the last's;
+    ``result`` hands deferred steps over itself rather than wait for them forever."""
+    seen: list[int] = []
+    t = ChargeThread(lambda step: seen.append(step) or step)
+    try:
+        for step in range(5):
+            t.submit(step, wake=False)
+        time.sleep(0.05)
+        assert seen == [] and t.deferred == 5 and t._answered == 0
+        t.submit(5)  # wakes the thread: all six, in order
+        assert t.result() == 5 and seen == list(range(6)) and t.deferred == 0
+        t.submit(6, wake=False)
+        t.submit(7, wake=False)
+        assert t.result() == 7 and seen == list(range(8))  # handed over by ``result``
+        t.flush()  # nothing deferred: no spare wake-up for the thread
+        t.submit(8, wake=False)
+        time.sleep(0.05)
+        assert seen == list(range(8)) and t.deferred == 1
+        t.flush()
+        assert t.result() == 8 and seen == list(range(9))
+    finally:
+        t.close()

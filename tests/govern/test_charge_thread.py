@@ -15,7 +15,7 @@ import pytest
 from shadowd.daemon.gatekeeper import published_model, write_state_file
 from shadowd.govern.config import GovernConfig, TenantPolicy
 from tests.govern.test_vllm import COEF, KEY, _engine, _governed
-from tests.workloads import mixed_trace_requests
+from tests.workloads import Req, mixed_trace_requests
 
 pytestmark = pytest.mark.usefixtures("vllm")
 POLICY = "longdoc=2,coder=1:40"
@@ -40,19 +40,30 @@ def _threaded(llama_dir, tmp_path):
     return sched.shadowd_governor, driver
 
 
-def _run(llama_dir, tmp_path, charge: str, preempt: str = "vllm"):
+def _run(
+    llama_dir,
+    tmp_path,
+    charge: str,
+    preempt: str = "vllm",
+    policy: str = POLICY,
+    every: int = 8,
+    requests=None,
+    seqs: int = 16,
+    blocks: int = 1000,
+):
     """The identity test's run: GO, then NO_GO from step ``NO_GO_AT`` (a switch to VTC)."""
-    state = _go_state(tmp_path / f"{charge}-{preempt}")
+    state = _go_state(tmp_path / f"{charge}-{preempt}-{every}")
     cfg = GovernConfig(
         mode="on",
         state_file=str(state),
         platform_key=KEY,
-        tenants=TenantPolicy.parse(POLICY),
+        tenants=TenantPolicy.parse(policy),
         charge=charge,
         preempt=preempt,
         poll_interval_s=0.0,  # every charge reads the file: the switch comes at a step, not a second
+        hand_over_every=every,
     )
-    sched, driver = _engine(llama_dir, _governed(cfg), max_num_seqs=16, num_blocks=1000)
+    sched, driver = _engine(llama_dir, _governed(cfg), max_num_seqs=seqs, num_blocks=blocks)
     gov, queue = sched.shadowd_governor, sched.shadowd_governor.queue
     gov.ledger.clock = lambda: driver.clock() / 1e9
     seen = {"charges": [], "threads": set(), "admitted": [], "inboxed": 0}
@@ -65,6 +76,8 @@ def _run(llama_dir, tmp_path, charge: str, preempt: str = "vllm"):
         return charged
 
     def recorded_pop():
+        # Steps deferred only while the choice reads no counter: one tenant waiting at most.
+        assert not queue.deferred or len(queue._fifo) <= 1
         request = pop()
         seen["admitted"].append(request.request_id)
         return request
@@ -78,11 +91,11 @@ def _run(llama_dir, tmp_path, charge: str, preempt: str = "vllm"):
 
     def switch(step: int) -> None:
         if step == NO_GO_AT:
-            gov.collect()  # the step in hand charged first, in both runs, under GO
+            gov.catch_up()  # the steps in hand charged first, in both runs, under GO
             model = published_model("m1", KEY, COEF, "equal", 1e9, 3e9)
             write_state_file(state, {"verdict": "NO_GO", "valid_until": 4e9, "model": model})
 
-    driver.run(mixed_trace_requests(40, seed=9), max_steps=100000, on_step=switch)
+    driver.run(requests or mixed_trace_requests(40, seed=9), max_steps=100000, on_step=switch)
     seen["charge_cpu_ns"] = gov.charger.cpu_ns if gov.charger is not None else 0
     gov.close()
     return driver, gov, seen
@@ -111,6 +124,57 @@ def test_the_charge_thread_makes_the_inline_charges_and_admissions(llama_dir, tm
     assert min(g_th.steps_charged.values()) >= 100  # charged both ways: the switch, at the same step
     assert g_in.switches == g_th.switches == {"go": 1, "not_go:NO_GO": 1}
     assert not g_th.verdict.go and g_th.queue.kind == g_in.queue.kind  # admission followed it
+
+
+def _deferral_workload() -> list[Req]:
+    """Long documents decoding steadily (quiet stretches: steps deferred), chat bursts that wait
+    for a slot, and a coder stream whose next request comes a few steps after the last finished
+    (in a deferred step, so only ``leaving`` says the coder is becoming active again: the lift)."""
+    reqs = [Req(0.1 * i, "longdoc", 512, 600) for i in range(5)]
+    reqs += [Req(1.0 + 2.5 * i, "coder", 64, 12) for i in range(8)]
+    reqs += [Req(3.0 + 0.2 * i, "coder", 32, 40) for i in range(40)]
+    reqs += [Req(b + 0.01 * j, "chat", 256, 40) for b in (4.0, 9.0, 14.0) for j in range(10)]
+    return sorted(reqs, key=lambda r: r.arrival_s)
+
+
+def _padded(charges: list) -> list:
+    """Counters after each charge, every tenant's list as long as the longest: a deferred step is
+    charged after later arrivals made their tenants known, with nothing charged to them yet."""
+    n = max(len(s) for c in charges for s in c)
+    return [[s + [0.0] * (n - len(s)) for s in c] for c in charges]
+
+
+def test_deferred_hand_overs_make_the_inline_charges_and_admissions(llama_dir, tmp_path):
+    """Without a cap (a cap's bucket is read at every choice), steps after which nothing reads a
+    counter are deferred and handed over together: the same batches, admissions and charges,
+    bit for bit, as the inline charge; and both ways out of a deferral were taken (a hand-over
+    every ``hand_over_every`` steps, and a catch-up when a counter was to be read).  Without the
+    ``leaving`` rule this run's charges differ from the inline ones."""
+    (d_in, g_in, inline), (d_df, g_df, deferred) = (
+        _run(
+            llama_dir,
+            tmp_path,
+            c,
+            policy="longdoc=2,coder=1",
+            requests=_deferral_workload(),
+            seqs=8,
+            blocks=250,
+        )
+        for c in ("inline", "thread")
+    )
+    assert g_in.errors == g_df.errors == 0 and g_in.steps_deferred == 0
+    assert g_df.steps_deferred > 500 and g_df.catch_ups > 20
+    assert deferred["inboxed"] > 0  # arrivals also came while a hand-over was being charged
+    assert sum(s.preemptions for s in d_in.service.values()) > 0
+    assert len(d_df.steps) == len(d_in.steps) > 2000
+    for x, y in zip(d_in.steps, d_df.steps):
+        assert x.req_ids == y.req_ids
+        assert x.new_tokens.tolist() == y.new_tokens.tolist()
+    assert deferred["admitted"] == inline["admitted"] and len(inline["admitted"]) >= 83  # and re-admissions
+    assert _padded(deferred["charges"]) == _padded(inline["charges"])  # bit for bit, after every step
+    assert g_df.ledger.snapshot() == g_in.ledger.snapshot()
+    assert g_df.steps_charged == g_in.steps_charged and min(g_df.steps_charged.values()) >= 100
+    assert g_df.switches == g_in.switches == {"go": 1, "not_go:NO_GO": 1}
 
 
 def test_over_served_victims_are_the_inline_charges_with_the_charge_thread(llama_dir, tmp_path):

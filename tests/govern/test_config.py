@@ -33,6 +33,17 @@ def test_the_engine_charges_on_a_thread_unless_told_inline():
         GovernConfig.from_env({"SHADOWD_GOVERN_CHARGE": "later"})
 
 
+def test_hand_overs_carry_up_to_eight_steps_unless_told_and_the_bound_is_checked():
+    assert GovernConfig.from_env({}).hand_over_every == 8
+    assert GovernConfig.from_env({"SHADOWD_GOVERN_HAND_OVER_EVERY": " 1 "}).hand_over_every == 1
+    assert GovernConfig.from_env({"SHADOWD_GOVERN_HAND_OVER_EVERY": "64"}).hand_over_every == 64
+    for bad in ("0", "65", "-3", "2.5", "many"):
+        with pytest.raises(ValueError, match="SHADOWD_GOVERN_HAND_OVER_EVERY"):
+            GovernConfig.from_env({"SHADOWD_GOVERN_HAND_OVER_EVERY": bad})
+    with pytest.raises(ValueError, match="whole number of steps"):
+        GovernConfig(hand_over_every=True)
+
+
 def test_inline_and_file_tenant_policies(tmp_path):
     p = TenantPolicy.parse("acme=2, beta=1:500")
     assert p.weight("acme") == 2 and p.weight("zeta") == 1 and p.caps_ms_per_s == {"beta": 500.0}

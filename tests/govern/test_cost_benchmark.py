@@ -88,18 +88,23 @@ def test_breakdown_times_the_victim_order_under_pressure():
 
 
 def test_engine_side_times_the_engine_threads_own_parts_with_the_charge_thread():
-    """``--engine-side``: charged on the charge thread, the engine thread's parts are reached (the
-    hand-over every step, the owed charge taken in through the queue's calls, the arrivals that
-    waited in the inbox), and none of the charge's own parts is among them."""
-    r = govern_cost.breakdown(32, "every-step", steps=12, warmup=10, charge="thread")
+    """``--engine-side``: charged on the charge thread, the engine thread's parts are reached (a
+    step submitted every step, handed over every ``hand_over_every`` steps once nothing reads a
+    counter, the owed charge taken in through the queue's calls after each hand-over, the
+    arrivals that waited in the inbox meanwhile), and none of the charge's own parts is among them."""
+    steps = 16
+    r = govern_cost.breakdown(32, "every-step", steps=steps, warmup=40, charge="thread")
     assert r["charge"] == "thread"
     names = [p["part"] for p in r["parts"]]
     assert names == [f"{owner}.{name}" for owner, name, _ in govern_cost.ENGINE_PARTS]
     by = {p["part"]: p for p in r["parts"]}
-    assert by["charger.submit"]["calls_per_step"] == by["governor.on_schedule"]["calls_per_step"] == 1.0
-    assert by["queue._settle"]["calls_per_step"] == 1.0  # one arrival a step: the first queue call settles
-    assert by["queue.admit_inbox"]["calls_per_step"] == 1.0 and by["queue._arrive"]["calls_per_step"] > 0
-    assert by["queue.add_request"]["calls_per_step"] == 2.0  # into the inbox, then admitted from it
+    calls = {part: round(p["calls_per_step"] * steps) for part, p in by.items()}
+    assert calls["charger.submit"] == calls["governor.on_schedule"] == steps
+    # One arrival a step and nothing to read a counter: a hand-over every eight steps, settled by
+    # the first queue call after it; arrivals meanwhile go straight into the queue.
+    assert calls["queue._settle"] == calls["queue.admit_inbox"] == steps // 8
+    assert calls["queue.add_request"] == steps + calls["queue.admit_inbox"]  # the inbox's twice
+    assert calls["queue._arrive"] > 0
     assert not {"governor._charge_by_pass", "roster.fold", "governor._charge_sums"} & set(by)
 
 

@@ -177,3 +177,73 @@ def test_an_arrival_takes_the_choice_only_when_its_key_comes_first():
         popped.append(queue._facts(queue.pop_request()).tenant)
         assert popped[-1] == want
     assert sorted(popped) == sorted(ledger.index[n] for n in arrivals)
+
+
+def test_steps_are_charged_before_a_deferred_queue_reads_a_counter():
+    """While steps are deferred (``deferred``), the queue reads no counter: at most one tenant
+    waits and no tenant becomes active.  A second tenant coming to wait, a lift (a tenant with
+    nothing active, or whose running requests all finished in a deferred step: ``leaving``), a
+    preempted request of another tenant and a removal each have the deferred steps charged
+    first (``catch_up``) and mark the step contended; anything else does not."""
+    from types import SimpleNamespace as NS
+
+    from shadowd.govern.governor import Governor
+
+    gov = Governor(GovernConfig(mode="vtc", tenant_key="tenant"), {})
+    queue, ledger = gov.queue, gov.ledger
+    calls = []
+
+    def catch_up():
+        calls.append(len(queue._fifo))
+        queue.deferred = False
+        queue.leaving.clear()
+
+    queue._catch_up = catch_up
+
+    def req(i: int, name: str):
+        return NS(
+            request_id=f"r{i}",
+            num_prompt_tokens=8,
+            num_computed_tokens=0,
+            sampling_params=NS(extra_args={"tenant": name}),
+            lora_request=None,
+        )
+
+    def deferred(leaving=None):
+        queue.deferred, queue.contended = True, False
+        queue.leaving.update(leaving or {})
+
+    for name in ("a", "b", "c"):
+        ledger.tenant(name)
+    ledger.active[:] = [2, 2, 0]  # a and b run two requests each; c is idle
+    deferred({0: 1})  # one of a's running requests finished in a deferred step: a stays active
+    queue.add_request(req(1, "a"))
+    queue.add_request(req(2, "a"))  # the same tenant again
+    assert calls == [] and not queue.contended and queue.peek_request().request_id == "r1"
+    queue.add_request(req(3, "b"))  # a second tenant would wait: its order reads the counters
+    assert calls == [1] and queue.contended and not queue.deferred
+    while queue:
+        queue.pop_request()
+    deferred()
+    queue.add_request(req(4, "c"))  # c was idle: the lift reads every active tenant's counter
+    assert calls == [1, 0] and queue.contended
+    queue.pop_request()
+    b_running = ledger.active[1]
+    deferred({1: b_running})  # every one of b's running requests finished in deferred steps
+    queue.add_request(req(5, "b"))
+    assert calls == [1, 0, 0] and ledger.active[1] == b_running + 1  # charged first (a spy here)
+    queue.pop_request()
+    deferred()
+    queue.add_request(req(6, "a"))
+    popped = req(7, "b")
+    queue.add_request(popped)  # (a catch-up: a second tenant)
+    calls.clear()
+    while queue:
+        queue.pop_request()
+    deferred()
+    queue.add_request(req(8, "a"))
+    queue.prepend_request(popped)  # b's request back (preempted) while a waits
+    assert calls == [1]
+    deferred()
+    queue.remove_requests([popped])  # a removal may leave a tenant idle: where it stood is kept
+    assert calls == [1, 2]
