@@ -56,6 +56,8 @@ daemon) by `tests/daemon/test_governor_status.py`.
     SHADOWD_GOVERN_CHARGE=inline            # optional: charge each step on the engine thread (default: thread)
     SHADOWD_GOVERN_CHARGE_CPU=any           # optional: the charge thread where the kernel puts it (default: engine,
                                             # held to the CPU the engine thread last ran on)
+    SHADOWD_GOVERN_HAND_OVER_EVERY=1        # optional: hand each step to the charge thread on its own (default: 8,
+                                            # steps that read no counter go together, up to 8)
 
 Off, the mixin leaves vLLM's FCFS queue in place: the same batches, step by step, as the
 untouched scheduler (`tests/govern/test_vllm.py`).  With vLLM's `priority` policy it stays off.
