@@ -383,9 +383,9 @@ def _engine_side(section: dict[str, Any]) -> str:
             "answer (`charger.result`), then the arrivals that waited in the inbox (`queue.admit_inbox`,",
             *(
                 [
-                    "each through `queue.add_request`); `charger.submit` keeps the step (deferred: no wake-up)",
-                    "or hands it over with the steps kept before it and wakes the charge thread, at least every",
-                    f"{data[0]['hand_over_every']} steps; under KV pressure `governor.order_victims` has every step",
+                    "each through `queue.add_request`); `charger.defer` keeps a step for later (no wake-up) and",
+                    "`charger.submit` hands it over with the steps kept before it and wakes the charge thread, at",
+                    f"least every {data[0]['hand_over_every']} steps; under KV pressure `governor.order_victims` has every step",
                     "charged and taken in first and sorts the running list (the standings it sorts by were set on",
                     "the charge thread).",
                 ]
@@ -410,13 +410,17 @@ def _engine_reading(r: dict[str, Any], col: str) -> str:
     """One workload in a line: the hand-over's wake-up, each arrival, and the victim order."""
     by = {p["part"]: p for p in r["parts"]}
     submit, arrive, facts = by["charger.submit"], by["queue._arrive"], by["queue._facts"]
-    what = "one put that wakes the charge thread"
-    if (r.get("hand_over_every") or 1) > 1:
-        what = f"deferred in {r['steps_deferred_pct']} % of steps, else one put that wakes the charge thread"
     line = (
-        f"- {col} ({r['arrivals_per_step']} arrivals/step): the hand-over (`charger.submit`, {what}) "
-        f"{submit['us_per_step']} µs of `on_schedule`'s {by['governor.on_schedule']['us_per_step']}"
+        f"- {col} ({r['arrivals_per_step']} arrivals/step): the hand-over (`charger.submit`, one put "
+        f"that wakes the charge thread) {submit['us_per_step']} µs"
     )
+    defer = by.get("charger.defer")
+    if defer is not None and defer["calls_per_step"]:
+        line += (
+            f" and keeping a step for later (`charger.defer`, {r['steps_deferred_pct']} % of steps) "
+            f"{defer['us_per_step']} µs"
+        )
+    line += f" of `on_schedule`'s {by['governor.on_schedule']['us_per_step']}"
     if facts["calls_per_step"]:
         line += f"; a request's facts (`_facts`, made at its first sight) {facts['us_per_call']} µs per call"
     if arrive["calls_per_step"]:

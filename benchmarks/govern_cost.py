@@ -407,8 +407,8 @@ FCFS_PARTS = ("add_request", "pop_request", "peek_request", "__bool__")
 # The engine thread's side with the charge made on the charge thread (``--engine-side``): what
 # the engine thread still runs, part by part.  ``queue._settle`` is how the queue's calls take an
 # owed charge in (the governor's ``collect``: wait for the answer, then admit the arrivals that
-# waited in the inbox); ``charger.submit`` keeps the step (deferred) or hands it over with those kept
-# before it, waking the charge thread.
+# waited in the inbox); ``charger.submit`` hands the step over with those deferred before it
+# (``charger.defer``: kept, no wake-up), waking the charge thread.
 ENGINE_PARTS = (
     ("queue", "add_request", "vLLM, queue._settle"),
     ("queue", "_facts", "queue.add_request"),
@@ -421,6 +421,7 @@ ENGINE_PARTS = (
     ("charger", "result", "queue._settle"),
     ("governor", "on_schedule", "vLLM"),
     ("charger", "submit", "governor.on_schedule"),
+    ("charger", "defer", "governor.on_schedule"),
     ("governor", "order_victims", "vLLM"),
 )
 BREAKDOWN = (

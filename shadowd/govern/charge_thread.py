@@ -2,9 +2,9 @@
 
 The engine thread hands the step over (``submit``: one put on a C-level queue) and goes on to
 wait on the GPU, as the tap hands its frames to its encoder thread.  This thread charges the
-step in that wait.  A step may also be *deferred* (``submit(step, wake=False)``): kept in order,
-with no wake-up, and handed over with the next step submitted to wake it (or ``flush``), so
-one wake-up serves several steps; the thread charges them in order, each as if alone.  Before the engine thread next reads a counter (the next ``schedule``, or a
+step in that wait.  A step may also be *deferred* (``defer``): kept in order, with no wake-up,
+and handed over with the next step submitted (or by ``flush``), so one wake-up serves several
+steps; the thread charges them in order, each as if alone.  Before the engine thread next reads a counter (the next ``schedule``, or a
 call into the fair queue that orders by them) it takes the result (``result``: with the charge
 done, as it mostly is, two counters compared and no lock), waiting only if it is not done yet.
 So at any moment the governor's state has one owner, the engine thread or this one, and the
@@ -27,7 +27,7 @@ or set, the thread stays where the kernel puts it (``following`` turns false).
 >>> t = ChargeThread(lambda step: [step * 2])
 >>> t.submit(21); t.result()
 [42]
->>> t.submit(1, wake=False); t.deferred
+>>> t.defer(1); t.deferred
 1
 >>> t.submit(2); t.result(), t.deferred  # both charged, in order: the answer is the last step's
 ([4], 0)
@@ -115,15 +115,19 @@ class ChargeThread:
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def submit(self, step: Any, wake: bool = True) -> None:
-        """Engine thread: hand ``step`` over (and every step deferred before it); never blocks.
-        ``wake=False``: defer it, no wake-up (the caller owns the charge's state until a hand-over)."""
+    def submit(self, step: Any) -> None:
+        """Engine thread: hand ``step`` over (and every step deferred before it); never blocks."""
         self._asked += 1
         if self._engine_tid is None:
             self._engine_tid = threading.get_native_id()
         self._steps.append(step)
-        if wake:
-            self.flush()
+        self.flush()
+
+    def defer(self, step: Any) -> None:
+        """Engine thread: keep ``step`` for the next hand-over, with no wake-up (the caller owns
+        the charge's state until then)."""
+        self._asked += 1
+        self._steps.append(step)
 
     @property
     def deferred(self) -> int:

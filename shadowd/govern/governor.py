@@ -6,8 +6,9 @@ governor's charge thread (``charge="thread"``, :mod:`shadowd.govern.charge_threa
 step after which nothing reads a counter is deferred (``_defer``) and handed over with a later
 one, so one wake-up of that thread serves several steps: while the queue holds at most one
 tenant and no lift is due (``FairRequestQueue``'s ``deferred``), after ``QUIET_STEPS`` steps in
-which nothing read a counter, and at least every ``hand_over_every`` steps; whatever reads a
-counter meanwhile has them charged first (``catch_up``).  The charge reads the
+which nothing read a counter, and at least every ``hand_over_every`` steps (the status file, if
+due, is written at the next hand-over); whatever reads a counter meanwhile has them charged first
+(``catch_up``).  The charge reads the
 verdict, then sums each tenant's rows of the step
 (new requests row by row; running rows from the rows it expected, :mod:`shadowd.govern.roster`,
 or, where a step is not what it expected, row by row), then charges every tenant in the step
@@ -110,7 +111,7 @@ class Governor:
             catch_up=self.catch_up,
         )
         self.hand_over_every = config.hand_over_every  # the most steps one hand-over carries
-        self.defer_left = self.hand_over_every - 1  # steps that may still be deferred before one
+        self.defer_left = 0  # steps that may still be deferred before a hand-over (``_defer_room``)
         self.quiet = 0  # steps in a row in which nothing read a counter
         self.steps_deferred = 0  # steps handed over after a later one was scheduled
         self.catch_ups = 0  # times deferred steps were charged because a counter was to be read
@@ -164,31 +165,35 @@ class Governor:
             self.quiet = 0
         else:
             self.quiet += 1
+        charger = self.charger
+        if (
+            charger is not None
+            and self.defer_left
+            and self.quiet >= QUIET_STEPS
+            and queue.tenants_waiting() <= 1
+        ):
+            self._defer(out)  # (the status file, if due, waits for the next hand-over)
+            return
         ledger = self.ledger
         if ledger.capped:  # the step's time, for the buckets (see ``Ledger.charge``)
             self.step_time = ledger.clock()
-        sf = self.status_file
-        due = sf is not None and sf.due()  # at most once a second: the daemon's view of the counters
-        charger = self.charger
         if charger is None:
             self._take_in(self._charge_step(out))
-        elif (
-            self.quiet >= QUIET_STEPS
-            and self.defer_left
-            and queue.tenants_waiting() <= 1
-            and not ledger.capped  # a cap's bucket is read at every choice
-            and not due  # the counters published are those of every step scheduled
-        ):
-            self._defer(out)
         else:
             charger.submit(out)  # with the steps deferred before it: one wake-up
             queue.owed = True
-            self.defer_left = self.hand_over_every - 1
+            self.defer_left = self._defer_room()
             if queue.deferred:
                 queue.deferred = False
                 queue.leaving.clear()
-        if due:
-            sf.publish(self.published())  # type: ignore[union-attr]  # to the status file's writer thread
+        sf = self.status_file
+        if sf is not None and sf.due():  # at most once a second: the daemon's view of the counters
+            sf.publish(self.published())  # handed to the status file's writer thread
+
+    def _defer_room(self) -> int:
+        """Steps that may be deferred before the next hand-over: none while a tenant has a cap
+        (its bucket is read at every choice)."""
+        return 0 if self.ledger.capped else self.hand_over_every - 1
 
     def _defer(self, out: Any) -> None:
         """Engine thread: keep the step for a later hand-over.  Its finished requests are retired
@@ -199,7 +204,7 @@ class Governor:
             f = facts.get(rid)
             if f is not None and f.running:
                 queue.leaving[f.tenant] = queue.leaving.get(f.tenant, 0) + 1
-        self.charger.submit(out, wake=False)  # type: ignore[union-attr]
+        self.charger.defer(out)  # type: ignore[union-attr]
         queue.deferred = True
         self.defer_left -= 1
         self.steps_deferred += 1
@@ -212,7 +217,7 @@ class Governor:
             charger.flush()
             queue.owed = True
             self.catch_ups += 1
-        self.defer_left = self.hand_over_every - 1
+        self.defer_left = self._defer_room()
         queue.deferred = False
         queue.leaving.clear()
         self.collect()

@@ -68,16 +68,16 @@ def test_deferred_steps_wait_for_a_hand_over_and_are_charged_in_order():
     t = ChargeThread(lambda step: seen.append(step) or step)
     try:
         for step in range(5):
-            t.submit(step, wake=False)
+            t.defer(step)
         time.sleep(0.05)
         assert seen == [] and t.deferred == 5 and t._answered == 0
         t.submit(5)  # wakes the thread: all six, in order
         assert t.result() == 5 and seen == list(range(6)) and t.deferred == 0
-        t.submit(6, wake=False)
-        t.submit(7, wake=False)
+        t.defer(6)
+        t.defer(7)
         assert t.result() == 7 and seen == list(range(8))  # handed over by ``result``
         t.flush()  # nothing deferred: no spare wake-up for the thread
-        t.submit(8, wake=False)
+        t.defer(8)
         time.sleep(0.05)
         assert seen == list(range(8)) and t.deferred == 1
         t.flush()
