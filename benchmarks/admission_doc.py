@@ -261,6 +261,8 @@ def _deferral(every: int) -> list[str]:
         "the deferred steps charged first, and the engine thread waits for them: a *catch-up*.  The",
         "same charges and admissions, bit for bit, with catch-ups and lifts after deferred finishes:",
         "`tests/govern/test_charge_thread.py`; what triggers a catch-up: `tests/govern/test_queue.py`.",
+        "A deferred step reads the gate's verdict when it is charged: a switch to the token counter",
+        f"comes up to {every} steps later than with a hand-over every step, far inside one gate evaluation.",
     ]
 
 

@@ -4,9 +4,10 @@ The engine thread hands the step over (``submit``: one put on a C-level queue) a
 wait on the GPU, as the tap hands its frames to its encoder thread.  This thread charges the
 step in that wait.  A step may also be *deferred* (``defer``): kept in order, with no wake-up,
 and handed over with the next step submitted (or by ``flush``), so one wake-up serves several
-steps; the thread charges them in order, each as if alone.  Before the engine thread next reads a counter (the next ``schedule``, or a
-call into the fair queue that orders by them) it takes the result (``result``: with the charge
-done, as it mostly is, two counters compared and no lock), waiting only if it is not done yet.
+steps; the thread charges them in order, each as if alone.  Before the engine thread next reads
+a counter (the next ``schedule``, or a call into the fair queue that orders by them) it takes
+the result (``result``: with the charge done, as it mostly is, two counters compared and no
+lock), waiting only if it is not done yet.
 So at any moment the governor's state has one owner, the engine thread or this one, and the
 charges, and every admission made from them, are the ones the inline charge makes
 (``tests/govern/test_charge_thread.py``; the hand-off itself: ``tests/govern/test_charge_answer.py``).

@@ -8,7 +8,8 @@ one, so one wake-up of that thread serves several steps: while the queue holds a
 tenant and no lift is due (``FairRequestQueue``'s ``deferred``), after ``QUIET_STEPS`` steps in
 which nothing read a counter, and at least every ``hand_over_every`` steps (the status file, if
 due, is written at the next hand-over); whatever reads a counter meanwhile has them charged first
-(``catch_up``).  The charge reads the
+(``catch_up``).  A deferred step reads the verdict when it is charged, so a change of verdict
+takes effect up to ``hand_over_every`` steps later than it would at every step.  The charge reads the
 verdict, then sums each tenant's rows of the step
 (new requests row by row; running rows from the rows it expected, :mod:`shadowd.govern.roster`,
 or, where a step is not what it expected, row by row), then charges every tenant in the step
