@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.govern_cost import HAND_OVER_TIE_US
+from shadowd.govern.config import GovernConfig
 from shadowd.replay.table import render_table
 
 INTRO = """# Governed admission
@@ -56,8 +58,8 @@ daemon) by `tests/daemon/test_governor_status.py`.
     SHADOWD_GOVERN_CHARGE=inline            # optional: charge each step on the engine thread (default: thread)
     SHADOWD_GOVERN_CHARGE_CPU=any           # optional: the charge thread where the kernel puts it (default: engine,
                                             # held to the CPU the engine thread last ran on)
-    SHADOWD_GOVERN_HAND_OVER_EVERY=1        # optional: hand each step to the charge thread on its own (default: 8,
-                                            # steps that read no counter go together, up to 8)
+    SHADOWD_GOVERN_HAND_OVER_EVERY=1        # optional: hand each step to the charge thread on its own (default: 16,
+                                            # steps that read no counter go together, up to 16)
 
 Off, the mixin leaves vLLM's FCFS queue in place: the same batches, step by step, as the
 untouched scheduler (`tests/govern/test_vllm.py`).  With vLLM's `priority` policy it stays off.
@@ -430,6 +432,69 @@ def _engine_reading(r: dict[str, Any], col: str) -> str:
     return line + f"{_victims_reading(by)}."
 
 
+def _hand_over(section: dict[str, Any], default: int) -> str:
+    """Steps per hand-over side by side (``benchmarks/govern_cost.py --hand-over``): the default's
+    choice, made on the first cell by the rule stated there, and the cells that played no part."""
+    data = section["data"]
+    values = [v["hand_over_every"] for v in data[0]["values"]]
+    cols = [f"{r['requests_per_step']} {r['workload']}" for r in data]
+    rows = [
+        "| steps per hand-over | "
+        + " | ".join(f"{c}: engine µs/step (of it waiting) | charge thread µs/step" for c in cols)
+        + " |",
+        "|---:|" + "---:|---:|" * len(cols),
+    ]
+    for i, v in enumerate(values):
+        cells = []
+        for r in data:
+            x = r["values"][i]
+            cells += [
+                f"{x['engine_us_per_step']} ({x['engine_wait_us_per_step']})",
+                f"{x['charge_thread_us_per_step']}",
+            ]
+        mark = " (default)" if v == default else ""
+        rows.append(f"| {v}{mark} | " + " | ".join(cells) + " |")
+    first, rest = data[0], data[1:]
+    agree = [c for r, c in zip(rest, cols[1:]) if r.get("choice") == first.get("choice")]
+    kept = []
+    for r, c in zip(data, cols):
+        pct = [x["steps_deferred_pct"] for x in r["values"]]
+        us = [x["engine_us_per_step"] for x in r["values"]]
+        if max(pct) == 0:
+            kept.append(
+                f"{c} keeps no step at any value (every engine runs the same code there), so its spread, "
+                f"{min(us)}-{max(us)} µs, is this method's noise at that cell"
+            )
+        else:
+            kept.append(f"{c} keeps up to {max(pct)} % of its steps")
+    return "\n".join(
+        [
+            "### Steps per hand-over",
+            "",
+            "`SHADOWD_GOVERN_HAND_OVER_EVERY` (the most steps one hand-over carries), one governed engine per",
+            f"value and the FCFS engine on the same arrivals, timed block by block ({first['blocks']} blocks of",
+            f"{first['block_steps']} steps, the engines' order rotated every block).  The engine thread's time",
+            "per step: its CPU net as above plus the wall time it waited for the charge thread (a catch-up",
+            "of more kept steps waits longer), median over blocks; the charge thread's own CPU beside it.",
+            "Deferral changes no charge and no admission, only where the time goes.  The rule, set before",
+            f"the run: on the first cell ({cols[0]}), the least engine time, a value within "
+            f"{HAND_OVER_TIE_US} µs of it",
+            "counting as a tie won by the fewer steps kept.  "
+            f"It picks {first.get('choice')} in this run; the other cells played no part in the choice"
+            + (
+                f" and pick the same in {len(agree)} of {len(rest)} ({', '.join(agree) or 'none'})."
+                if rest
+                else "."
+            ),
+            "Steps kept for a later hand-over: " + "; ".join(kept) + ".",
+            "",
+            *rows,
+            "",
+            _meta(section),
+        ]
+    )
+
+
 def _wake(section: dict[str, Any], cost: dict[str, Any] | None) -> str:
     """The hand-over alone against the engine thread's busy time between hand-overs
     (``benchmarks/govern_cost.py --wake``): why the same put costs more at large batches, and
@@ -723,6 +788,8 @@ def render(doc: dict[str, Any]) -> str:
         parts.append(_breakdown(sections["govern_cost_breakdown"]))
     if "govern_cost_engine_side" in sections:
         parts.append(_engine_side(sections["govern_cost_engine_side"]))
+    if "govern_cost_hand_over" in sections:
+        parts.append(_hand_over(sections["govern_cost_hand_over"], GovernConfig().hand_over_every))
     if "govern_cost_wake" in sections:
         parts.append(_wake(sections["govern_cost_wake"], sections.get("govern_cost")))
     for key in sorted(k for k in sections if k.startswith("replay:")):

@@ -1,8 +1,11 @@
 """The design in force against issue 15's targets, on the held-out sets it was not built on: the
 first section of docs/validation.md, so a reader finds where the gate stands before its history.
 
-The targets are those ``benchmarks.gate_document.outcome`` holds each row to: a healthy run ends
-GO without a page after its first GO; a fault run that is a test (the gate was GO when the fault
+The targets are issue 15's and those ``benchmarks.gate_document.outcome`` holds each row to: a
+healthy run reaches GO within its evidence time and never pages once GO (the issue's wording: the
+evidence time is the run's own length, and where load ramps or swings the set's 30,000-step row
+of that load, declared as that evidence time with every set since held-out 26), and, stricter, it
+ends GO without a page after its first GO; a fault run that is a test (the gate was GO when the fault
 began) ends not GO, and an 8 % slowdown raises a drift event within 500 engine steps; false
 alarms at most 1e-5 per judged step, which only a long run can show (its 95 % Poisson bound).
 Every figure is counted from the stored rows; nothing here is written by hand.
@@ -17,6 +20,7 @@ from benchmarks.gate_designs import BUILT_ON, DESIGN_REVISION
 
 FALSE_ALARM_TARGET = 1e-5
 DETECTION_BUDGET_STEPS = 500  # an 8 % slowdown's drift event, after the fault began
+EVIDENCE_SUFFIX = "-30k"  # where load moves, the row whose length is the evidence time (see above)
 
 
 def held_out_rows(rows: list[dict[str, Any]], design: str = DESIGN_REVISION) -> list[dict[str, Any]]:
@@ -41,6 +45,38 @@ def _steps(values: list[int]) -> str:
     return f"median {median(values):,.0f}, range {min(values):,}-{max(values):,}"
 
 
+def evidence_row(row: dict[str, Any], by_name: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The run whose first GO judges ``row``'s: its own, or where the set has a 30,000-step row of
+    the same load (a ramp or a swing), that one."""
+    return by_name.get(row["scenario"]["name"] + EVIDENCE_SUFFIX, row)
+
+
+def reach_line(healthy: list[dict[str, Any]]) -> str:
+    """The issue's healthy target: GO reached within the evidence time, and no page once GO.  A
+    short ramp or swing that never said GO in its own run is judged by its 30,000-step row."""
+    by_name = {r["scenario"]["name"]: r for r in healthy}
+    met, judged_by = 0, []
+    for r in healthy:
+        reached = r.get("first_go_step") is not None
+        ev = evidence_row(r, by_name)
+        if not reached and ev is not r:
+            go = ev.get("first_go_step")
+            reached = go is not None
+            judged_by.append(
+                f"{r['scenario']['name']} by {ev['scenario']['name']} ("
+                + ("never GO" if go is None else f"GO at step {go:,}")
+                + ")"
+            )
+        paged = r["pages_after_first_go"] or r["final"] == "NO_GO"
+        met += reached and not paged
+    by = f"; {', '.join(judged_by)}" if judged_by else ""
+    return (
+        f"| healthy runs reach GO within their evidence time and never page once GO (the issue's "
+        f"wording; evidence time: the run, or where load ramps or swings the set's 30,000-step row{by}) "
+        f"| {met} of {len(healthy)} | {'met' if met == len(healthy) else 'missed'} |"
+    )
+
+
 def healthy_lines(rows: list[dict[str, Any]]) -> list[str]:
     """Rows of the targets table for the healthy runs."""
     from benchmarks.gate_document import blockers
@@ -58,7 +94,8 @@ def healthy_lines(rows: list[dict[str, Any]]) -> list[str]:
                 stuck[b] = stuck.get(b, 0) + 1
     why = ", ".join(f"{b} {n}" for b, n in sorted(stuck.items(), key=lambda kv: (-kv[1], kv[0])))
     return [
-        f"| healthy runs end GO, no page after the first GO | {len(ended)} of {len(healthy)} "
+        reach_line(healthy),
+        f"| healthy runs end GO, no page after the first GO (stricter: the last evaluation GO) | {len(ended)} of {len(healthy)} "
         f"ended GO; the rest's last evaluation named: {why or '–'} | "
         f"{'met' if len(ended) == len(healthy) else 'missed'} |",
         f"| healthy runs reach GO at some point | {len(reached)} of {len(healthy)}; first GO at engine "
@@ -132,7 +169,11 @@ def section(rows: list[dict[str, Any]], design: str = DESIGN_REVISION) -> list[s
         "",
         f"Design {design}'s rows on the held-out sets declared after it was committed ({len(mine)} "
         f"runs); its development evidence ({built}) is left out here and counted with the rest "
-        "below. Each target as `outcome` holds a row to it; the sections below give every row.",
+        "below. Each target as `outcome` holds a row to it; the sections below give every row. "
+        "The first row is the issue's healthy target in its own words; it was added to this table "
+        "after held-out 46's results had been read, with the evidence time where load moves that "
+        "every set since held-out 26 declared before its runs (its 30,000-step ramp and swing); "
+        "until then the table held healthy runs only to the stricter second row, which stays.",
         "",
         "| target (issue 15) | measured | |",
         "|---|---|---|",

@@ -42,6 +42,7 @@ reported beside it.
     .venv/bin/python -m benchmarks.govern_cost --breakdown  # where the time goes, part by part
     .venv/bin/python -m benchmarks.govern_cost --engine-side  # the engine thread's side, by part
     .venv/bin/python -m benchmarks.govern_cost --wake  # the hand-over against the time between steps
+    .venv/bin/python -m benchmarks.govern_cost --hand-over  # steps per hand-over, side by side
 """
 
 from __future__ import annotations
@@ -573,6 +574,105 @@ def wake(gap_ms: float, wakes: int = 300, follow: bool = False) -> dict[str, Any
     }
 
 
+# ``--hand-over``: the most steps one hand-over carries (``SHADOWD_GOVERN_HAND_OVER_EVERY``), each
+# on its own governed engine, run side by side.  The default is chosen on the first cell, by a rule
+# set before the run: the least engine-thread time per step (CPU net plus the wall time spent
+# waiting for the charge thread, which a catch-up of more kept steps makes longer), a value within
+# ``HAND_OVER_TIE_US`` of it counting as a tie won by the fewer steps kept.  The other cells played
+# no part in the choice: they confirm it or not.
+HAND_OVER_VALUES = (1, 4, 8, 16, 32)
+HAND_OVER_CELLS = ((32, "every-step"), (256, "every-step"), (32, "trace"), (256, "trace"))
+HAND_OVER_TIE_US = 0.5
+
+
+def hand_over_choice(values: list[dict[str, Any]]) -> int:
+    """The value the rule above picks from one cell's rows.
+
+    >>> hand_over_choice([{"hand_over_every": 8, "engine_us_per_step": 20.0},
+    ...                   {"hand_over_every": 16, "engine_us_per_step": 18.0},
+    ...                   {"hand_over_every": 32, "engine_us_per_step": 17.6}])
+    16
+    """
+    least = min(v["engine_us_per_step"] for v in values)
+    return min(v["hand_over_every"] for v in values if v["engine_us_per_step"] <= least + HAND_OVER_TIE_US)
+
+
+def hand_over(
+    n: int,
+    workload: str,
+    values: tuple[int, ...] = HAND_OVER_VALUES,
+    *,
+    blocks: int = 24,
+    block_steps: int = 120,
+    warmup: int = 60,
+) -> dict[str, Any]:
+    """The engine thread's time per step for each ``hand_over_every`` in ``values``: one governed
+    engine per value and the FCFS engine, on the same arrivals, timed block by block as
+    ``measure`` times them, the order of the engines rotated every block so that none is always
+    first.  Each value's figure is the median over blocks of its CPU net (its calls less the FCFS
+    queue's in the same block) plus its wall time waiting for the charge thread; the wait alone
+    and the charge thread's CPU per step are reported beside it, and the rule's choice per cell."""
+    import dataclasses
+
+    from shadowd.govern.config import GovernConfig
+
+    total = warmup + blocks * block_steps
+    on = _governed_config(workload)
+    engines = {v: _engine(n, workload, dataclasses.replace(on, hand_over_every=v), total) for v in values}
+    fcfs = _engine(n, workload, GovernConfig(), total)
+    for eng in (*engines.values(), fcfs):
+        eng.steps(warmup)
+    timers = {v: _Timer() for v in values}
+    clocks = {v: _instrument(eng.sched, timers[v]) for v, eng in engines.items()}
+    fcfs_timer = _Timer()
+    _instrument(fcfs.sched, fcfs_timer)
+    per_call, _ = _Timer().overhead()
+    net: dict[int, list[float]] = {v: [] for v in values}
+    thread_us: dict[int, list[float]] = {v: [] for v in values}
+    wait_us: dict[int, list[float]] = {v: [] for v in values}
+    deferred0 = {v: eng.sched.shadowd_governor.steps_deferred for v, eng in engines.items()}
+    order = list(values)
+    gc.collect()
+    for b in range(blocks):
+        us = {}
+        for v in order[b % len(order) :] + order[: b % len(order)]:
+            t, clock = timers[v], clocks[v]
+            t.ns = t.wall_ns = t.calls = 0
+            clock.reset()  # type: ignore[union-attr]
+            engines[v].steps(block_steps)
+            us[v] = (t.ns - t.calls * per_call) / block_steps / 1e3
+            thread_us[v].append(clock.cpu_ns / block_steps / 1e3)  # type: ignore[union-attr]
+            wait_us[v].append(clock.wait_ns / block_steps / 1e3)  # type: ignore[union-attr]
+        fcfs_timer.ns = fcfs_timer.wall_ns = fcfs_timer.calls = 0
+        fcfs.steps(block_steps)
+        base = (fcfs_timer.ns - fcfs_timer.calls * per_call) / block_steps / 1e3
+        for v in values:
+            net[v].append(us[v] - base + wait_us[v][-1])
+    rows = []
+    for v, eng in engines.items():
+        g = eng.sched.shadowd_governor
+        assert g.verdict.go and g.errors == 0, g.status()
+        rows.append(
+            {
+                "hand_over_every": v,
+                "engine_us_per_step": round(median(net[v]), 2),
+                "engine_wait_us_per_step": round(median(wait_us[v]), 2),
+                "charge_thread_us_per_step": round(median(thread_us[v]), 2),
+                "steps_deferred_pct": round(
+                    100 * (g.steps_deferred - deferred0[v]) / (blocks * block_steps), 1
+                ),
+            }
+        )
+    return {
+        "requests_per_step": n,
+        "workload": workload,
+        "blocks": blocks,
+        "block_steps": block_steps,
+        "values": rows,
+        "choice": hand_over_choice(rows),
+    }
+
+
 def _params(workload: str) -> dict[str, Any]:
     if workload == "trace":
         return {"traces": list(TRACES), "max_prompt": TRACE_MAX_PROMPT, "max_output": TRACE_MAX_OUTPUT}
@@ -615,6 +715,11 @@ def main(argv: list[str] | None = None) -> None:
         help="the hand-over's cost against the engine thread's busy time between hand-overs",
     )
     what.add_argument(
+        "--hand-over",
+        action="store_true",
+        help="the engine thread's cost for each number of steps one hand-over carries, side by side",
+    )
+    what.add_argument(
         "--engine-side",
         action="store_true",
         help="where the engine thread's time goes with the charge on the charge thread, part by part",
@@ -626,6 +731,8 @@ def main(argv: list[str] | None = None) -> None:
     elif a.wake:
         rows = [wake(ms, follow=follow) for ms in WAKE_GAPS_MS for follow in (False, True)]
         store_section("govern_cost_wake", rows, args)
+    elif a.hand_over:
+        store_section("govern_cost_hand_over", [hand_over(n, w) for n, w in HAND_OVER_CELLS], args)
     elif a.engine_side:
         cells = [breakdown(n, w, charge="thread") for n, w in BREAKDOWN]
         store_section("govern_cost_engine_side", cells, args)

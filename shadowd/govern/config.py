@@ -21,7 +21,7 @@
                            costs the engine thread more); ``any``: where the kernel puts it.
 ``SHADOWD_GOVERN_HAND_OVER_EVERY`` with the charge thread, steps that read no counter before the
                            next is scheduled are handed over to it together, at least every this
-                           many steps (default 8; 1: each step on its own); see
+                           many steps (default 16, chosen by ``benchmarks/govern_cost.py --hand-over``; 1: each step on its own); see
                            :mod:`shadowd.govern.governor`.  The same charges and admissions either way.
 ``SHADOWD_GOVERN_TENANTS`` tenant weights and caps: inline ``acme=2,beta=1:500`` (weight, optional
                            cap in attributed ms per second) or the path of a JSON file
@@ -155,7 +155,7 @@ class GovernConfig:
     preempt: str = "vllm"  # "over-served": preemption victims from the most over-served tenant
     charge: str = "inline"  # "thread": steps charged off the engine thread (the environment's default)
     charge_cpu: str = "engine"  # "any": the charge thread where the kernel puts it
-    hand_over_every: int = 8  # the most steps one hand-over to the charge thread carries
+    hand_over_every: int = 16  # the most steps one hand-over to the charge thread carries
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -200,6 +200,6 @@ class GovernConfig:
             charge=(env.get("SHADOWD_GOVERN_CHARGE") or "thread").strip().lower(),
             charge_cpu=(env.get("SHADOWD_GOVERN_CHARGE_CPU") or "engine").strip().lower(),
             hand_over_every=_whole(
-                env.get("SHADOWD_GOVERN_HAND_OVER_EVERY"), "SHADOWD_GOVERN_HAND_OVER_EVERY", 8
+                env.get("SHADOWD_GOVERN_HAND_OVER_EVERY"), "SHADOWD_GOVERN_HAND_OVER_EVERY", 16
             ),
         )

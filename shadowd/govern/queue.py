@@ -277,6 +277,17 @@ class FairRequestQueue(RequestQueue):
         if self.owed:
             self._settle()
         t = self._head
+        if t is not None and self._size == 1 and not self._held:
+            # The only waiting request (most admissions where admission keeps up): nothing is
+            # left to order, so it carries no estimate and every heap entry is stale
+            # (``benchmarks/govern_cost.py``, workload ``every-step``).
+            _, request, f = self._fifo.pop(t)[0]
+            self._size = 0
+            f.running = True
+            self._entry.clear()
+            self._heap = []
+            self._head = None
+            return request
         if t is None and (t := self._choose()) is None:
             raise IndexError("pop from an empty (or wholly held) queue")
         fifo = self._fifo[t]

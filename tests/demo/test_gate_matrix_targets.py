@@ -86,3 +86,23 @@ def test_a_page_a_slow_detection_and_a_loose_bound_are_missed():
 
 def test_no_rows_of_the_design_no_section():
     assert section(ROWS, "r99") == []
+
+
+def test_reaching_go_is_judged_within_the_evidence_time():
+    """The issue's healthy target: GO within the evidence time, no page once GO.  A short swing
+    that never said GO is judged by its set's 30,000-step row (the evidence time where load moves);
+    a row that ended INCONCLUSIVE after its first GO meets it; one that paged does not, nor does a
+    short swing whose 30,000-step row never said GO either."""
+    rows = [
+        _row("H3-steady", "held_out_93", "healthy", "INCONCLUSIVE", reason=DULL, first_go=4000),
+        _row("H3-swing", "held_out_93", "healthy", "INCONCLUSIVE", reason=DULL, first_go=None),
+        _row("H3-swing-30k", "held_out_93", "healthy", "GO", first_go=20100),
+        _row("H3-ramp", "held_out_93", "healthy", "GO", first_go=5000),
+    ]
+    text = "\n".join(section(rows, "r41"))
+    assert "H3-swing by H3-swing-30k (GO at step 20,100)) | 4 of 4 | met |" in text
+    assert "| 2 of 4 ended GO;" in text and "(stricter: the last evaluation GO)" in text
+    rows[2] = _row("H3-swing-30k", "held_out_93", "healthy", "INCONCLUSIVE", reason=DULL, first_go=None)
+    rows[3] = _row("H3-ramp", "held_out_93", "healthy", "GO", first_go=5000, pages=2)
+    text = "\n".join(section(rows, "r41"))
+    assert "H3-swing by H3-swing-30k (never GO)) | 1 of 4 | missed |" in text

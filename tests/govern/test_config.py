@@ -33,8 +33,8 @@ def test_the_engine_charges_on_a_thread_unless_told_inline():
         GovernConfig.from_env({"SHADOWD_GOVERN_CHARGE": "later"})
 
 
-def test_hand_overs_carry_up_to_eight_steps_unless_told_and_the_bound_is_checked():
-    assert GovernConfig.from_env({}).hand_over_every == 8
+def test_hand_overs_carry_up_to_sixteen_steps_unless_told_and_the_bound_is_checked():
+    assert GovernConfig.from_env({}).hand_over_every == 16 == GovernConfig().hand_over_every
     assert GovernConfig.from_env({"SHADOWD_GOVERN_HAND_OVER_EVERY": " 1 "}).hand_over_every == 1
     assert GovernConfig.from_env({"SHADOWD_GOVERN_HAND_OVER_EVERY": "64"}).hand_over_every == 64
     for bad in ("0", "65", "-3", "2.5", "many"):

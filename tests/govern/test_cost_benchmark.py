@@ -92,18 +92,20 @@ def test_engine_side_times_the_engine_threads_own_parts_with_the_charge_thread()
     step submitted every step, handed over every ``hand_over_every`` steps once nothing reads a
     counter, the owed charge taken in through the queue's calls after each hand-over, the
     arrivals that waited in the inbox meanwhile), and none of the charge's own parts is among them."""
-    steps = 16
+    steps = 32
     r = govern_cost.breakdown(32, "every-step", steps=steps, warmup=40, charge="thread")
+    every = r["hand_over_every"]
+    assert every == 16
     assert r["charge"] == "thread"
     names = [p["part"] for p in r["parts"]]
     assert names == [f"{owner}.{name}" for owner, name, _ in govern_cost.ENGINE_PARTS]
     by = {p["part"]: p for p in r["parts"]}
     calls = {part: round(p["calls_per_step"] * steps) for part, p in by.items()}
     assert calls["governor.on_schedule"] == steps
-    # One arrival a step and nothing to read a counter: a hand-over every eight steps (the others
-    # deferred), settled by the first queue call after it; arrivals meanwhile go straight in.
-    assert calls["charger.submit"] == steps // 8 and calls["charger.defer"] == steps - steps // 8
-    assert calls["queue._settle"] == calls["queue.admit_inbox"] == steps // 8
+    # One arrival a step and nothing to read a counter: a hand-over every ``every`` steps (the
+    # others deferred), settled by the first queue call after it; arrivals meanwhile go straight in.
+    assert calls["charger.submit"] == steps // every and calls["charger.defer"] == steps - steps // every
+    assert calls["queue._settle"] == calls["queue.admit_inbox"] == steps // every
     assert calls["queue.add_request"] == steps + calls["queue.admit_inbox"]  # the inbox's twice
     assert calls["queue._arrive"] > 0
     assert not {"governor._charge_by_pass", "roster.fold", "governor._charge_sums"} & set(by)
@@ -149,3 +151,21 @@ def test_wake_times_the_hand_over_alone_and_the_charge_thread_ends(follow):
     assert 0 < r["submit_cpu_us"] <= r["submit_wall_us"] + 0.5
     assert 0 < r["put_unwaited_cpu_us"]
     assert not any(t.name == "shadowd-bench-wake" for t in threading.enumerate())
+
+
+def test_hand_over_runs_each_value_on_its_own_engine_and_applies_the_rule():
+    """``--hand-over``: one governed engine per value on the same arrivals; handing every step
+    over keeps none, more steps per hand-over keep most (one arrival a step reads no counter),
+    and the choice is the rule's, read from the rows."""
+    r = govern_cost.hand_over(32, "every-step", (1, 16), blocks=2, block_steps=32, warmup=40)
+    by = {v["hand_over_every"]: v for v in r["values"]}
+    assert by[1]["steps_deferred_pct"] == 0 and by[16]["steps_deferred_pct"] > 80
+    assert all(v["engine_wait_us_per_step"] >= 0 and v["charge_thread_us_per_step"] > 0 for v in by.values())
+    assert r["choice"] == govern_cost.hand_over_choice(r["values"])
+
+
+def test_the_hand_over_rule_breaks_near_ties_towards_fewer_steps_kept():
+    rows = [{"hand_over_every": v, "engine_us_per_step": us} for v, us in ((4, 19.0), (16, 18.2), (32, 18.0))]
+    assert govern_cost.hand_over_choice(rows) == 16  # 18.2 is within the tie of 18.0
+    rows[1]["engine_us_per_step"] = 18.0 + govern_cost.HAND_OVER_TIE_US + 0.01
+    assert govern_cost.hand_over_choice(rows) == 32

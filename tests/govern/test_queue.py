@@ -247,3 +247,54 @@ def test_steps_are_charged_before_a_deferred_queue_reads_a_counter():
     deferred()
     queue.remove_requests([popped])  # a removal may leave a tenant idle: where it stood is kept
     assert calls == [1, 2]
+
+
+def test_the_last_waiting_request_leaves_no_entry_behind():
+    """Popping the only waiting request (``pop_request``'s short way) leaves an empty queue with no
+    heap entry, no choice and the other tenants' estimates as they were; later arrivals are then
+    ordered by the plain rule as before.  A lone request of a held tenant is not taken that way
+    (it is not the choice)."""
+    from types import SimpleNamespace as NS
+
+    from shadowd.govern.governor import Governor
+
+    cfg = GovernConfig(mode="vtc", tenant_key="tenant", tenants=TenantPolicy.parse("a=1,b=2,c=1:5"))
+    gov = Governor(cfg, {})
+    queue, ledger = gov.queue, gov.ledger
+    for name in ("a", "b", "c"):
+        ledger.tenant(name)
+    ledger.active[:] = [1, 1, 1]
+    ledger.service[VTC][:] = [4.0, 6.0, 1.0]
+
+    def req(i: int, name: str, prompt: int = 8):
+        return NS(
+            request_id=f"r{i}",
+            num_prompt_tokens=prompt,
+            num_computed_tokens=0,
+            sampling_params=NS(extra_args={"tenant": name}),
+            lora_request=None,
+        )
+
+    for i, name in enumerate(("a", "b", "a", "b")):
+        queue.add_request(req(i, name))
+    order = []
+    while len(queue) > 1:  # estimates move the keys: stale entries pile up in the heap
+        order.append(queue._facts(queue.pop_request()).tenant)
+    assert len(queue._heap) >= 1 and queue.pending
+    pending = dict(queue.pending)
+    last = queue.peek_request()
+    assert queue.pop_request() is last and queue._facts(last).running
+    assert (len(queue), queue._heap, queue._entry, queue._head, bool(queue)) == (0, [], {}, None, False)
+    assert queue.pending == pending  # the last request carries no estimate; the others' stand
+    for i, name in enumerate(("b", "a", "b"), start=10):
+        queue.add_request(req(i, name))
+        assert queue._facts(queue.peek_request()).tenant == _rule(queue)
+    while queue:
+        want = _rule(queue)
+        assert queue._facts(queue.pop_request()).tenant == want
+    # A held tenant's lone request: no choice, so the short way is not taken.
+    ledger.bucket[2], ledger._bucket_t[2] = 1e9, ledger.clock()
+    queue.add_request(req(20, "c"))
+    assert len(queue) == 1 and not queue
+    with pytest.raises(IndexError):
+        queue.pop_request()
