@@ -1432,10 +1432,12 @@ PROTOCOL = {
     "held_out_47": {
         "platforms": ["H200 SXM tables (as in held-out 1-46: no other unseen tables exist)"],
         "models": [
-            "internlm2.5-20b tp2 (after the public config of InternLM2.5 20B, added for this set "
-            "as benchmarks/models/internlm2.5-20b; never run before, by any set or study): 48 "
-            "layers of hidden 6,144, 48 query heads over 8 KV heads of 128 dimensions, an MLP of "
-            "16,384, a 92,544 vocabulary, 32,768 positions"
+            "qwen3-32b tp2 (after the public config of Qwen3 32B, added for this set as "
+            "benchmarks/models/qwen3-32b; never in a gate set or accuracy study, its shape only in "
+            "the reference engine's check against measured whole steps, benchmarks/anchors.py, "
+            "which no gate design read; Qwen3 8B and 14B ran in held-out 34 and 35): 64 layers of hidden 5,120, 64 query heads of 128 "
+            "dimensions (8,192 wide, more than the hidden size) over 8 KV heads, an MLP of "
+            "25,600, a 151,936 vocabulary, 40,960 positions"
         ],
         "tenants": [
             "the Mooncake conversation trace at 0.3 req/s as tenant a, the Azure 2023 "
@@ -1464,8 +1466,12 @@ PROTOCOL = {
             "armed as held-out 46's (`@go:7000`, 12,000 steps); H47-steady-12k (seed 4813) runs "
             "their timeline with nothing injected. H47-ramp-30k and H47-swing-30k (seeds 4802, "
             "4803) and H47-swing-long (H47-swing-30k's seed and load, 800,000 steps: the "
-            "false-alarm bound) declared with the set. No machinery check of the new config was "
-            "run before the set's rows."
+            "false-alarm bound) declared with the set. The set was first declared with "
+            "InternLM2.5 20B; its first launch stopped before any engine step, as vLLM's config "
+            "parser here has no class for that model type without remote code (every row an "
+            "error, no verdict), and the model was replaced by Qwen3 32B before any row ran, "
+            "after one 800-step machinery check of the new config on the H100 tables "
+            "(development platform, seed 99, two of the tenants; only its exit status was read)."
         ),
     },
 }

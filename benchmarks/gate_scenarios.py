@@ -235,7 +235,7 @@ HELD46_BASE = _h200(
     ("a=azure-conv:2", "b=lengths:arxiv:0.7", "c=lengths:sharegpt:1.2"),
 )
 HELD47_BASE = _h200(
-    "benchmarks/models/internlm2.5-20b",
+    "benchmarks/models/qwen3-32b",
     2,
     ("a=mooncake-conversation:0.3", "b=azure-conv:2.5", "c=lengths:sharegpt:1.5"),
 )

@@ -67,7 +67,7 @@ def reach_line(healthy: list[dict[str, Any]]) -> str:
                 + ("never GO" if go is None else f"GO at step {go:,}")
                 + ")"
             )
-        paged = r["pages_after_first_go"] or r["final"] == "NO_GO"
+        paged = r.get("pages_after_first_go") or r["final"] == "NO_GO"
         met += reached and not paged
     by = f"; {', '.join(judged_by)}" if judged_by else ""
     return (
@@ -84,9 +84,9 @@ def healthy_lines(rows: list[dict[str, Any]]) -> list[str]:
     healthy = [r for r in rows if r["scenario"]["expect"] == "healthy"]
     if not healthy:
         return []
-    ended = [r for r in healthy if r["final"] == "GO" and not r["pages_after_first_go"]]
+    ended = [r for r in healthy if r["final"] == "GO" and not r.get("pages_after_first_go")]
     reached = [r for r in healthy if r.get("first_go_step") is not None]
-    paged = sum(1 for r in healthy if r["pages_after_first_go"] or r["final"] == "NO_GO")
+    paged = sum(1 for r in healthy if r.get("pages_after_first_go") or r["final"] == "NO_GO")
     stuck: dict[str, int] = {}
     for r in healthy:
         if r["final"] != "GO":

@@ -106,3 +106,16 @@ def test_reaching_go_is_judged_within_the_evidence_time():
     rows[3] = _row("H3-ramp", "held_out_93", "healthy", "GO", first_go=5000, pages=2)
     text = "\n".join(section(rows, "r41"))
     assert "H3-swing by H3-swing-30k (never GO)) | 1 of 4 | missed |" in text
+
+
+def test_a_row_that_failed_to_run_counts_as_missed_not_as_a_crash():
+    """A row whose run errored (no verdict, none of the counts) is counted and missed."""
+    failed = {
+        "design": "r41",
+        "final": "ERROR",
+        "error": "the engine did not start",
+        "scenario": {"name": "H4-steady", "set": "held_out_94", "expect": "healthy", "injects": []},
+    }
+    rows = [failed, _row("H4-ramp", "held_out_94", "healthy", "GO")]
+    text = "\n".join(section(rows, "r41"))
+    assert "| 1 of 2 | missed |" in text and "| 1 of 2 ended GO" in text
