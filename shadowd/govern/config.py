@@ -21,8 +21,9 @@
                            costs the engine thread more); ``any``: where the kernel puts it.
 ``SHADOWD_GOVERN_HAND_OVER_EVERY`` with the charge thread, steps that read no counter before the
                            next is scheduled are handed over to it together, at least every this
-                           many steps (default 16, chosen by ``benchmarks/govern_cost.py --hand-over``; 1: each step on its own); see
-                           :mod:`shadowd.govern.governor`.  The same charges and admissions either way.
+                           many steps (default 16, chosen by ``benchmarks/govern_cost.py
+                           --hand-over``; 1: each step on its own); see :mod:`shadowd.govern.governor`.
+                           The same charges and admissions either way.
 ``SHADOWD_GOVERN_TENANTS`` tenant weights and caps: inline ``acme=2,beta=1:500`` (weight, optional
                            cap in attributed ms per second) or the path of a JSON file
                            ``{"weights": {...}, "caps_ms_per_s": {...}, "default_weight": 1}``.
@@ -42,6 +43,7 @@ MODES = ("off", "on", "vtc")
 PREEMPT = ("vllm", "over-served")
 CHARGE = ("inline", "thread")
 CHARGE_CPU = ("engine", "any")
+HAND_OVER_EVERY = 16  # the default: ``benchmarks/govern_cost.py --hand-over`` (docs/admission.md)
 MAX_HAND_OVER_EVERY = 64  # steps a hand-over may carry: the charge thread charges them in one GPU wait
 MAX_TENANTS = 1024  # configured tenants, and tenants the ledger tracks (the rest share OTHER)
 MAX_FILE_BYTES = 65536
@@ -155,7 +157,7 @@ class GovernConfig:
     preempt: str = "vllm"  # "over-served": preemption victims from the most over-served tenant
     charge: str = "inline"  # "thread": steps charged off the engine thread (the environment's default)
     charge_cpu: str = "engine"  # "any": the charge thread where the kernel puts it
-    hand_over_every: int = 16  # the most steps one hand-over to the charge thread carries
+    hand_over_every: int = HAND_OVER_EVERY  # the most steps one hand-over to the charge thread carries
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -200,6 +202,6 @@ class GovernConfig:
             charge=(env.get("SHADOWD_GOVERN_CHARGE") or "thread").strip().lower(),
             charge_cpu=(env.get("SHADOWD_GOVERN_CHARGE_CPU") or "engine").strip().lower(),
             hand_over_every=_whole(
-                env.get("SHADOWD_GOVERN_HAND_OVER_EVERY"), "SHADOWD_GOVERN_HAND_OVER_EVERY", 16
+                env.get("SHADOWD_GOVERN_HAND_OVER_EVERY"), "SHADOWD_GOVERN_HAND_OVER_EVERY", HAND_OVER_EVERY
             ),
         )
