@@ -28,12 +28,14 @@ from checks.gate import Gate, GateState
 from checks.page_hinkley import PageHinkleyDetector
 from checks.policy import STEP_CLASSES, GatePolicy
 from checks.refit_guard import (
+    LEVEL_SHIFT_Z,
     ClassError,
     RefitEvidence,
     ResidualShift,
     largest_level_shift,
     largest_level_shift_within,
     refit_decision,
+    strata_span,
     time_invariant,
 )
 from checks.residual_bias import fit_bias, fit_graph_offsets, remove_bias, remove_graph_offsets
@@ -112,6 +114,8 @@ __all__ = [
     "nnls_fit",
     "largest_level_shift",
     "largest_level_shift_within",
+    "LEVEL_SHIFT_Z",
+    "strata_span",
     "extension_decision",
     "refit_decision",
     "time_invariant",

@@ -30,6 +30,9 @@ the traffic left the calibration (a reason to re-fit) and nothing says the engin
    no level shift over time (``largest_level_shift``) beyond the allowance. A change of batch
    composition is what the coefficients model; a change at one moment (a slower engine from step
    N on) is not, and leaves a step in the re-fit's residual wherever in the window it fell.
+   Design r46: measured within the CUDA graph each step ran at, less two standard errors
+   (``largest_level_shift_within(z=LEVEL_SHIFT_Z)``): a mix moving between graphs moves the
+   pooled residual, not each graph's; where no graph spans a moment the pooled shift decides.
 
 What it cannot rule out is said in ``docs/operations.md`` (Re-fits): a fault that coincides with traffic
 leaving every calibrated composition, small enough to stay inside the accuracy limits.
@@ -58,6 +61,10 @@ import numpy as np
 from checks.alarm_confirmation import MIN_COVERAGE, MIN_STRATUM
 from checks.policy import GatePolicy
 
+# Design r46: standard errors taken off the within-graph level shift (a one-sided 97.7 % lower
+# bound for a normal estimate; set before any run: DESIGN in benchmarks/gate_designs.py).
+LEVEL_SHIFT_Z = 2.0
+
 
 @dataclass(frozen=True)
 class ClassError:
@@ -77,6 +84,9 @@ class ResidualShift:
     steps: int
     shift: float
     allowance: float
+    # Design r46: the shift's moment, where measured within CUDA graphs, had no graph holding
+    # enough steps on both sides (time and composition cannot be told apart there).
+    confounded: bool = False
 
 
 @dataclass(frozen=True)
@@ -191,6 +201,18 @@ def _pooled_gaps(x: np.ndarray, at: np.ndarray) -> np.ndarray:
     return np.abs((total[-1] - total[at]) / (len(x) - at) - total[at] / at)
 
 
+def _split_gap(x: np.ndarray, nb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per split (``nb`` values before it): ``mean(after) - mean(before)`` of ``x`` and that
+    difference's variance (each side's sample variance over its count)."""
+    c = np.r_[0.0, np.cumsum(x)]
+    c2 = np.r_[0.0, np.cumsum(x * x)]
+    na = len(x) - nb
+    mb, ma = c[nb] / nb, (c[-1] - c[nb]) / na
+    vb = np.maximum(c2[nb] / nb - mb * mb, 0.0) * nb / np.maximum(nb - 1, 1)
+    va = np.maximum((c2[-1] - c2[nb]) / na - ma * ma, 0.0) * na / np.maximum(na - 1, 1)
+    return ma - mb, vb / nb + va / na
+
+
 def largest_level_shift_within(
     resid: np.ndarray,
     keys: np.ndarray,
@@ -199,8 +221,10 @@ def largest_level_shift_within(
     min_stratum: int = MIN_STRATUM,
     min_coverage: float = MIN_COVERAGE,
     splits: int = 1000,
+    z: float = 0.0,
 ) -> tuple[float, int]:
-    """Design r42 (withdrawn; behind ``CalibrationSettings.stratified_level_shift``, off):
+    """Design r42 (withdrawn; behind ``CalibrationSettings.stratified_level_shift``, off), and
+    with ``z`` design r46 (in force: ``CalibrationSettings.level_shift_z``):
     ``largest_level_shift`` measured within composition strata (``keys``, one per
     value): at each split the shift is the mean, over strata with ``min_stratum`` values or more
     on both sides, of each stratum's ``mean(after) - mean(before)``, weighted by
@@ -232,6 +256,16 @@ def largest_level_shift_within(
     >>> slow = resid + np.r_[np.zeros(700), np.full(500, 0.03)]
     >>> round(largest_level_shift_within(slow, keys, 120)[0], 2)
     0.03
+
+    Design r46 (``z``): where the strata judge a split, its shift is the within-strata estimate
+    less ``z`` of its standard errors (from each stratum's variance on each side), not less than
+    zero: a lower bound on the change at that moment.  The within-strata estimate is a mean of
+    thin strata, and its largest value over many splits carries their noise (why r42 was
+    withdrawn); a slower engine's shift stands well above it.  Where the strata do not judge,
+    the pooled shift decides, as before.
+
+    >>> round(largest_level_shift_within(slow, keys, 120, z=2.0)[0], 2)
+    0.03
     """
     x = np.asarray(resid, dtype=float)
     k = np.asarray(keys)
@@ -243,40 +277,75 @@ def largest_level_shift_within(
     at = np.unique(
         np.linspace(min_segment, n - min_segment, min(splits, n - 2 * min_segment + 1)).astype(int)
     )
-    num = np.zeros(len(at))
-    den = np.zeros(len(at))
-    covered = np.zeros(len(at))
+    num, den, var, covered = (np.zeros(len(at)) for _ in range(4))
     for key in np.unique(k):
         where = np.flatnonzero(k == key)
         if len(where) < 2 * min_stratum:
             continue
-        c = np.r_[0.0, np.cumsum(x[where])]
         nb = np.searchsorted(where, at)  # the stratum's values before each split
-        na = len(where) - nb
-        use = (nb >= min_stratum) & (na >= min_stratum)
+        use = (nb >= min_stratum) & (len(where) - nb >= min_stratum)
         if not use.any():
             continue
-        nb, na, i = nb[use], na[use], np.flatnonzero(use)
-        gap = (c[-1] - c[nb]) / na - c[nb] / nb
-        w = nb * na / len(where)
+        i = np.flatnonzero(use)
+        gap, gap_var = _split_gap(x[where], nb[use])
+        w = nb[use] * (len(where) - nb[use]) / len(where)
         num[i] += w * gap
         den[i] += w
+        var[i] += w * w * gap_var
         covered[i] += len(where)
     shift = _pooled_gaps(x, at)  # pooled, as r8's, where the strata do not judge
     judged = (den > 0) & (covered >= min_coverage * n)
-    shift[judged] = np.abs(num[judged] / den[judged])
+    within = np.abs(num[judged] / den[judged]) - z * np.sqrt(var[judged]) / den[judged]
+    shift[judged] = np.maximum(within, 0.0)
     j = int(np.argmax(shift))
     return float(shift[j]), int(at[j])
 
 
+def strata_span(
+    resid: np.ndarray,
+    keys: np.ndarray,
+    at: int,
+    *,
+    min_stratum: int = MIN_STRATUM,
+    min_coverage: float = MIN_COVERAGE,
+) -> bool:
+    """Whether ``largest_level_shift_within`` judges the split at ``at`` (an index among the
+    finite values) within strata: strata with ``min_stratum`` values on both sides of it hold
+    ``min_coverage`` of all values.  Design r46 names a refusal made where they do not.
+
+    >>> keys = np.r_[np.full(500, 16), np.full(500, 24)]
+    >>> strata_span(np.zeros(1000), keys, 500), strata_span(np.zeros(1000), np.full(1000, 16), 500)
+    (False, True)
+    """
+    ok = np.isfinite(np.asarray(resid, dtype=float))
+    k = np.asarray(keys)[ok]
+    covered = 0
+    for key in np.unique(k):
+        where = np.flatnonzero(k == key)
+        before = int(np.searchsorted(where, at))
+        if len(where) >= 2 * min_stratum and min(before, len(where) - before) >= min_stratum:
+            covered += len(where)
+    return covered > 0 and covered >= min_coverage * len(k)
+
+
 def time_invariant(shifts: dict[str, ResidualShift]) -> tuple[bool, str]:
     """Check 5 on the re-fitted model: ``shifts`` holds, per class, the steps, its largest level
-    shift over time and the allowance."""
+    shift over time and the allowance.
+
+    >>> print(time_invariant({"decode": ResidualShift(1500, 0.09, 0.02, confounded=True)})[1])
+    decode: the re-fitted model's residual level moves 0.09 over time within its window (> allowance 0.02, 1500 steps): a change at one moment or a mix that moved once, for good (no CUDA graph holds steps on both sides of it): this window cannot tell drift from a new regime; tried again on a window half new
+    """
     for cls, s in sorted(shifts.items()):
         if s.shift > s.allowance:
+            what = (
+                "a change at one moment or a mix that moved once, for good (no CUDA graph holds "
+                "steps on both sides of it): this window cannot tell drift from a new regime; "
+                "tried again on a window half new"
+                if s.confounded
+                else "a change at one moment, which batch composition does not explain: drift, not a new regime"
+            )
             return False, (
                 f"{cls}: the re-fitted model's residual level moves {s.shift:.3g} over time within its "
-                f"window (> allowance {s.allowance:.3g}, {s.steps} steps): a change at one moment, "
-                "which batch composition does not explain: drift, not a new regime"
+                f"window (> allowance {s.allowance:.3g}, {s.steps} steps): {what}"
             )
     return True, "the re-fitted model explains its window without a level shift over time"

@@ -267,7 +267,13 @@ class RegimeRefit:
             self._record(at_s, cal, None, why, batch.num_steps)
             return GUARDED
         new = calibrate(batch, cal.model.platform_key, settings)
-        shifts = level_shifts(batch, new, settings.min_shift, settings.stratified_level_shift)
+        shifts = level_shifts(
+            batch,
+            new,
+            settings.min_shift,
+            settings.stratified_level_shift,
+            lower_bound=settings.level_shift_lower_bound,
+        )
         ok, steady = checks.time_invariant(shifts)
         # In this order, so a refusal names the most specific cause: a class left unwatched (r8),
         # a change at one moment in the window, then detectors too dull for the gate's faults
@@ -544,7 +550,12 @@ def beyond_classes(
 
 
 def level_shifts(
-    batch: StepBatch, cal: Calibration, min_shift: float, within_strata: bool = False
+    batch: StepBatch,
+    cal: Calibration,
+    min_shift: float,
+    within_strata: bool = False,
+    *,
+    lower_bound: bool = False,
 ) -> dict[str, checks.ResidualShift]:
     """Per class the re-fit watches: its residual's largest level shift over the window's time,
     segments of at least a tenth of the class's steps (100 at least).  With ``within_strata``
@@ -552,16 +563,23 @@ def level_shifts(
     at (``checks.graph_size``, ``checks.largest_level_shift_within``), not in r34's strata,
     which also cut KV tokens in half octaves: near the window's end too few of those hold
     enough steps on the short side, so the split is judged pooled, confounded as before
-    (H41-steady's re-fit, ``benchmarks/gate_designs.py`` DESIGN)."""
+    (H41-steady's re-fit, ``benchmarks/gate_designs.py`` DESIGN).  With ``lower_bound`` (design
+    r46, in force) it is measured within graphs too, less ``checks.LEVEL_SHIFT_Z`` standard
+    errors: H47-steady's re-fit was refused on a pooled shift the mix made, and r42 refused
+    H42-ramp-30k's on the within-graph estimate's noise."""
     resid = _residuals(batch, cal)
-    keys = checks.graph_size(batch.batch_size()) if within_strata else None
+    keys = checks.graph_size(batch.batch_size()) if (within_strata or lower_bound) else None
     out = {}
     for cls, dc in cal.drift.items():
         mine = (batch.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
         r, segment = resid[mine], max(100, int(mine.sum()) // 10)
+        confounded = False
         if keys is None:
             shift, _ = checks.largest_level_shift(r, segment)
         else:
-            shift, _ = checks.largest_level_shift_within(r, keys[mine], segment)
-        out[cls] = checks.ResidualShift(len(r), shift, max(dc.allowance, min_shift / 2))
+            shift, at = checks.largest_level_shift_within(
+                r, keys[mine], segment, z=checks.LEVEL_SHIFT_Z if lower_bound else 0.0
+            )
+            confounded = at >= 0 and not checks.strata_span(r, keys[mine], at)
+        out[cls] = checks.ResidualShift(len(r), shift, max(dc.allowance, min_shift / 2), confounded)
     return out

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from checks import (
+    LEVEL_SHIFT_Z,
     ClassError,
     GatePolicy,
     RefitEvidence,
@@ -19,6 +20,7 @@ from checks import (
     largest_level_shift,
     largest_level_shift_within,
     refit_decision,
+    strata_span,
     time_invariant,
 )
 
@@ -112,6 +114,77 @@ def test_design_r42_falls_back_to_the_pooled_shift_where_strata_cannot_separate_
     pooled, _ = largest_level_shift(resid, 300)
     shift, where = largest_level_shift_within(resid, keys, 300)
     assert abs(shift - pooled) < 0.002 and abs(where - 1500) <= 3, (shift, pooled, where)
+
+
+def _noisy_thin_strata(rng: np.random.Generator, n: int = 3000) -> tuple[np.ndarray, np.ndarray]:
+    """Six graphs, each present throughout, no change anywhere: the within-graph estimate, a
+    mean of thin strata, is the noisier one (why r42 was withdrawn)."""
+    return rng.integers(0, 6, n), rng.normal(0.0, 0.05, n)
+
+
+def test_design_r46_the_within_graph_shift_less_its_noise_never_exceeds_r42s():
+    """With no change anywhere, r42's largest within-graph shift over many splits is its noise
+    (thin strata: why r42 was withdrawn); two standard errors off, r46's is smaller, mostly 0."""
+    for seed in range(4):
+        keys, resid = _noisy_thin_strata(np.random.default_rng(40 + seed))
+        r42, _ = largest_level_shift_within(resid, keys, 300)
+        r46, _ = largest_level_shift_within(resid, keys, 300, z=LEVEL_SHIFT_Z)
+        assert r46 < r42 and r46 < 0.005, (seed, r42, r46)
+    keys, resid = _swinging_mix(np.random.default_rng(5))
+    assert largest_level_shift_within(resid, keys, 300, z=LEVEL_SHIFT_Z)[0] < 0.006  # r42's case
+
+
+@pytest.mark.parametrize("at", [900, 1500, 2400])
+def test_design_r46_a_slower_engine_still_stands_out(at):
+    """A 3 % slowdown from one moment on, under a mix swinging across a graph edge: the lower
+    bound stays above the 2 % allowance, where it happened."""
+    keys, resid = _swinging_mix(np.random.default_rng(6))
+    slow = resid + np.where(np.arange(len(resid)) >= at, 0.03, 0.0)
+    shift, where = largest_level_shift_within(slow, keys, 300, z=LEVEL_SHIFT_Z)
+    assert 0.02 < shift < 0.03 and abs(where - at) <= 90, (shift, where)
+
+
+def test_design_r46_takes_off_the_estimates_own_standard_error():
+    """Three graphs, each split in half at the one split scanned: the weighted within-graph gap
+    has standard error 2 sigma / sqrt(n).  What r46 takes off (the shift less the bound, over z)
+    is that, and over 400 unchanged residuals the gap spreads by as much."""
+    rng = np.random.default_rng(9)
+    keys = np.tile(np.arange(3), 400)
+    se = 2 * 0.03 / np.sqrt(1200)
+    step = np.r_[np.zeros(600), np.full(600, 0.05)]
+    for _ in range(5):
+        resid = rng.normal(0, 0.03, 1200) + step
+        plain = largest_level_shift_within(resid, keys, 600, splits=1)[0]
+        bound = largest_level_shift_within(resid, keys, 600, splits=1, z=LEVEL_SHIFT_Z)[0]
+        assert abs((plain - bound) / LEVEL_SHIFT_Z / se - 1) < 0.15, (plain, bound, se)
+    gaps = [largest_level_shift_within(rng.normal(0, 0.03, 1200), keys, 600, splits=1)[0] for _ in range(400)]
+    spread = float(np.sqrt(np.mean(np.square(gaps))))  # |gap|: its root mean square is the gap's sd
+    assert abs(spread / se - 1) < 0.15, (spread, se)
+
+
+def test_design_r46_a_mix_that_moved_once_is_judged_pooled_and_named_confounded():
+    """No graph holds steps on both sides of the moment the mix moved: the pooled shift decides
+    (a slower engine that grew every batch looks the same), and the refusal says the window
+    cannot tell the two apart instead of calling it drift."""
+    rng = np.random.default_rng(7)
+    keys = np.r_[np.full(1500, 16), np.full(1500, 24)]
+    resid = np.where(keys == 24, 0.03, 0.0) + rng.normal(0.0, 0.01, 3000)
+    shift, where = largest_level_shift_within(resid, keys, 300, z=LEVEL_SHIFT_Z)
+    assert abs(shift - largest_level_shift(resid, 300)[0]) < 1e-4 and abs(where - 1500) <= 3
+    assert not strata_span(resid, keys, where)
+    assert strata_span(resid, np.full(3000, 16), where)  # one graph throughout spans every split
+    ok, why = time_invariant({"decode": ResidualShift(3000, shift, 0.02, confounded=True)})
+    assert not ok and "cannot tell drift from a new regime" in why and "not a new regime" not in why
+
+
+def test_strata_span_needs_enough_steps_on_both_sides_and_enough_coverage():
+    keys = np.r_[np.full(40, 8), np.full(960, 16)]
+    keys[500:520] = 8  # graph 8: 40 + 20 steps, 20 after step 500 (< MIN_STRATUM on that side?)
+    resid = np.zeros(1000)
+    assert strata_span(resid, keys, 500)  # graph 16 alone covers most steps, both sides
+    assert not strata_span(resid, np.r_[np.full(100, 8), np.full(900, 16)], 100)
+    resid[::2] = np.nan  # only finite values count, as in largest_level_shift_within
+    assert strata_span(resid, keys, 250)
 
 
 def test_time_invariance_names_the_class_that_moved():

@@ -455,7 +455,9 @@ def test_design_r42_the_refit_looks_for_a_change_at_one_moment_within_cuda_graph
     batch = synthetic_batch(steps=2000, seed=24, max_seqs=64)
     seen: list[np.ndarray] = []
     real = checks.largest_level_shift_within
-    monkeypatch.setattr(checks, "largest_level_shift_within", lambda r, k, m: seen.append(k) or real(r, k, m))
+    monkeypatch.setattr(
+        checks, "largest_level_shift_within", lambda r, k, m, **kw: seen.append(k) or real(r, k, m, **kw)
+    )
     pooled = refit_module.level_shifts(batch, cal, 0.04)
     assert not seen
     within = refit_module.level_shifts(batch, cal, 0.04, within_strata=True)
@@ -464,6 +466,28 @@ def test_design_r42_the_refit_looks_for_a_change_at_one_moment_within_cuda_graph
     for cls, keys in zip(cal.drift, seen):
         mine = batch.kind == refit_module.KIND_NAMES.index(cls)
         assert np.array_equal(keys, graphs[mine]) and len(np.unique(keys)) > 2, cls
+
+
+def test_design_r46_the_refit_takes_the_within_graph_shift_less_its_noise(monkeypatch):
+    """In force by default: each class's residual goes to ``largest_level_shift_within`` with
+    the CUDA graphs and ``LEVEL_SHIFT_Z``; a shift whose moment no graph spans is named
+    confounded (its refusal says the window cannot tell drift from a new regime)."""
+    assert CalibrationSettings().level_shift_lower_bound
+    cal = calibrate(synthetic_batch(steps=3000, seed=21, max_seqs=32), PLATFORM.as_key())
+    batch = synthetic_batch(steps=2000, seed=24, max_seqs=64)
+    seen: list[float] = []
+    real = checks.largest_level_shift_within
+    monkeypatch.setattr(
+        checks,
+        "largest_level_shift_within",
+        lambda r, k, m, **kw: seen.append(kw["z"]) or real(r, k, m, **kw),
+    )
+    shifts = refit_module.level_shifts(batch, cal, 0.04, lower_bound=True)
+    assert seen == [checks.LEVEL_SHIFT_Z] * len(cal.drift) and set(shifts) == set(cal.drift)
+    assert not any(s.confounded for s in shifts.values())  # graphs present throughout
+    monkeypatch.setattr(checks, "strata_span", lambda r, k, at: False)  # a mix that moved once
+    assert all(s.confounded for s in refit_module.level_shifts(batch, cal, 0.04, lower_bound=True).values())
+    assert not any(s.confounded for s in refit_module.level_shifts(batch, cal, 0.04).values())  # r45
 
 
 def test_refit_off_in_config_leaves_the_model_alone(ipc_endpoint, db_path):
