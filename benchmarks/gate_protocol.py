@@ -1474,6 +1474,43 @@ PROTOCOL = {
             "(development platform, seed 99, two of the tenants; only its exit status was read)."
         ),
     },
+    "held_out_48": {
+        "platforms": ["H200 SXM tables (as in held-out 1-47: no other unseen tables exist)"],
+        "models": [
+            "gemma-2-27b tp2 (after the public config of Google's Gemma 2 27B, added for this set "
+            "as benchmarks/models/gemma-2-27b; never run before, by any set or study; Gemma 2 9B "
+            "ran in held-out 46, Gemma 7B in 42): 46 layers of hidden 4,608, 32 query heads over "
+            "16 KV heads of 128 dimensions, an MLP of 36,864, a 256,000 vocabulary, 8,192 "
+            "positions (the demo cuts prompts to 7,168 tokens). The reference engine prices every "
+            "layer's attention over the whole context: the sliding window of 4,096 on alternate "
+            "layers is not modelled"
+        ],
+        "tenants": [
+            "the Mooncake synthetic trace at 0.35 req/s as tenant a, ServeGen client 6 at 3 req/s "
+            "as tenant b, the Azure 2023 conversation trace at 1.5 req/s as tenant c; every source "
+            "used before, this mix, model and these rates not; ShareGPT length statistics at 0.7 "
+            "req/s as the new heavy tenant"
+        ],
+        "seeds": "4901-4910 and 4913 (4911 and 4912 left to an accuracy study of this model)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "The set for design r46, declared after r46 was built on held-out 47's H47-steady "
+            "(held-out 46 and 47's rows development data for it from here on, with 40-45's; the "
+            "rows of 40-47 with a re-fit that reached the check r46 changed, the only rows it can "
+            "change, re-run under it) and before any run of this set. The new heavy tenant is "
+            "sized as held-out 47's, from the sources' lengths only (`load_stream`, limit 3000, "
+            "seed 4901, cut to the demo's 7,168 tokens): mean prompt and output tokens Mooncake "
+            "synthetic 4,040 and 124, ServeGen client 6 1,171 and 145, Azure conversation 1,150 "
+            "and 259, ShareGPT 2,251 and 424; at the base rates about 7.5k tokens/s from a, b and "
+            "c, and the newcomer about 1.9k more, a fifth of all tokens; it arrives as a Poisson "
+            "stream (`lengths:`). Faults armed as held-out 47's (`@go:7000`, 12,000 steps); "
+            "H48-steady-12k (seed 4913) runs their timeline with nothing injected. H48-ramp-30k "
+            "and H48-swing-30k (seeds 4902, 4903) and H48-swing-long (H48-swing-30k's seed and "
+            "load, 800,000 steps: the false-alarm bound) declared with the set. The new config "
+            "was checked first by one 800-step run on the H100 tables (development platform, "
+            "seed 99, two tenants; only its exit status was read)."
+        ),
+    },
 }
 
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":
