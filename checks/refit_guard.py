@@ -30,9 +30,10 @@ the traffic left the calibration (a reason to re-fit) and nothing says the engin
    no level shift over time (``largest_level_shift``) beyond the allowance. A change of batch
    composition is what the coefficients model; a change at one moment (a slower engine from step
    N on) is not, and leaves a step in the re-fit's residual wherever in the window it fell.
-   Design r46: measured within the CUDA graph each step ran at, less two standard errors
-   (``largest_level_shift_within(z=LEVEL_SHIFT_Z)``): a mix moving between graphs moves the
-   pooled residual, not each graph's; where no graph spans a moment the pooled shift decides.
+   Design r46 (withdrawn after held-out 48; off) measured it within the CUDA graph each step
+   ran at, less two standard errors (``largest_level_shift_within(z=LEVEL_SHIFT_Z)``).  In every
+   mode a refusal whose moment no graph spans says the window cannot tell drift from a mix that
+   moved once (``strata_span``), rather than calling it drift.
 
 What it cannot rule out is said in ``docs/operations.md`` (Re-fits): a fault that coincides with traffic
 leaving every calibrated composition, small enough to stay inside the accuracy limits.
@@ -61,8 +62,9 @@ import numpy as np
 from checks.alarm_confirmation import MIN_COVERAGE, MIN_STRATUM
 from checks.policy import GatePolicy
 
-# Design r46: standard errors taken off the within-graph level shift (a one-sided 97.7 % lower
-# bound for a normal estimate; set before any run: DESIGN in benchmarks/gate_designs.py).
+# Design r46 (withdrawn): standard errors taken off the within-graph level shift (a one-sided
+# 97.7 % lower bound for a normal estimate; set before any run: DESIGN in
+# benchmarks/gate_designs.py).
 LEVEL_SHIFT_Z = 2.0
 
 
@@ -84,8 +86,8 @@ class ResidualShift:
     steps: int
     shift: float
     allowance: float
-    # Design r46: the shift's moment, where measured within CUDA graphs, had no graph holding
-    # enough steps on both sides (time and composition cannot be told apart there).
+    # The shift's moment had no CUDA graph holding enough steps on both sides (time and
+    # composition cannot be told apart there; the refusal says so).
     confounded: bool = False
 
 
@@ -224,7 +226,7 @@ def largest_level_shift_within(
     z: float = 0.0,
 ) -> tuple[float, int]:
     """Design r42 (withdrawn; behind ``CalibrationSettings.stratified_level_shift``, off), and
-    with ``z`` design r46 (in force: ``CalibrationSettings.level_shift_z``):
+    with ``z`` design r46 (withdrawn too; ``CalibrationSettings.level_shift_lower_bound``, off):
     ``largest_level_shift`` measured within composition strata (``keys``, one per
     value): at each split the shift is the mean, over strata with ``min_stratum`` values or more
     on both sides, of each stratum's ``mean(after) - mean(before)``, weighted by
@@ -257,7 +259,7 @@ def largest_level_shift_within(
     >>> round(largest_level_shift_within(slow, keys, 120)[0], 2)
     0.03
 
-    Design r46 (``z``): where the strata judge a split, its shift is the within-strata estimate
+    Design r46 (``z``, withdrawn after held-out 48): where the strata judge a split, its shift is the within-strata estimate
     less ``z`` of its standard errors (from each stratum's variance on each side), not less than
     zero: a lower bound on the change at that moment.  The within-strata estimate is a mean of
     thin strata, and its largest value over many splits carries their noise (why r42 was
@@ -311,7 +313,7 @@ def strata_span(
 ) -> bool:
     """Whether ``largest_level_shift_within`` judges the split at ``at`` (an index among the
     finite values) within strata: strata with ``min_stratum`` values on both sides of it hold
-    ``min_coverage`` of all values.  Design r46 names a refusal made where they do not.
+    ``min_coverage`` of all values.  A re-fit refused at a split they do not judge says so.
 
     >>> keys = np.r_[np.full(500, 16), np.full(500, 24)]
     >>> strata_span(np.zeros(1000), keys, 500), strata_span(np.zeros(1000), np.full(1000, 16), 500)

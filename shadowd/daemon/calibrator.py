@@ -230,9 +230,8 @@ class CalibrationSettings:
     # .refit_guard.largest_level_shift_within; why: DESIGN in benchmarks/gate_designs.py).
     stratified_level_shift: bool = False  # withdrawn (r42): see DESIGN in benchmarks/gate_designs.py
     # Design r46: that check measures the level shift within CUDA graphs, less LEVEL_SHIFT_Z of
-    # its standard errors (checks.refit_guard.largest_level_shift_within(z=...); why: DESIGN in
-    # benchmarks/gate_designs.py).  0 with stratified_level_shift is r42; False is r45.
-    level_shift_lower_bound: bool = True
+    # its standard errors (checks.refit_guard.largest_level_shift_within(z=...)).
+    level_shift_lower_bound: bool = False  # withdrawn (r46): see DESIGN in benchmarks/gate_designs.py
     # Design r35: a re-fit may leave unwatched a class too rare in its window for the gate to
     # require it (shadowd.daemon.refit.rare_classes; why: DESIGN in benchmarks/gate_designs.py).
     refit_unwatch_rare: bool = True

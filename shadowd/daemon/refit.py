@@ -564,22 +564,22 @@ def level_shifts(
     which also cut KV tokens in half octaves: near the window's end too few of those hold
     enough steps on the short side, so the split is judged pooled, confounded as before
     (H41-steady's re-fit, ``benchmarks/gate_designs.py`` DESIGN).  With ``lower_bound`` (design
-    r46, in force) it is measured within graphs too, less ``checks.LEVEL_SHIFT_Z`` standard
-    errors: H47-steady's re-fit was refused on a pooled shift the mix made, and r42 refused
-    H42-ramp-30k's on the within-graph estimate's noise."""
+    r46, withdrawn after held-out 48: off by default) it is measured within graphs, less
+    ``checks.LEVEL_SHIFT_Z`` standard errors.  In every mode ``confounded`` says whether no graph
+    held steps on both sides of the shift's moment (``checks.strata_span``): there a re-fit's
+    refusal says the window cannot tell drift from a mix that moved once (H47-steady's first
+    re-fit: load jumped to batches its window had not held before), not that it was drift."""
     resid = _residuals(batch, cal)
-    keys = checks.graph_size(batch.batch_size()) if (within_strata or lower_bound) else None
+    keys = checks.graph_size(batch.batch_size())
     out = {}
     for cls, dc in cal.drift.items():
         mine = (batch.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
         r, segment = resid[mine], max(100, int(mine.sum()) // 10)
-        confounded = False
-        if keys is None:
-            shift, _ = checks.largest_level_shift(r, segment)
+        if within_strata or lower_bound:
+            z = checks.LEVEL_SHIFT_Z if lower_bound else 0.0
+            shift, at = checks.largest_level_shift_within(r, keys[mine], segment, z=z)
         else:
-            shift, at = checks.largest_level_shift_within(
-                r, keys[mine], segment, z=checks.LEVEL_SHIFT_Z if lower_bound else 0.0
-            )
-            confounded = at >= 0 and not checks.strata_span(r, keys[mine], at)
+            shift, at = checks.largest_level_shift(r, segment)
+        confounded = at >= 0 and not checks.strata_span(r, keys[mine], at)
         out[cls] = checks.ResidualShift(len(r), shift, max(dc.allowance, min_shift / 2), confounded)
     return out
