@@ -259,9 +259,9 @@ def largest_level_shift_within(
     >>> round(largest_level_shift_within(slow, keys, 120)[0], 2)
     0.03
 
-    Design r46 (``z``, withdrawn after held-out 48): where the strata judge a split, its shift is the within-strata estimate
-    less ``z`` of its standard errors (from each stratum's variance on each side), not less than
-    zero: a lower bound on the change at that moment.  The within-strata estimate is a mean of
+    Design r46 (``z``, withdrawn after held-out 48): where the strata judge a split, its shift
+    is the within-strata estimate less ``z`` of its standard errors (from each stratum's
+    variance on each side), not less than zero: a lower bound on the change at that moment.  The within-strata estimate is a mean of
     thin strata, and its largest value over many splits carries their noise (why r42 was
     withdrawn); a slower engine's shift stands well above it.  Where the strata do not judge,
     the pooled shift decides, as before.

@@ -179,9 +179,9 @@ def test_design_r46_a_mix_that_moved_once_is_judged_pooled_and_named_confounded(
 
 def test_strata_span_needs_enough_steps_on_both_sides_and_enough_coverage():
     keys = np.r_[np.full(40, 8), np.full(960, 16)]
-    keys[500:520] = 8  # graph 8: 40 + 20 steps, 20 after step 500 (< MIN_STRATUM on that side?)
+    keys[500:520] = 8  # graph 8: 40 steps before step 500, 20 after
     resid = np.zeros(1000)
-    assert strata_span(resid, keys, 500)  # graph 16 alone covers most steps, both sides
+    assert strata_span(resid, keys, 500)  # graphs 8 and 16 both span it
     assert not strata_span(resid, np.r_[np.full(100, 8), np.full(900, 16)], 100)
     resid[::2] = np.nan  # only finite values count, as in largest_level_shift_within
     assert strata_span(resid, keys, 250)
