@@ -360,8 +360,13 @@ DESIGN = [
     "event 264 steps after); F47-tenant INCONCLUSIVE from 9,011 to its end, coverage.new_tenants "
     "among its reasons, the newcomer carrying 17.4 % and then 23.0 % of the recent attributed "
     "time when re-fits were refused for it. H47-swing-long, declared with the set, was stopped "
-    "unread after 78 minutes at the end of the session that ran the set (no row); it is still "
-    "to run as declared.",
+    "unread after 78 minutes at the end of the session that ran the set (no row), and run again "
+    "alone in the next (84 minutes): no drift event in 319,812 judged steps (95 % bound 9.4e-6 "
+    "per judged step), no page, and never GO: INCONCLUSIVE from its calibration at 480,189 to "
+    "its end, at the last on evidence.tenants (one tenant seen in the evidence window, two "
+    "needed). Its tenants a and b are traces of fixed length (at its declared rate the Azure "
+    "conversation trace's last request comes at 7,746 s of the run's 34,514 simulated seconds, "
+    "`load_stream`); what the swing did to the Mooncake trace was not measured.",
     "Design r44 (built on held-out 44's H44-ramp-30k under r43, development evidence for it with "
     "held-out 40-44's other rows; in force from held-out 45, declared after it): each watched "
     "class's drift detectors also watch its residual less one offset per CUDA graph the step ran "
