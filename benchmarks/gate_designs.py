@@ -286,7 +286,12 @@ DESIGN = [
     "r45 was made on its results: the next set is the first declared after that choice. What "
     "stays of r46 changes no decision: a check-5 refusal whose moment no CUDA graph spans "
     "(`checks.strata_span`) says the window cannot tell a change at one moment from a mix that "
-    "moved once, instead of calling it drift (rows run before carry the old words).",
+    "moved once, instead of calling it drift (rows run before carry the old words). "
+    "H48-swing-long, declared with the set, has no row: its run under r46 was stopped unread "
+    "after five minutes, when r46 was withdrawn, and its run under r45 was killed by the "
+    "kernel's out-of-memory killer after 82 minutes (the demo process at 24.0 GB resident, the "
+    "machine's 24 GiB; H47-swing-long's stood at 6 GB after 41 minutes of CPU). It is still to "
+    "run, once what grows in the demo over 800,000 steps of this model is found.",
     "Design r45 (built on held-out 45's H45-swing-long under r44, development evidence for it with "
     "held-out 40-45's other rows; in force from held-out 46, declared after it): a residual "
     "detection whose shift lasts, but mostly (more than half of its confirmation window's judged "

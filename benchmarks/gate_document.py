@@ -227,7 +227,8 @@ def blocker_table(rows: list[dict[str, Any]]) -> list[str]:
         ]
         if not mine:
             continue
-        stuck = [blockers(r["final_reason"]) for r in mine if r["final"] != "GO"]
+        # A row that failed to run (ERROR) has no last evaluation: not GO, nothing named.
+        stuck = [blockers(r.get("final_reason", "")) for r in mine if r["final"] != "GO"]
         counts = [sum(1 for b in stuck if name in b) for name in BLOCKERS]
         lines.append(
             f"| {design} | {len(mine)} | {len(mine) - len(stuck)} | {len(stuck)} | "

@@ -9,6 +9,7 @@ caught fault; a long run's bound above 1e-5 must show as missed.
 from __future__ import annotations
 
 from benchmarks.gate_designs import BUILT_ON
+from benchmarks.gate_document import blocker_table
 from benchmarks.gate_targets import held_out_rows, section
 
 DULL = (
@@ -119,3 +120,5 @@ def test_a_row_that_failed_to_run_counts_as_missed_not_as_a_crash():
     rows = [failed, _row("H4-ramp", "held_out_94", "healthy", "GO")]
     text = "\n".join(section(rows, "r41"))
     assert "| 1 of 2 | missed |" in text and "| 1 of 2 ended GO" in text
+    table = blocker_table(rows)  # the page's table of what kept healthy rows from GO
+    assert table[-1].startswith("| r41 | 2 | 1 | 1 | 0 |"), table
