@@ -1509,7 +1509,8 @@ PROTOCOL = {
             "load, 800,000 steps: the false-alarm bound) declared with the set. The new config "
             "was checked first by one 800-step run on the H100 tables (development platform, "
             "seed 99, two tenants; only its exit status was read). After its rows were read "
-            "under r46, every row was also run under r45 (in force before r46; none of it chosen "
+            "under r46, every short, 12,000- and 30,000-step row was also run under r45 (in force "
+            "before r46; none of it chosen "
             "on this set); r46 was withdrawn on them and r45 is in force again, so this set "
             "counts for r45, with that choice made on its results (the design note says so)."
         ),
