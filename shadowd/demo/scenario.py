@@ -23,6 +23,7 @@ from shadowd.daemon.service import Daemon
 from shadowd.demo.progress import NoProgress, Progress
 from shadowd.demo.spec import DemoSpec, Injection, demo_policy
 from shadowd.demo.step_slices import StepSlices
+from shadowd.demo.truth_sample import TruthSample
 from shadowd.govern.ledger import ATTRIBUTED
 from shadowd.sim.reference_run import ReferenceRun, RunSpec
 from shadowd.twin.request_spec import RequestSpec
@@ -47,6 +48,12 @@ class DemoRun:
         self.governor_windows: list[dict[str, Any]] = []  # per stretch between decisions (--govern)
         self.policy_note = ""
         self.unfired: list[Injection] = []
+        self.truth_sample = TruthSample(
+            first=spec.warmup_steps + spec.settle_steps,
+            planned=spec.steps,
+            k=spec.truth_steps,
+            seed=spec.seed,
+        )
 
     # -- set-up ----------------------------------------------------------------
     def _reference(self) -> ReferenceRun:
@@ -141,6 +148,7 @@ class DemoRun:
     def run(self) -> dict[str, Any]:
         t0 = time.perf_counter()
         ref = self._reference()
+        ref.driver.keep_step = self.truth_sample.__contains__  # not every step: memory stays flat
         # A short probe of the engine's step time sizes the demo's duration minimum.
         probe = ref.engine.expected_ms(np.ones(64, dtype=np.int64), np.full(64, 1500), np.zeros(64, bool))
         daemon = Daemon(self._config(ref.engine, probe / 1e3), run_job=lambda fn: fn())
@@ -389,13 +397,17 @@ class DemoRun:
             from shadowd.sim.truth import tenant_truth_errors
         except ImportError:
             return None
-        batch = ref.step_batch()
-        scored = batch.select_steps(
-            np.arange(batch.num_steps) >= self.spec.warmup_steps + self.spec.settle_steps
-        )
+        positions = self.truth_sample.positions(ref.driver.steps_run)
+        if positions.size == 0:
+            return None
+        batch = ref.step_batch()  # the recorded steps only
+        chosen = np.zeros(batch.num_steps, dtype=bool)
+        chosen[positions] = True
+        scored = batch.select_steps(chosen)
         attribution = daemon.calibration.model.attribute(scored, daemon.config.calibration.policy)
+        # Every chosen step is scored, in order: the sample was drawn before the run.
         return tenant_truth_errors(
-            ref.engine, scored, attribution, sample_steps=self.spec.truth_steps, seed=self.spec.seed
+            ref.engine, scored, attribution, sample_steps=scored.num_steps, seed=self.spec.seed
         )
 
     def _after_stop(self) -> dict[str, Any]:

@@ -145,6 +145,9 @@ class EngineDriver:
         self._gpu_free_ns = self.clock()
         self.steps: list[ScheduledStep] = []  # filled when record_steps
         self.record_steps = False
+        # Which steps (by index from 0) to record; None: every one.  A long run keeps a sample.
+        self.keep_step: Callable[[int], bool] | None = None
+        self.steps_formed = 0
         self.steps_run = 0
         self.requests_added = 0
         self._made = 0
@@ -238,8 +241,9 @@ class EngineDriver:
                 step.duration_ms = float(self.step_time(step))
                 self._gpu_free_ns = start + int(step.duration_ms * 1e6)
                 self._queue.appendleft((out, step, self._gpu_free_ns))
-                if self.record_steps:
+                if self.record_steps and (self.keep_step is None or self.keep_step(self.steps_formed)):
                     self.steps.append(step)
+                self.steps_formed += 1
                 if len(self._queue) < depth:
                     return True
             else:
