@@ -29,6 +29,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "size_strata": ("benchmarks.size_strata_study", "render"),
     "steady_drift": ("benchmarks.swing_drift_study", "render"),
     "graph_strata": ("benchmarks.swing_drift_study", "render"),
+    "tenant_spans": ("benchmarks.tenant_spans", "render"),
 }
 
 

@@ -28,11 +28,9 @@ from shadowd.govern.ledger import ATTRIBUTED
 from shadowd.sim.reference_run import ReferenceRun, RunSpec
 from shadowd.twin.request_spec import RequestSpec
 from shadowd.twin.step_latency import ReferenceEngine
-from shadowd.twin.workload import TenantSpec, load_stream, merge_streams
+from shadowd.twin.workload import TenantSpec, load_stream
 
 CATCH_UP_TIMEOUT_S = 120.0  # without a step observed: the daemon is stuck, not slow
-# The built-in three-tenant mix at the rates of a busy engine (tens of requests per batch).
-DEMO_TENANTS = ("chat=synthetic:chat:18", "code=synthetic:code:8", "docs=synthetic:longdoc:1.2")
 
 
 class DemoRun:
@@ -73,7 +71,7 @@ class DemoRun:
                     platform=s.platform,
                     model=s.model,
                     tp=s.tp,
-                    tenants=s.tenants or DEMO_TENANTS,
+                    tenants=s.tenant_specs,
                     seed=s.seed,
                     record_steps=True,
                     scheduler_cls=self._governed_class() if s.govern else None,
@@ -182,19 +180,7 @@ class DemoRun:
         return result
 
     def _workload(self, ref: ReferenceRun) -> list[RequestSpec]:
-        """The tenants' merged requests, each re-timed by the load profile that names it (or ``*``)."""
-        reqs = ref.workload(limit=self.spec.steps * 2)
-        if not self.spec.loads:
-            return reqs
-        by_tenant: dict[str, list[RequestSpec]] = {}
-        for r in reqs:
-            by_tenant.setdefault(r.tenant, []).append(r)
-        for name, profile in self.spec.loads:
-            if name != "*" and name not in by_tenant:
-                raise ValueError(f"--load names tenant {name!r}; tenants: {sorted(by_tenant)}")
-            for t in by_tenant if name == "*" else (name,):
-                by_tenant[t] = profile.apply(by_tenant[t])
-        return merge_streams(by_tenant.values())
+        return self.spec.requests(max_context=ref.max_model_len - 1024)
 
     def _drive(self, ref: ReferenceRun, daemon: Daemon) -> None:
         spec = self.spec

@@ -19,9 +19,12 @@ from typing import Any
 
 import checks
 from shadowd.twin.load_profile import LoadProfile
-from shadowd.twin.workload import TenantSpec
+from shadowd.twin.request_spec import RequestSpec
+from shadowd.twin.workload import TenantSpec, build_workload, merge_streams
 
 DEFAULT_STEPS = 4000
+# The built-in three-tenant mix at the rates of a busy engine (tens of requests per batch).
+DEMO_TENANTS = ("chat=synthetic:chat:18", "code=synthetic:code:8", "docs=synthetic:longdoc:1.2")
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,30 @@ class DemoSpec:
         for text in (*tenants, *(i.value for i in parsed if i.kind == "tenant")):
             TenantSpec.parse(text).check_source()
         return cls(injects=parsed, tenants=tuple(tenants), loads=profiles, **kw)
+
+    @property
+    def tenant_specs(self) -> tuple[str, ...]:
+        """The tenants the run starts with (``--tenant``, or the built-in mix)."""
+        return self.tenants or DEMO_TENANTS
+
+    def requests(self, max_context: int) -> list[RequestSpec]:
+        """The tenants' merged requests (at most two per step), each re-timed by the load profile
+        that names it (or ``*``).  No engine is needed: what arrives when can be read before a run
+        (``benchmarks/tenant_spans.py``)."""
+        reqs = build_workload(
+            self.tenant_specs, seed=self.seed, limit=self.steps * 2, max_context=max_context
+        )
+        if not self.loads:
+            return reqs
+        by_tenant: dict[str, list[RequestSpec]] = {}
+        for r in reqs:
+            by_tenant.setdefault(r.tenant, []).append(r)
+        for name, profile in self.loads:
+            if name != "*" and name not in by_tenant:
+                raise ValueError(f"--load names tenant {name!r}; tenants: {sorted(by_tenant)}")
+            for t in by_tenant if name == "*" else (name,):
+                by_tenant[t] = profile.apply(by_tenant[t])
+        return merge_streams(by_tenant.values())
 
     @property
     def horizon_steps(self) -> int:

@@ -59,6 +59,10 @@ class RunSpec:
     scheduler_cls: type | None = None  # a scheduler class (default: the tapped AsyncScheduler)
     extra: dict = field(default_factory=dict)
 
+    def model_len(self, shape: ModelShape) -> int:
+        """vLLM refuses a ``max_model_len`` beyond the model's positions (a 4k-context model)."""
+        return min(self.max_model_len, shape.max_context)
+
 
 class ReferenceRun:
     """Real scheduler + reference engine + driver for one ``RunSpec``."""
@@ -74,8 +78,7 @@ class ReferenceRun:
             max_batch=max(1024, spec.max_num_seqs),
         )
         shape: ModelShape = self.engine.model
-        # vLLM refuses a max_model_len beyond the model's positions (a 4k-context model).
-        self.max_model_len = min(spec.max_model_len, shape.max_context)
+        self.max_model_len = spec.model_len(shape)
         self.kv_capacity_tokens = shape.kv_capacity_tokens(self.engine.platform.memory_gib, spec.tp)
         self.num_blocks = max(64, int(self.kv_capacity_tokens * spec.kv_fraction) // 16)
         self.scheduler = build_scheduler(
