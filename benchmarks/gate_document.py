@@ -332,6 +332,14 @@ def markdown(res: dict[str, Any]) -> str:
             lines.append(f"- long run: {p['long_run']}")
         lines.append("")
     lines += [
+        "Long rows' tenants: when each tenant of a long row sends requests, read from the workload its",
+        "demo offers before any run, is in `docs/tenant_spans.md` (`benchmarks/tenant_spans.py`). A trace",
+        "tenant that ends or pauses for hours leaves the row's gate fewer tenants than declared, and with",
+        "one left it cannot say GO (`evidence.tenants`). From held-out 49 on, a set's long row is declared",
+        "only after that page's command shows each of its tenants sending through the simulated time a",
+        "run of its length covers, and a row whose offered load outgrows the engine stops with the reason",
+        "(`shadowd demo --max-waiting-tokens`; what a backlog costs: `docs/benchmarks.md`).",
+        "",
         "Each scenario is one `shadowd demo` run: the real vLLM scheduler (CPU) forms the batches on",
         "simulated time, the reference engine (kernel tables) times them with jitter, the tap sends",
         "every step to a real daemon, which calibrates after a settle and warm-up window (widened",

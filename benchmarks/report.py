@@ -195,6 +195,7 @@ def render(doc: dict[str, Any]) -> str:
     parts.append(_gate_section(r.get("gate_eval")))
     parts.append(_retention_section(r.get("retention")))
     parts.append(_stability_section(r.get("stability_cost")))
+    parts.append(_demo_memory_section(r.get("demo_memory")))
     return "\n".join(p for p in parts if p) + "\n"
 
 
@@ -881,4 +882,31 @@ agree to {d["max_relative_difference"]:.1e} (relative, effect and interval bound
 sums in long double, a bucket's point effect is off by at most {e["row_level"]:.1e} in the row-level
 form and {e["group_moments"]:.1e} in the current one (the effect subtracts nearly equal moments, so
 the rounding of a float64 sum over ~10^5 rows shows; sums per step keep it small).
+"""
+
+
+def _demo_memory_section(entry: dict | None) -> str:
+    if not entry:
+        return ""
+    d = entry["data"]
+    every, kept = d["every_step_kib_per_step"], d["truth_sample_kib_per_step"]
+    ratio = f" ({every / kept:.0f}x less)" if kept > 0 else ""
+    stop = d["default_max_waiting_tokens"]
+    return f"""## The demo's memory over a long run
+
+`benchmarks/demo_memory.py`: the engine alone (the real vLLM scheduler and the reference engine,
+as `shadowd demo` drives them), each arm in a process of its own.  {_load(entry)}.
+
+- **Recorded steps**, {_fmt(d["steps"], 0)} steps of `{d["record_tenant"]}`.  Keeping every step's
+  schedule ({_fmt(d["every_step_recorded"], 0)} steps held) grew resident memory by {every:.2f} KiB per
+  engine step over the run's second half; keeping only the Shapley truth's sample, as the demo now
+  does ({_fmt(d["truth_sample_recorded"], 0)} steps held), by {kept:.2f} KiB{ratio}.
+- **A backlog**, `{d["backlog_tenant"]}` for {_fmt(d["backlog_steps"], 0)} steps: up to
+  {_fmt(d["waiting_max"], 0)} requests ({_fmt(d["waiting_tokens_max"], 0)} prompt tokens) waiting, resident
+  memory {_fmt(d["rss_mib_at_waiting_max"], 0)} MiB.  Least squares over the checkpoints:
+  {d["kib_per_waiting_request"]:.1f} KiB per waiting request, {d["bytes_per_waiting_token"]:.1f} bytes per
+  waiting prompt token (vLLM holds each prompt's token ids twice).  The demo's default
+  `--max-waiting-tokens`, {_fmt(stop, 0)}, is {stop * d["bytes_per_waiting_token"] / 2**30:.1f} GiB of
+  backlog at that rate: a run whose backlog outgrows it stops with the reason, not in the
+  out-of-memory killer's hands.
 """

@@ -44,6 +44,7 @@ BENCHMARKS: dict[str, str] = {
     "gate_eval": "benchmarks.gate_eval",
     "retention": "benchmarks.retention_cost",
     "stability": "benchmarks.stability_cost",
+    "demo_memory": "benchmarks.demo_memory",
 }
 
 PENDING: dict[str, dict[str, Any]] = {}  # figures not measured yet: name -> note

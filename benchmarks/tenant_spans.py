@@ -11,6 +11,12 @@ before the row runs: a set's long rows are checked with this before they are dec
     .venv/bin/python -m benchmarks.tenant_spans                    # every long row -> docs/tenant_spans.*
     .venv/bin/python -m benchmarks.tenant_spans --only H48-swing-long --no-write
     .venv/bin/python -m benchmarks.tenant_spans --render docs/tenant_spans.json
+    .venv/bin/python -m benchmarks.tenant_spans --engine H49-swing-long   # before declaring a row
+
+``--engine`` runs the row's engine alone (the real scheduler and the reference engine, no tap,
+no daemon, no gate: nothing the gate decides is read) for the row's steps and reports the
+simulated time they cover and the backlog at its peak, so a row is declared knowing whether its
+tenants send through its run and whether its offered load drains.
 
 The workload is the demo's own (``DemoSpec.requests``: the traces at their rates, re-timed by the
 row's load profile), so what is reported is what the row's engine was offered.
@@ -80,6 +86,42 @@ def scenario_requests(s: Scenario) -> list[Any]:
     spec = DemoSpec.build(**s.demo_kwargs(os.environ.get("SHADOWD_SHARED", str(REPO.parent / "shared"))))
     model_len = RunSpec(model=spec.model).model_len(ModelShape.resolve(spec.model))
     return spec.requests(max_context=model_len - 1024)
+
+
+def engine_dry_run(s: Scenario) -> dict[str, Any]:
+    """The row's engine alone over its steps, in the demo's chunks (the same schedule, step for
+    step): the simulated time covered, and the backlog's peak as the demo reads it."""
+    from shadowd.demo.spec import DemoSpec
+    from shadowd.sim.reference_run import ReferenceRun, RunSpec
+
+    spec = DemoSpec.build(**s.demo_kwargs(os.environ.get("SHADOWD_SHARED", str(REPO.parent / "shared"))))
+    run = ReferenceRun(
+        RunSpec(
+            platform=spec.platform,
+            model=spec.model,
+            tp=spec.tp,
+            tenants=spec.tenant_specs,
+            seed=spec.seed,
+            record_steps=False,
+        )
+    )
+    run.driver.submit(spec.requests(max_context=run.max_model_len - 1024))
+    done, peak, peak_tokens = 0, 0, 0
+    while done < spec.steps:
+        target = min(spec.steps, done + spec.gate_every)
+        done = run.run(target)
+        waiting = list(run.scheduler.waiting)
+        peak = max(peak, len(waiting))
+        peak_tokens = max(peak_tokens, sum(r.num_prompt_tokens for r in waiting))
+        if done < target:
+            break
+    return {
+        "steps": done,
+        "simulated_seconds": run.driver.elapsed_s,
+        "peak_waiting": peak,
+        "peak_waiting_tokens": peak_tokens,
+        "waiting_at_end": len(run.scheduler.waiting),
+    }
 
 
 def _simulated_seconds(validation: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -162,7 +204,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", help="rows by name (default: every long row)")
     ap.add_argument("--no-write", action="store_true", help="print the rows, write nothing")
     ap.add_argument("--render", type=Path, help="re-render the page from a stored result")
+    ap.add_argument("--engine", metavar="ROW", help="the row's engine alone: time covered, backlog")
     a = ap.parse_args(argv)
+    if a.engine:
+        row = next((s for s in SCENARIOS if s.name == a.engine), None)
+        if row is None:
+            ap.error(f"no row {a.engine!r}")
+        print(json.dumps({"row": row.name, "spans": spans(scenario_requests(row)), **engine_dry_run(row)}))
+        return 0
     if a.render:
         MD_PATH.write_text(render(json.loads(a.render.read_text())))
         return 0

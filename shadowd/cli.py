@@ -288,6 +288,12 @@ def twin_step(
     is_flag=True,
     help="Admit by the governor, which follows the demo's own gate (attributed GPU time while GO, VTC otherwise)",
 )
+@click.option(
+    "--max-waiting-tokens",
+    type=click.IntRange(min=1),
+    help="Stop the run, with its reason, when more prompt tokens wait for the engine: offered load it "
+    "cannot serve [default: shadowd.demo.spec.DEFAULT_MAX_WAITING_TOKENS, its memory in docs/benchmarks.md]",
+)
 @click.option("--json", "as_json", is_flag=True)
 def demo(
     platform: str,
@@ -302,6 +308,7 @@ def demo(
     db_path: str | None,
     html_path: str | None,
     govern: bool,
+    max_waiting_tokens: int | None,
     as_json: bool,
 ) -> None:
     """The whole pipeline on the reference engine: real vLLM scheduler, tap, daemon, gate."""
@@ -321,14 +328,18 @@ def demo(
             db_path=db_path,
             html_path=html_path,
             govern=govern,
+            **({"max_waiting_tokens": max_waiting_tokens} if max_waiting_tokens else {}),
         )
     except ValueError as exc:  # a missing trace file is the group's one-line error
         raise click.BadParameter(str(exc)) from None
     if not click.get_current_context().find_root().obj.get("verbose"):
         _quiet_engine_imports()
-    from shadowd.demo.scenario import run_demo
+    from shadowd.demo.scenario import BacklogError, run_demo
 
-    result = run_demo(spec, progress=not as_json)
+    try:
+        result = run_demo(spec, progress=not as_json)
+    except BacklogError as exc:
+        raise click.ClickException(str(exc)) from None
     if as_json:
         _echo_json(result)
     else:

@@ -33,6 +33,10 @@ from shadowd.twin.workload import TenantSpec, load_stream
 CATCH_UP_TIMEOUT_S = 120.0  # without a step observed: the daemon is stuck, not slow
 
 
+class BacklogError(RuntimeError):
+    """The offered load outgrew the engine: more prompt tokens wait than ``DemoSpec.max_waiting_tokens``."""
+
+
 class DemoRun:
     def __init__(self, spec: DemoSpec, workdir: Path, *, progress: bool = False) -> None:
         self.spec = spec
@@ -46,6 +50,7 @@ class DemoRun:
         self.governor_windows: list[dict[str, Any]] = []  # per stretch between decisions (--govern)
         self.policy_note = ""
         self.unfired: list[Injection] = []
+        self.backlog = {"peak_waiting": 0, "peak_waiting_tokens": 0}  # checked per chunk of steps
         self.truth_sample = TruthSample(
             first=spec.warmup_steps + spec.settle_steps,
             planned=spec.steps,
@@ -189,6 +194,7 @@ class DemoRun:
         while done < spec.steps:
             target = min(spec.steps, done + spec.gate_every, *(i.step for i in pending if i.step > done))
             done = ref.run(target)
+            self._check_backlog(ref, done)
             window = self._governor_window(
                 ref, self.governor_windows[-1]["totals"] if self.governor_windows else None
             )
@@ -211,6 +217,21 @@ class DemoRun:
                 break
         self.unfired = pending  # armed injections whose gate never said GO in time
         self.progress.finish()
+
+    def _check_backlog(self, ref: ReferenceRun, done: int) -> None:
+        """Stop with the reason, not minutes later in the out-of-memory killer's hands.  Summing
+        the waiting prompts once per chunk costs a fraction of the chunk's scheduling."""
+        waiting = list(ref.scheduler.waiting)
+        tokens = sum(r.num_prompt_tokens for r in waiting)
+        self.backlog["peak_waiting"] = max(self.backlog["peak_waiting"], len(waiting))
+        self.backlog["peak_waiting_tokens"] = max(self.backlog["peak_waiting_tokens"], tokens)
+        if tokens > self.spec.max_waiting_tokens:
+            raise BacklogError(
+                f"the offered load outgrew the engine: {len(waiting)} requests ({tokens} prompt tokens) "
+                f"waiting at engine step {done} ({ref.driver.elapsed_s:.0f} simulated s), over "
+                f"--max-waiting-tokens {self.spec.max_waiting_tokens}; a backlog that does not drain "
+                "holds every waiting prompt in memory"
+            )
 
     def _due(self, inj: Injection, done: int) -> bool:
         """Due at its step; an armed one only once the latest verdict is GO."""
@@ -310,6 +331,9 @@ class DemoRun:
             "settle_steps": self.spec.settle_steps,
             "horizon_steps": self.spec.horizon_steps,
             "simulated_seconds": ref.driver.elapsed_s,
+            # The engine's backlog: requests and their prompt tokens waiting, at the most (per chunk
+            # of 200 steps), and requests waiting at the end.
+            "backlog": {**self.backlog, "waiting_at_end": len(ref.scheduler.waiting)},
             "frames_stored": int(steps),
             "frames_dropped": int(tap.dropped_total),
             "policy_note": self.policy_note

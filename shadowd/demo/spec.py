@@ -23,6 +23,12 @@ from shadowd.twin.request_spec import RequestSpec
 from shadowd.twin.workload import TenantSpec, build_workload, merge_streams
 
 DEFAULT_STEPS = 4000
+# Prompt tokens waiting for the engine at which a run stops: a backlog that never drains holds
+# every waiting request's token ids (vLLM keeps two copies) until the out-of-memory killer ends
+# the run (H48-swing-long).  Sized by the bytes per waiting prompt token that
+# benchmarks/demo_memory.py measures (docs/benchmarks.md) to stay well within a 24 GiB machine
+# beside the daemon.
+DEFAULT_MAX_WAITING_TOKENS = 400_000_000
 # The built-in three-tenant mix at the rates of a busy engine (tens of requests per batch).
 DEMO_TENANTS = ("chat=synthetic:chat:18", "code=synthetic:code:8", "docs=synthetic:longdoc:1.2")
 
@@ -93,6 +99,7 @@ class DemoSpec:
     warmup_fraction: float = 0.3
     gate_every: int = 200
     truth_steps: int = 120
+    max_waiting_tokens: int = DEFAULT_MAX_WAITING_TOKENS  # a bigger backlog stops the run (BacklogError)
     alerts: dict[str, Any] | None = None  # an [alerts] table; default: the log only
     govern: bool = False  # admission by the governor, reading the demo daemon's gate state file
     extra: dict[str, Any] = field(default_factory=dict)

@@ -87,8 +87,10 @@ def test_summary_is_readable(stationary):
 
 def test_demo_json_has_the_documented_keys(stationary):
     result, _ = stationary
-    for key in ("steps", "requests", "tenants", "accuracy", "drift_events", "verdict", "checks"):
+    for key in ("steps", "requests", "tenants", "accuracy", "drift_events", "verdict", "checks", "backlog"):
         assert key in result
+    backlog = result["backlog"]
+    assert backlog["peak_waiting"] >= backlog["waiting_at_end"] >= 0 and backlog["peak_waiting_tokens"] >= 0
     assert len(result["tenants"]) == 3
     assert result["accuracy"]["all"]["llmvisor"]["p90"] < result["accuracy"]["all"]["token_baseline"]["p90"]
 
@@ -210,6 +212,24 @@ def test_real_traces_through_the_cli(tmp_path):
     assert result["tenants"] == ["chat", "code", "docs"]
     assert result["steps"] >= 1190 and result["model_version"]
     assert result["accuracy"]["all"]["steps"] > 300
+
+
+def test_an_engine_that_cannot_keep_up_stops_with_the_reason_not_the_oom_killer():
+    """Offered load far beyond the engine: the run stops at the first chunk over the bound, with
+    a one-line reason, rather than growing until the kernel kills it (H48-swing-long)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "shadowd.cli", "demo", "--steps", "2000", "--tenant", "a=synthetic:chat:80"]
+        + ["--max-waiting-tokens", "5000", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 1 and not out.stdout
+    assert (
+        "Error: the offered load outgrew the engine" in out.stderr
+        and "over --max-waiting-tokens 5000" in out.stderr
+    )
+    assert "Traceback" not in out.stderr
 
 
 def test_stability_ranks_splits_on_reference_engine_traffic(stationary):

@@ -8,8 +8,8 @@ import dataclasses
 from types import SimpleNamespace
 
 from benchmarks.gate_scenarios import SCENARIOS
-from benchmarks.tenant_spans import present_until, render, scenario_requests, spans
-from shadowd.demo.scenario import DemoRun
+from benchmarks.tenant_spans import engine_dry_run, present_until, render, scenario_requests, spans
+from shadowd.demo.scenario import DemoRun, run_demo
 from shadowd.demo.spec import DemoSpec
 from shadowd.paths import shared_dir
 from shadowd.sim.reference_run import ReferenceRun, RunSpec
@@ -54,6 +54,19 @@ def test_a_rows_spans_are_read_from_the_workload_its_demo_runs(vllm, tmp_path):
     offered = DemoRun(spec, tmp_path)._workload(ref)
     assert scenario_requests(row) == offered
     assert set(spans(offered)) == {"a", "b", "c"}
+
+
+def test_the_engine_alone_covers_the_time_its_demo_covers_and_sees_its_backlog(vllm):
+    """``--engine``, run before a row is declared, reads no gate: its engine is the demo's, step
+    for step, so the simulated time and the backlog it reports are the row's own."""
+    row = next(s for s in SCENARIOS if s.name == "H47-swing-long")
+    heavy = ("a=lengths:sharegpt:150", "b=azure-conv:2.5")  # more than the engine serves: a backlog
+    row = dataclasses.replace(row, model="benchmarks/models/llama-2-7b", steps=900, tenants=heavy)
+    dry = engine_dry_run(row)
+    demo = run_demo(DemoSpec.build(**row.demo_kwargs(str(shared_dir()))))
+    assert dry["steps"] == demo["steps"] and dry["simulated_seconds"] == demo["simulated_seconds"]
+    assert dry["peak_waiting"] == demo["backlog"]["peak_waiting"]
+    assert dry["peak_waiting_tokens"] == demo["backlog"]["peak_waiting_tokens"] > 0
 
 
 def test_the_page_marks_a_tenant_gone_before_the_run_ends():
