@@ -478,7 +478,15 @@ def _detrended(resid: np.ndarray, holdout: np.ndarray, settings: CalibrationSett
 
 
 class WarmupCalibrator:
-    """Buffers the first ``warmup_steps`` steps, then calibrates once (via ``run_job``)."""
+    """Buffers the first ``warmup_steps`` steps, then calibrates once (via ``run_job``).
+
+    While the window widens (a common class short of held-out steps, a listed tenant not seen)
+    each batch of frames asks again whether it is wide enough.  That question needs only each
+    step's class and where each listed tenant first appeared, kept as the parts arrive: the
+    request rows are joined once, for the fit.  Joining them on every batch copied the whole
+    window each time, quadratic in its length and twice its memory at the peak
+    (``tests/daemon/test_calibration_window.py``).
+    """
 
     def __init__(
         self,
@@ -499,6 +507,10 @@ class WarmupCalibrator:
         self.state = "warming_up"  # -> calibrating -> done | failed
         self.last_error: str | None = None
         self._parts: list[StepBatch] = []
+        self._kinds: list[np.ndarray] = []  # each part's step classes
+        self._window_steps = 0  # steps in the parts (those with a finite latency)
+        self._first_row: dict[str, int] = {}  # listed tenant -> window step of its first row
+        self._listed: set[str] = set()  # listed tenants looked for in every part held
 
     @property
     def max_window_steps(self) -> int:
@@ -516,28 +528,63 @@ class WarmupCalibrator:
         keep = (index >= start) & (index < start + self.max_window_steps)
         if not keep.any():
             return
-        batch = cols.batch.select_steps(keep & np.isfinite(cols.batch.latency_ms))
-        self._parts.append(batch)
+        self._add(cols.batch.select_steps(keep & np.isfinite(cols.batch.latency_ms)))
         self.buffered += int(keep.sum())
         if self.buffered < self.warmup_steps:
             return
-        whole = StepBatch.concat(self._parts)
-        seen = tenants_seen_by(whole, self.settings.expected_tenants)
-        n = None if seen is None else window_length(whole.kind, max(self.warmup_steps, seen), self.settings)
+        seen = self._tenants_seen()
+        kind = np.concatenate(self._kinds)
+        n = None if seen is None else window_length(kind, max(self.warmup_steps, seen), self.settings)
         if n is None and self.buffered < self.max_window_steps:
             return  # a common class is short of held-out steps, or a tenant not seen: widen the window
         if seen is None:
-            missing = sorted(set(self.settings.expected_tenants) - set(_tenants(whole)))
+            missing = sorted(set(self.settings.expected_tenants) - set(self._first_row))
             log.warning(
                 "calibrating without expected tenant(s) %s: not seen in the widest warm-up window (%d "
                 "steps); listed, so their steps are judged like everyone's when they arrive",
                 ", ".join(missing[:10]),
-                whole.num_steps,
+                self._window_steps,
             )
+        whole = StepBatch.concat(self._parts)
         self.state = "calibrating"
-        self._parts = []
+        self._parts, self._kinds = [], []
         chosen = whole if n is None else whole.select_steps(np.arange(whole.num_steps) < n)
         self.run_job(lambda: self._calibrate(chosen))
+
+    def _add(self, part: StepBatch) -> None:
+        """Keep a part, its step classes, and the first row of each listed tenant not seen yet."""
+        self._look_for_newly_listed()
+        self._find_first_rows(part, self._window_steps, set(self.settings.expected_tenants))
+        self._parts.append(part)
+        self._kinds.append(part.kind)
+        self._window_steps += part.num_steps
+
+    def _find_first_rows(self, part: StepBatch, offset: int, names: set[str]) -> None:
+        tenant = _tenants(part)
+        for name in names - set(self._first_row):
+            rows = np.flatnonzero(tenant == name)
+            if rows.size:
+                self._first_row[name] = offset + int(part.req_step[rows].min())
+
+    def _look_for_newly_listed(self) -> None:
+        """A reload may list a tenant while the window is warming up (``Daemon.apply_config``):
+        look for it in the parts already held, once."""
+        new = set(self.settings.expected_tenants) - self._listed
+        offset = 0
+        for part in self._parts if new else ():
+            self._find_first_rows(part, offset, new)
+            offset += part.num_steps
+        self._listed |= new
+
+    def _tenants_seen(self) -> int | None:
+        """As :func:`tenants_seen_by` over the parts joined, from what was kept as they came."""
+        self._look_for_newly_listed()
+        expected = set(self.settings.expected_tenants)
+        if not expected:
+            return 0
+        if expected - set(self._first_row):
+            return None
+        return max(self._first_row[t] for t in expected) + 1
 
     def _calibrate(self, batch: StepBatch) -> None:
         try:

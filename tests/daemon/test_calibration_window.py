@@ -90,3 +90,31 @@ def test_a_reload_while_warming_up_changes_the_tenants_waited_for(tmp_path):
     tenants = dataclasses.replace(config.calibration, tenants=("acme",))
     daemon.apply_config(dataclasses.replace(config, calibration=tenants))
     assert daemon.calibrator.settings.expected_tenants == ("acme",)
+
+
+def test_the_window_is_joined_once_however_long_it_widens(monkeypatch):
+    """While it widens, each batch asks only whether it is wide enough (step classes, listed
+    tenants' first rows): the request rows are joined once, for the fit, not copied each time."""
+    joined = []
+    concat = StepBatch.concat.__func__
+    monkeypatch.setattr(
+        StepBatch, "concat", classmethod(lambda cls, parts: joined.append(1) or concat(cls, parts))
+    )
+    (window,) = _windows(("a", "b", "c"), {"c": 650}, 2000)
+    assert window.num_steps == 651 and len(joined) == 1
+
+
+def test_a_tenant_listed_by_a_reload_mid_window_is_found_in_the_steps_already_held():
+    """Tenant c sends at steps 150-199 only; the reload that lists it comes at step 300, so its
+    first row is in a part already held: the window need not wait for it."""
+    chosen: list[StepBatch] = []
+    settings = CalibrationSettings(min_class_steps=30, max_window_factor=3.0, expected_tenants=("a", "b"))
+    cal = WarmupCalibrator({"gpu": "x"}, 400, lambda c: None, settings=settings, run_job=lambda fn: fn())
+    cal._calibrate = chosen.append
+    for first in range(0, 2000, 100):
+        if first == 300:
+            cal.settings = dataclasses.replace(settings, expected_tenants=("a", "b", "c"))
+        part = _steps(100, first, {"c": 150} if first == 100 else {})
+        cal.observe(part)
+    (window,) = chosen
+    assert window.num_steps == 400 and "c" in set(window.tenant)
