@@ -369,9 +369,10 @@ DESIGN = [
     "alone in the next (84 minutes): no drift event in 319,812 judged steps (95 % bound 9.4e-6 "
     "per judged step), no page, and never GO: INCONCLUSIVE from its calibration at 480,189 to "
     "its end, at the last on evidence.tenants (one tenant seen in the evidence window, two "
-    "needed). Its tenants a and b are traces of fixed length (at its declared rate the Azure "
-    "conversation trace's last request comes at 7,746 s of the run's 34,514 simulated seconds, "
-    "`load_stream`); what the swing did to the Mooncake trace was not measured.",
+    "needed). Its tenants a and b are traces of fixed length: as the row's demo offers them (its "
+    "swing applied), b's last request arrives at 1.3 simulated hours and a's at 6.8, of the 9.6 "
+    "hours its run covered (docs/tenant_spans.md; "
+    "an earlier note put b's end at 7,746 s, at the declared rate without the swing).",
     "Design r44 (built on held-out 44's H44-ramp-30k under r43, development evidence for it with "
     "held-out 40-44's other rows; in force from held-out 45, declared after it): each watched "
     "class's drift detectors also watch its residual less one offset per CUDA graph the step ran "

@@ -1515,6 +1515,48 @@ PROTOCOL = {
             "counts for r45, with that choice made on its results (the design note says so)."
         ),
     },
+    "held_out_49": {
+        "platforms": ["H200 SXM tables"],
+        "models": [
+            "starcoder2-7b tp1 (after the public config of BigCode's StarCoder2 7B, added for this "
+            "set as benchmarks/models/starcoder2-7b; never run before, by any set or study; "
+            "StarCoder2 15B ran in held-out 43): 32 layers of hidden 4,608, 36 query heads over 4 "
+            "KV heads of 128 dimensions, a non-gated MLP of 18,432, a 49,152 vocabulary, 16,384 "
+            "positions (the demo cuts prompts to 15,360 tokens). Its sliding window of 4,096 is "
+            "not modelled: the reference engine prices attention over the whole context"
+        ],
+        "tenants": [
+            "ServeGen client 18 at 10 req/s as tenant a, ArXiv lengths at 1.5 req/s as tenant b, "
+            "ShareGPT lengths at 2 req/s as tenant c (every source used before, this mix, model "
+            "and these rates not); the Mooncake conversation trace at 0.3 req/s as the new heavy "
+            "tenant"
+        ],
+        "seeds": "5001-5010 and 5013 (5011 and 5012 left to an accuracy study of this model)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "The first set declared after r45 was kept on held-out 48's results, with no design "
+            "change: r45's fourth held-out set, and the first none of whose choices saw a result "
+            "of r45's. Its tenants were chosen to last a long run, the rule from this set on: "
+            "`benchmarks/tenant_spans.py --only H49-swing-long` read before declaring (each of "
+            "the three sends through the row's whole workload, the longest pause 17 simulated "
+            "seconds), and `--engine H49-swing-long` (the row's engine alone, no tap, daemon or "
+            "gate) started for the simulated time its 800,000 steps cover and its backlog, to be "
+            "read before any run of that row (should it show a tenant gone or a backlog that "
+            "does not drain, the long row is changed before it runs, and this note says so). "
+            "The new heavy tenant is sized "
+            "from the sources' lengths only (`load_stream`, limit 3000, seed 5001, cut to the "
+            "demo's 15,360 tokens): mean prompt and output tokens ServeGen client 18 46 and 55, "
+            "ArXiv 2,611 and 281, ShareGPT 2,296 and 439, Mooncake conversation 8,482 and 238; "
+            "at the base rates about 10.8k tokens/s from a, b and c, and the newcomer about 2.6k "
+            "more, a fifth of all tokens. Faults armed as held-out 47's (`@go:7000`, 12,000 "
+            "steps); H49-steady-12k (seed 5013) runs their timeline with nothing injected. "
+            "H49-ramp-30k and H49-swing-30k (seeds 5002, 5003) and H49-swing-long "
+            "(H49-swing-30k's seed and load, 800,000 steps: the false-alarm bound) declared with "
+            "the set. The new config was checked first by one 800-step run on the H100 tables "
+            "(development platform, seed 99, two synthetic tenants; only its exit status was "
+            "read)."
+        ),
+    },
 }
 
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":

@@ -244,6 +244,11 @@ HELD48_BASE = _h200(
     2,
     ("a=mooncake-synthetic:0.35", "b=servegen:6:3", "c=azure-conv:1.5"),
 )
+HELD49_BASE = _h200(
+    "benchmarks/models/starcoder2-7b",
+    1,
+    ("a=servegen:18:10", "b=lengths:arxiv:1.5", "c=lengths:sharegpt:2"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -288,6 +293,7 @@ ARMED_SETS = {
     "46": 12000,
     "47": 12000,
     "48": 12000,
+    "49": 12000,
 }
 LONG_FAULT_SETS = {
     "5",
@@ -475,6 +481,7 @@ def _scenarios() -> list[Scenario]:
         ("46", HELD46_BASE, 4700, "azure-code:2"),
         ("47", HELD47_BASE, 4800, "lengths:arxiv:1"),
         ("48", HELD48_BASE, 4900, "lengths:sharegpt:0.7"),
+        ("49", HELD49_BASE, 5000, "mooncake-conversation:0.3"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -671,6 +678,8 @@ def _scenarios() -> list[Scenario]:
         ("H47-swing-30k", "held_out_47", HELD47_BASE, SWING_30K, 4803, "swing:0.3:3:150"),
         ("H48-ramp-30k", "held_out_48", HELD48_BASE, RAMP_30K, 4902, "ramp:0.3:3:300"),
         ("H48-swing-30k", "held_out_48", HELD48_BASE, SWING_30K, 4903, "swing:0.3:3:150"),
+        ("H49-ramp-30k", "held_out_49", HELD49_BASE, RAMP_30K, 5002, "ramp:0.3:3:300"),
+        ("H49-swing-30k", "held_out_49", HELD49_BASE, SWING_30K, 5003, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -740,6 +749,7 @@ def _scenarios() -> list[Scenario]:
         ("H46-steady-12k", "held_out_46", HELD46_BASE, 4713, steady_12k, timeline),
         ("H47-steady-12k", "held_out_47", HELD47_BASE, 4813, steady_12k, timeline),
         ("H48-steady-12k", "held_out_48", HELD48_BASE, 4913, steady_12k, timeline),
+        ("H49-steady-12k", "held_out_49", HELD49_BASE, 5013, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
@@ -755,6 +765,7 @@ def _scenarios() -> list[Scenario]:
         ("H46-swing-long", "held_out_46", HELD46_BASE, 4703, swing_long, swing),
         ("H47-swing-long", "held_out_47", HELD47_BASE, 4803, swing_long, swing),
         ("H48-swing-long", "held_out_48", HELD48_BASE, 4903, swing_long, swing),
+        ("H49-swing-long", "held_out_49", HELD49_BASE, 5003, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -804,6 +815,7 @@ def _scenarios() -> list[Scenario]:
         ("46", HELD46_BASE, 4710),
         ("47", HELD47_BASE, 4810),
         ("48", HELD48_BASE, 4910),
+        ("49", HELD49_BASE, 5010),
     ):
         out.append(
             Scenario(
