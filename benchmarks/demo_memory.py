@@ -52,9 +52,8 @@ def _worker(arm: str, steps: int) -> None:
     done = 0
     while done < steps:
         done = run.run(min(steps, done + every))
-        waiting = list(run.scheduler.waiting)
-        point = {"steps": done, "rss_kib": _rss_kib(), "waiting": len(waiting)}
-        point["waiting_tokens"] = sum(r.num_prompt_tokens for r in waiting)
+        waiting, tokens = run.driver.backlog()
+        point = {"steps": done, "rss_kib": _rss_kib(), "waiting": waiting, "waiting_tokens": tokens}
         point["recorded"] = len(run.driver.steps)
         print(json.dumps(point), flush=True)
 

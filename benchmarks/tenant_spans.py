@@ -110,9 +110,8 @@ def engine_dry_run(s: Scenario) -> dict[str, Any]:
     while done < spec.steps:
         target = min(spec.steps, done + spec.gate_every)
         done = run.run(target)
-        waiting = list(run.scheduler.waiting)
-        peak = max(peak, len(waiting))
-        peak_tokens = max(peak_tokens, sum(r.num_prompt_tokens for r in waiting))
+        waiting, tokens = run.driver.backlog()
+        peak, peak_tokens = max(peak, waiting), max(peak_tokens, tokens)
         if done < target:
             break
     return {

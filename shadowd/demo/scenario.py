@@ -221,13 +221,12 @@ class DemoRun:
     def _check_backlog(self, ref: ReferenceRun, done: int) -> None:
         """Stop with the reason, not minutes later in the out-of-memory killer's hands.  Summing
         the waiting prompts once per chunk costs a fraction of the chunk's scheduling."""
-        waiting = list(ref.scheduler.waiting)
-        tokens = sum(r.num_prompt_tokens for r in waiting)
-        self.backlog["peak_waiting"] = max(self.backlog["peak_waiting"], len(waiting))
+        waiting, tokens = ref.driver.backlog()
+        self.backlog["peak_waiting"] = max(self.backlog["peak_waiting"], waiting)
         self.backlog["peak_waiting_tokens"] = max(self.backlog["peak_waiting_tokens"], tokens)
         if tokens > self.spec.max_waiting_tokens:
             raise BacklogError(
-                f"the offered load outgrew the engine: {len(waiting)} requests ({tokens} prompt tokens) "
+                f"the offered load outgrew the engine: {waiting} requests ({tokens} prompt tokens) "
                 f"waiting at engine step {done} ({ref.driver.elapsed_s:.0f} simulated s), over "
                 f"--max-waiting-tokens {self.spec.max_waiting_tokens}; a backlog that does not drain "
                 "holds every waiting prompt in memory"

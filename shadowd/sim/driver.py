@@ -192,6 +192,12 @@ class EngineDriver:
         now_s = (self.clock() - self._origin_ns) / 1e9
         self._arrivals.submit(requests, offset_s=now_s if at_s is None else at_s)
 
+    def backlog(self) -> tuple[int, int]:
+        """Requests waiting for the engine and their prompt tokens: offered load not yet served
+        (what a backlog holds in memory grows with the tokens: benchmarks/demo_memory.py)."""
+        waiting = list(self.scheduler.waiting)
+        return len(waiting), sum(r.num_prompt_tokens for r in waiting)
+
     @property
     def elapsed_s(self) -> float:
         return (self.clock() - self._origin_ns) / 1e9
