@@ -2,10 +2,10 @@
 run, against the simulated time the row's run covered.
 
 Why: the gate needs two tenants among those its model was scored on (``evidence.tenants``).  A
-long row whose trace tenants end, or pause for hours, leaves one tenant in the traffic: its
-calibration, late in the run, sees one tenant and the gate cannot say GO however healthy the
-engine (H47-swing-long).  That is a property of the row, not of the gate, and it can be read
-before the row runs: a set's long rows are checked with this before they are declared
+long row whose trace tenants end, or pause for hours, leaves fewer tenants in the traffic than it
+declared, and with one left the gate cannot say GO however healthy the engine (H47-swing-long
+ended so).  That is a property of the row, not of the gate, and it can be read before the row
+runs: a set's long rows are checked with this before they are declared
 (``benchmarks/gate_protocol.py``).
 
     .venv/bin/python -m benchmarks.tenant_spans                    # every long row -> docs/tenant_spans.*
