@@ -290,8 +290,15 @@ DESIGN = [
     "H48-swing-long, declared with the set, has no row: its run under r46 was stopped unread "
     "after five minutes, when r46 was withdrawn, and its run under r45 was killed by the "
     "kernel's out-of-memory killer after 82 minutes (the demo process at 24.0 GB resident, the "
-    "machine's 24 GiB; H47-swing-long's stood at 6 GB after 41 minutes of CPU). It is still to "
-    "run, once what grows in the demo over 800,000 steps of this model is found.",
+    "machine's 24 GiB; H47-swing-long's stood at 6 GB after 41 minutes of CPU). Two things grew "
+    "in it: the demo kept every step's schedule for its Shapley truth (it now records the "
+    "truth's sample only, `shadowd/demo/truth_sample.py`), and late in the run its offered load "
+    "outgrows the engine, the backlog of waiting requests growing to its end: its tenants a and "
+    "c end at 1.9 and 2.2 simulated hours, and b comes back from a 15.5-hour pause at a rate "
+    "the engine cannot serve (docs/tenant_spans.md). Run again with the first fixed (from a "
+    "worktree of 59296cc), it was killed again after 105 to 111 minutes (dmesg: 22.1 GB anonymous "
+    "resident): a third growth, late in the run, not found yet. The demo now stops a run whose "
+    "backlog passes `--max-waiting-tokens`, with the reason.",
     "Design r45 (built on held-out 45's H45-swing-long under r44, development evidence for it with "
     "held-out 40-45's other rows; in force from held-out 46, declared after it): a residual "
     "detection whose shift lasts, but mostly (more than half of its confirmation window's judged "
