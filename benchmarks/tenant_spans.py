@@ -80,11 +80,10 @@ def present_until(span: dict[str, float], horizon_s: float) -> float:
 def scenario_requests(s: Scenario) -> list[Any]:
     """The row's workload as its demo builds it (needs the traces under ``$SHADOWD_SHARED``)."""
     from shadowd.demo.spec import DemoSpec
-    from shadowd.sim.reference_run import RunSpec
     from shadowd.twin.model_shape import ModelShape
 
     spec = DemoSpec.build(**s.demo_kwargs(os.environ.get("SHADOWD_SHARED", str(REPO.parent / "shared"))))
-    model_len = RunSpec(model=spec.model).model_len(ModelShape.resolve(spec.model))
+    model_len = spec.run_spec().model_len(ModelShape.resolve(spec.model))
     return spec.requests(max_context=model_len - 1024)
 
 
@@ -92,19 +91,10 @@ def engine_dry_run(s: Scenario) -> dict[str, Any]:
     """The row's engine alone over its steps, in the demo's chunks (the same schedule, step for
     step): the simulated time covered, and the backlog's peak as the demo reads it."""
     from shadowd.demo.spec import DemoSpec
-    from shadowd.sim.reference_run import ReferenceRun, RunSpec
+    from shadowd.sim.reference_run import ReferenceRun
 
     spec = DemoSpec.build(**s.demo_kwargs(os.environ.get("SHADOWD_SHARED", str(REPO.parent / "shared"))))
-    run = ReferenceRun(
-        RunSpec(
-            platform=spec.platform,
-            model=spec.model,
-            tp=spec.tp,
-            tenants=spec.tenant_specs,
-            seed=spec.seed,
-            record_steps=False,
-        )
-    )
+    run = ReferenceRun(spec.run_spec(record_steps=False))
     run.driver.submit(spec.requests(max_context=run.max_model_len - 1024))
     done, peak, peak_tokens = 0, 0, 0
     while done < spec.steps:

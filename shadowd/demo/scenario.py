@@ -25,7 +25,7 @@ from shadowd.demo.spec import DemoSpec, Injection, demo_policy
 from shadowd.demo.step_slices import StepSlices
 from shadowd.demo.truth_sample import TruthSample
 from shadowd.govern.ledger import ATTRIBUTED
-from shadowd.sim.reference_run import ReferenceRun, RunSpec
+from shadowd.sim.reference_run import ReferenceRun
 from shadowd.twin.request_spec import RequestSpec
 from shadowd.twin.step_latency import ReferenceEngine
 from shadowd.twin.workload import TenantSpec, load_stream
@@ -72,16 +72,7 @@ class DemoRun:
         os.environ.update(env)
         try:
             return ReferenceRun(
-                RunSpec(
-                    platform=s.platform,
-                    model=s.model,
-                    tp=s.tp,
-                    tenants=s.tenant_specs,
-                    seed=s.seed,
-                    record_steps=True,
-                    scheduler_cls=self._governed_class() if s.govern else None,
-                    **s.extra,
-                )
+                s.run_spec(record_steps=True, scheduler_cls=self._governed_class() if s.govern else None)
             )
         finally:
             for k, v in saved.items():

@@ -133,6 +133,17 @@ class DemoSpec:
         """The tenants the run starts with (``--tenant``, or the built-in mix)."""
         return self.tenants or DEMO_TENANTS
 
+    def run_spec(self, **overrides: Any) -> Any:
+        """The engine run this demo drives (a ``RunSpec``; imported here, not at module load, so
+        bad arguments fail before any engine import).  ``benchmarks/tenant_spans.py --engine``
+        runs the same one without the tap."""
+        from shadowd.sim.reference_run import RunSpec
+
+        base = dict(
+            platform=self.platform, model=self.model, tp=self.tp, tenants=self.tenant_specs, seed=self.seed
+        )
+        return RunSpec(**{**base, **self.extra, **overrides})
+
     def requests(self, max_context: int) -> list[RequestSpec]:
         """The tenants' merged requests (at most two per step), each re-timed by the load profile
         that names it (or ``*``).  No engine is needed: what arrives when can be read before a run
