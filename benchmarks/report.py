@@ -196,6 +196,7 @@ def render(doc: dict[str, Any]) -> str:
     parts.append(_retention_section(r.get("retention")))
     parts.append(_stability_section(r.get("stability_cost")))
     parts.append(_demo_memory_section(r.get("demo_memory")))
+    parts.append(_window_memory_section(r.get("window_memory")))
     return "\n".join(p for p in parts if p) + "\n"
 
 
@@ -909,4 +910,31 @@ as `shadowd demo` drives them), each arm in a process of its own.  {_load(entry)
   `--max-waiting-tokens`, {_fmt(stop, 0)}, is {stop * d["bytes_per_waiting_token"] / 2**30:.1f} GiB of
   backlog at that rate: a run whose backlog outgrows it stops with the reason, not in the
   out-of-memory killer's hands.
+"""
+
+
+def _window_memory_section(entry: dict | None) -> str:
+    if not entry:
+        return ""
+    d = entry["data"]
+    same = "the same report" if d["stability_reports_equal"] else "**different reports**"
+    ids, no_ids = d["load_ids_held_b_per_row"], d["load_no_ids_held_b_per_row"]
+    labels, codes = d["stability_labels_peak_b_per_row"], d["stability_codes_peak_b_per_row"]
+    return f"""## A calibration window's memory, per request row
+
+`benchmarks/window_memory.py`: a demo log of `{"`, `".join(d["tenants"])}` (seed {d["seed"]}),
+{_fmt(d["steps"], 0)} steps and {_fmt(d["rows"], 0)} request rows, read back whole as a calibration
+window; each arm in a process of its own, peaks from `tracemalloc` (DuckDB's own buffers, bounded
+by its memory limit, not counted).  {_load(entry)}.
+
+- **Loading the window** (`load_batch`): with request ids {d["load_ids_peak_b_per_row"]:.0f} bytes per
+  row at the peak and {ids:.0f} held; without, as a fit, a re-fit and a stability baseline now read it,
+  {d["load_no_ids_peak_b_per_row"]:.0f} and {no_ids:.0f} ({ids / no_ids:.1f}x less held).
+- **The stability baseline** (`stability_of`): shape buckets as a label string per row
+  {labels:.0f} bytes per row at the peak, as codes {codes:.0f} ({labels / codes:.1f}x less), with {same}.
+- **A whole calibration** (`calibrate`, the fit, its drift thresholds and the stability baseline):
+  {d["calibrate_peak_b_per_row"]:.0f} bytes per row at the peak, above the loaded window.
+
+A re-fit holds the loaded window, its out-of-sample part and a calibration at once, so its memory
+still grows with the window's rows: what is measured here is per row, not a bound.
 """

@@ -45,6 +45,7 @@ BENCHMARKS: dict[str, str] = {
     "retention": "benchmarks.retention_cost",
     "stability": "benchmarks.stability_cost",
     "demo_memory": "benchmarks.demo_memory",
+    "window_memory": "benchmarks.window_memory",
 }
 
 PENDING: dict[str, dict[str, Any]] = {}  # figures not measured yet: name -> note

@@ -42,8 +42,10 @@ from checks.residual_bias import fit_bias, fit_graph_offsets, remove_bias, remov
 from checks.residual_drift import DriftMonitor, relative_residual
 from checks.rules import advantage_report, evidence_waits
 from checks.share_stability import (
+    Buckets,
     composition_effect,
     cost_per_work_by_strata,
+    shape_bucket_codes,
     shape_buckets,
     stability_report,
 )
@@ -123,6 +125,8 @@ __all__ = [
     "remove_bias",
     "remove_graph_offsets",
     "ridge_fit",
+    "Buckets",
+    "shape_bucket_codes",
     "shape_buckets",
     "stability_report",
     "synthetic_residuals",

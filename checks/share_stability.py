@@ -39,6 +39,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -52,15 +53,37 @@ def log2_bucket(x: np.ndarray | Sequence[float]) -> np.ndarray:
     return np.floor(np.log2(1.0 + x)).astype(int)
 
 
-def shape_buckets(
+@dataclass(frozen=True)
+class Buckets:
+    """Shape buckets as codes: ``labels`` (distinct, sorted) and each row's index into them.
+
+    What :func:`shape_buckets` gives as one label string per row, at a few bytes per row instead
+    of four per character: a calibration window holds tens of millions of rows
+    (``benchmarks/window_memory.py``).  Either form gives the same report.
+    """
+
+    labels: np.ndarray
+    codes: np.ndarray
+
+    def per_row(self) -> np.ndarray:
+        """One label per row, as :func:`shape_buckets` returns them."""
+        return self.labels[self.codes]
+
+
+def shape_bucket_codes(
     phase: Sequence[str] | np.ndarray,
     new_tokens: Sequence[float] | np.ndarray,
     context: Sequence[float] | np.ndarray,
-) -> np.ndarray:
-    """Bucket key per row, e.g. ``'decode|n1|c11'``."""
+) -> Buckets:
+    """Each row's bucket (phase, log2 bucket of new tokens, of context), as codes.
+
+    >>> b = shape_bucket_codes(["decode", "prefill", "decode"], [1, 512, 1], [100, 0, 3000])
+    >>> b.labels.tolist(), b.codes.tolist()
+    (['decode|n1|c11', 'decode|n1|c6', 'prefill|n9|c0'], [1, 2, 0])
+    """
     p = np.asarray(phase).astype(str)
     if len(p) == 0:
-        return np.zeros(0, dtype="<U1")
+        return Buckets(np.zeros(0, dtype="<U1"), np.zeros(0, dtype=np.intp))
     names, p_idx = np.unique(p, return_inverse=True)
     nb, cb = log2_bucket(new_tokens), log2_bucket(context)
     # The labels are built once per distinct bucket, not per row (a window holds ~10^6 rows and
@@ -70,25 +93,42 @@ def shape_buckets(
     first = np.zeros(len(uniq), dtype=np.int64)
     first[inv[::-1]] = np.arange(len(code))[::-1]
     labels = np.array([f"{names[p_idx[i]]}|n{nb[i]}|c{cb[i]}" for i in first])
-    return labels[inv]
+    # Sorted as ``np.unique`` sorts the labels, so a report's buckets come in the same order
+    # from codes as from strings.
+    ordered, rank = np.unique(labels, return_inverse=True)
+    return Buckets(ordered, rank.reshape(-1)[inv.reshape(-1)])
+
+
+def shape_buckets(
+    phase: Sequence[str] | np.ndarray,
+    new_tokens: Sequence[float] | np.ndarray,
+    context: Sequence[float] | np.ndarray,
+) -> np.ndarray:
+    """Bucket key per row, e.g. ``'decode|n1|c11'`` (:func:`shape_bucket_codes` as strings)."""
+    return shape_bucket_codes(phase, new_tokens, context).per_row()
 
 
 def _design(share: np.ndarray, composition: Mapping[str, Any], own: Mapping[str, Any] | None):
-    y = np.log(
-        np.asarray(share, dtype=float),
-        where=np.asarray(share, dtype=float) > 0,
-        out=np.full(len(share), np.nan),
-    )
-    cols_own = [np.log1p(np.maximum(np.asarray(v, dtype=float), 0)) for v in (own or {}).values()]
-    cols_comp = [np.log1p(np.maximum(np.asarray(v, dtype=float), 0)) for v in composition.values()]
-    cols = cols_own + cols_comp
-    X = np.column_stack(cols) if cols else np.zeros((len(y), 0))
-    ok = np.isfinite(y) & np.all(np.isfinite(X), axis=1)
-    mu = X[ok].mean(axis=0) if ok.any() else 0.0
-    sd = X[ok].std(axis=0) if ok.any() else 1.0
-    X = (X - mu) / np.where(sd > 0, sd, 1.0)  # conditioning only: the effect is affine-invariant
-    A = np.column_stack([np.ones(len(y)), X, y])
-    return A, ok, len(cols_own), len(cols_comp)
+    """``A = [1, own (q), composition (k), y]`` per row, built in place: a window's rows are tens
+    of millions, and each column stacked or standardised as a new array added a copy of the
+    window to the peak (``benchmarks/window_memory.py``)."""
+    share = np.asarray(share, dtype=float)
+    covariates = [*(own or {}).values(), *composition.values()]
+    p = 1 + len(covariates)
+    A = np.empty((len(share), p + 1))
+    A[:, 0] = 1.0
+    for i, v in enumerate(covariates, start=1):
+        A[:, i] = np.log1p(np.maximum(np.asarray(v, dtype=float), 0))
+    A[:, p] = np.log(share, where=share > 0, out=np.full(len(share), np.nan))
+    X = A[:, 1:p]
+    ok = np.isfinite(A[:, p]) & np.all(np.isfinite(X), axis=1)
+    if ok.any():
+        held = X[ok]
+        mu, sd = held.mean(axis=0), held.std(axis=0)
+        del held
+        X -= mu  # conditioning only: the effect is affine-invariant
+        X /= np.where(sd > 0, sd, 1.0)
+    return A, ok, len(own or {}), len(composition)
 
 
 def _moment_stats(G: np.ndarray, q: int, k: int) -> dict[str, np.ndarray]:
@@ -126,9 +166,13 @@ def _group_moments(A: np.ndarray, b_idx: np.ndarray, g_idx: np.ndarray):
 
     A bootstrap replicate weighs whole groups, so it needs only these sums, not the rows (a
     step holds many rows); built one pair of columns at a time, never a rows × d² array
-    (``benchmarks/stability_cost.py``)."""
+    (``benchmarks/stability_cost.py``).  Sorts ``A``'s rows in place, a column at a time: a
+    sorted copy was one more window of rows at the peak (``benchmarks/window_memory.py``)."""
     order = np.lexsort((g_idx, b_idx))
-    b_s, g_s, A_s = b_idx[order], g_idx[order], A[order]
+    b_s, g_s, A_s = b_idx[order], g_idx[order], A
+    for i in range(A.shape[1]):
+        A_s[:, i] = A[order, i]
+    del order
     starts = np.flatnonzero(np.r_[True, (b_s[1:] != b_s[:-1]) | (g_s[1:] != g_s[:-1])])
     d = A.shape[1]
     M = np.empty((len(starts), d, d))
@@ -152,11 +196,15 @@ def _bucket_moments(A: np.ndarray, b_idx: np.ndarray, g_idx: np.ndarray, gw: np.
 
 def _effect_with_boot(bucket, share, composition, own, groups, min_rows, n_boot, seed):
     A, ok, q, k = _design(share, composition, own)
-    keys = np.asarray(bucket)[ok]
-    A = A[ok]
+    if isinstance(bucket, Buckets):
+        present, b_idx, counts = np.unique(bucket.codes[ok], return_inverse=True, return_counts=True)
+        uniq = bucket.labels[present]
+    else:
+        uniq, b_idx, counts = np.unique(np.asarray(bucket)[ok], return_inverse=True, return_counts=True)
+    if not ok.all():
+        A = A[ok]
     grp = np.asarray(groups)[ok] if groups is not None else np.arange(len(A))
     _, g_idx = np.unique(grp, return_inverse=True)
-    uniq, b_idx, counts = np.unique(keys, return_inverse=True, return_counts=True)
     used = np.flatnonzero(counts >= min_rows)
     rng = np.random.default_rng(seed)
     n_groups = int(g_idx.max()) + 1 if len(g_idx) else 0
@@ -244,7 +292,7 @@ def _composition_effect(
 
 
 def composition_effect(
-    bucket: Sequence[str] | np.ndarray,
+    bucket: Sequence[str] | np.ndarray | Buckets,
     share: Sequence[float] | np.ndarray,
     composition: Mapping[str, Sequence[float] | np.ndarray],
     *,
@@ -269,7 +317,7 @@ def composition_effect(
 
 def stability_report(
     shares: Mapping[str, Sequence[float] | np.ndarray],
-    bucket: Sequence[str] | np.ndarray,
+    bucket: Sequence[str] | np.ndarray | Buckets,
     composition: Mapping[str, Sequence[float] | np.ndarray],
     *,
     own: Mapping[str, Sequence[float] | np.ndarray] | None = None,

@@ -528,7 +528,10 @@ class WarmupCalibrator:
         keep = (index >= start) & (index < start + self.max_window_steps)
         if not keep.any():
             return
-        self._add(cols.batch.select_steps(keep & np.isfinite(cols.batch.latency_ms)))
+        # Request ids are left behind: the fit never reads them, and they were most of a held
+        # part's memory (``benchmarks/window_memory.py``).
+        rows = dataclasses.replace(cols.batch, req_id=None)
+        self._add(rows.select_steps(keep & np.isfinite(cols.batch.latency_ms)))
         self.buffered += int(keep.sum())
         if self.buffered < self.warmup_steps:
             return
@@ -729,7 +732,7 @@ def calibrate_db(
     con = open_db(path, read_only=False)
     try:
         migrate(con)
-        batch = load_batch(con, Window(since=since, until=until, last_steps=steps))
+        batch = load_batch(con, Window(since=since, until=until, last_steps=steps), request_ids=False)
         cal = calibrate(batch, _platform(platform), CalibrationSettings(expected_tenants=tuple(tenants)))
         w = cal.model.fit_window
         save_model_version(

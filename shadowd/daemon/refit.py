@@ -195,7 +195,7 @@ class RegimeRefit:
         """Design r43 (``checks.envelope_extension``): the model in force, its envelope widened over
         the window's steps beyond it that it scored out of sample, if it is validated there."""
         con = self.cursor()
-        batch = load_batch(con, Window(last_steps=cal.window_steps))
+        batch = load_batch(con, Window(last_steps=cal.window_steps), request_ids=False)
         settings = self.settings()
         scored = batch.select_steps(scored_by(con, batch, cal.model.version))
         beyond = ~inside_envelope(scored, cal.envelope)
@@ -244,7 +244,7 @@ class RegimeRefit:
         """The guarded re-fit: ``INSTALLED``, ``GUARDED`` (the guard refused it: the model in
         force or the engine is in question) or ``DECLINED`` (the re-fitted model was refused)."""
         con = self.cursor()
-        batch = load_batch(con, Window(last_steps=cal.window_steps))
+        batch = load_batch(con, Window(last_steps=cal.window_steps), request_ids=False)
         settings = self.settings()
         scored = batch.select_steps(scored_by(con, batch, cal.model.version))  # out of sample
         inside = inside_envelope(scored, cal.envelope)

@@ -40,7 +40,7 @@ def stability_from_db(
     seed: int = 0,
 ) -> dict[str, Any]:
     """The stability report over the last ``max_steps`` stored steps."""
-    batch = load_batch(con, Window(last_steps=max_steps))
+    batch = load_batch(con, Window(last_steps=max_steps), request_ids=False)
     if batch.num_steps < 50:
         return {"computed_at": time.time(), "rows": 0, "error": "fewer than 50 steps stored"}
     report = stability_of(batch, model.attribute(batch, policy), n_boot=n_boot, seed=seed)
@@ -61,11 +61,6 @@ def stability_of(
     extra: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """``checks.stability_report`` of the three splits (plus ``extra`` ones) over ``batch``'s rows."""
-    step = batch.req_step
-    sizes = batch.batch_size()[step]
-    pre_tok = batch.new_tokens * batch.prefill
-    others_prefill = batch.per_step_sum(pre_tok.astype(float))[step] - pre_tok
-    others_context = batch.per_step_sum(batch.context_tokens.astype(float))[step] - batch.context_tokens
     shares = {
         "llmvisor": att.variable_ms,
         "llmvisor_total": att.llmvisor_measured_ms,
@@ -75,17 +70,26 @@ def stability_of(
     finite = np.all(
         [np.isfinite(np.asarray(s, dtype=float)) & (np.asarray(s) > 0) for s in shares.values()], axis=0
     )
-    pick = lambda a: np.asarray(a)[finite]  # noqa: E731
-    phase = np.where(batch.prefill, "prefill", "decode")
+    # As a rule every row is kept, and then no column is copied: a calibration window holds tens
+    # of millions of rows (``benchmarks/window_memory.py``).
+    every = bool(finite.all())
+    pick = lambda a: np.asarray(a) if every else np.asarray(a)[finite]  # noqa: E731
+    step = batch.req_step
+    pre_tok = batch.new_tokens * batch.prefill
+    composition = {
+        "batch_size": pick(batch.batch_size()[step]),
+        "others_prefill": pick(batch.per_step_sum(pre_tok.astype(float))[step] - pre_tok),
+        "others_context": pick(
+            batch.per_step_sum(batch.context_tokens.astype(float))[step] - batch.context_tokens
+        ),
+    }
+    del pre_tok
+    new, context = pick(batch.new_tokens), pick(batch.context_tokens)
     report = checks.stability_report(
-        {k: pick(v).astype(float) for k, v in shares.items()},
-        checks.shape_buckets(pick(phase), pick(batch.new_tokens), pick(batch.context_tokens)),
-        {
-            "batch_size": pick(sizes),
-            "others_prefill": pick(others_prefill),
-            "others_context": pick(others_context),
-        },
-        own={"new_tokens": pick(batch.new_tokens), "context": pick(batch.context_tokens)},
+        {k: np.asarray(pick(v), dtype=float) for k, v in shares.items()},
+        checks.shape_bucket_codes(np.where(pick(batch.prefill), "prefill", "decode"), new, context),
+        composition,
+        own={"new_tokens": new, "context": context},
         groups=pick(step),
         n_boot=n_boot,
         seed=seed,

@@ -46,8 +46,16 @@ def load_batch(
     steps_table: str = "steps",
     requests_table: str = "step_requests",
     with_attribution: bool = False,
+    request_ids: bool = True,
 ) -> StepBatch:
-    """Steps in ``window`` with their request rows, ordered by (engine, run, step_seq)."""
+    """Steps in ``window`` with their request rows, ordered by (engine, run, step_seq) and,
+    within a step, as the tap recorded them.
+
+    That order is explicit because a fit sums each step's rows in it: left to DuckDB's plan it
+    changed with the columns read and, on several threads, from one read to the next.
+    ``request_ids=False`` leaves ``req_id`` out (``None``): a fit, a re-fit or a stability
+    baseline never reads it, and the strings were more than half of a loaded window's memory
+    (``benchmarks/window_memory.py``)."""
     where, params = window.where()
     limit = f"ORDER BY ts DESC LIMIT {int(window.last_steps)}" if window.last_steps else ""
     extra = ", s.predicted_ms, s.baseline_ms" if with_attribution else ""
@@ -64,9 +72,9 @@ def load_batch(
     ).fetchnumpy()
     r = con.execute(f"""
         SELECT s.idx, r.new_tokens, r.context_tokens, r.prompt_tokens, r.spec_tokens,
-               r.phase = 'prefill' AS prefill, r.tenant, r.req_id
+               r.phase = 'prefill' AS prefill, r.tenant{", r.req_id" if request_ids else ""}
         FROM {requests_table} r JOIN _sel s USING (engine_id, run_id, step_seq)
-        ORDER BY s.idx""").fetchnumpy()
+        ORDER BY s.idx, {_within_step(con, requests_table)}""").fetchnumpy()
     con.execute("DROP TABLE _sel")
     kind_code = {k: i for i, k in enumerate(KIND_NAMES)}
     batch = StepBatch(
@@ -78,7 +86,7 @@ def load_batch(
         prefill=np.asarray(r["prefill"], dtype=bool),
         spec_tokens=r["spec_tokens"],
         tenant=np.asarray(r["tenant"], dtype=object),
-        req_id=np.asarray(r["req_id"], dtype=object),
+        req_id=np.asarray(r["req_id"], dtype=object) if request_ids else None,
         step_seq=np.asarray(s["step_seq"]),
         engine_id=np.asarray(s["engine_id"], dtype=object),
         run_id=np.asarray(s["run_id"], dtype=object),
@@ -89,6 +97,13 @@ def load_batch(
         batch.predicted_ms = np.asarray(s["predicted_ms"], dtype=np.float64)  # type: ignore[attr-defined]
         batch.baseline_ms = np.asarray(s["baseline_ms"], dtype=np.float64)  # type: ignore[attr-defined]
     return batch
+
+
+def _within_step(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """The order of a step's rows: as written (``rowid``) in a table; by request id in a view
+    (a Parquet export, ``storage.export.attach_exports``), which has no write order to keep."""
+    stored = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table]).fetchone()
+    return "r.rowid" if stored and stored[0] else "r.req_id"
 
 
 class DatabaseBusy(RuntimeError):
