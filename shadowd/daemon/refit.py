@@ -258,6 +258,7 @@ class RegimeRefit:
             new_tenant_share=new_tenant_share,
             beyond_envelope=int(scored.num_steps - inside.sum()),
         )
+        del scored, inside  # a copy of the window's rows, not needed by the fit below
         ok, why = checks.refit_decision(evidence, self.policy(), min_steps=settings.min_class_steps)
         key = self.platform_key()
         if ok and key != cal.model.platform_key:
