@@ -11,9 +11,12 @@ from checks.evidence import Evidence
 from checks.policy import GatePolicy
 from checks.rules import stability
 from checks.share_stability import (
+    Buckets,
+    _design,
     composition_effect,
     cost_per_work_by_strata,
     log2_bucket,
+    shape_bucket_codes,
     shape_buckets,
     stability_report,
 )
@@ -186,3 +189,39 @@ def test_shape_bucket_labels_are_built_per_bucket_as_per_row():
     per_row = [f"{p}|n{n}|c{c}" for p, n, c in zip(phase, log2_bucket(new), log2_bucket(ctx))]
     assert shape_buckets(phase, new, ctx).tolist() == per_row
     assert shape_buckets([], [], []).tolist() == []
+
+
+def test_bucket_codes_give_the_report_label_strings_give(data):
+    """A window's buckets as codes (``shape_bucket_codes``, a few bytes a row) and as a label
+    string per row: the same report to the last bit, buckets in the same order, for rows of
+    both phases and some rows dropped (a non-positive share)."""
+    rng = np.random.default_rng(5)
+    n = len(data["step"])
+    phase = rng.choice(["prefill", "decode"], n)
+    new = np.where(phase == "prefill", rng.integers(16, 2048, n), 1)
+    share = data["llmvisor"] * np.where(rng.random(n) < 0.01, -1.0, 1.0)
+    codes = shape_bucket_codes(phase, new, data["ctx"])
+    assert isinstance(codes, Buckets) and list(codes.labels) == sorted(codes.labels)
+    assert codes.per_row().tolist() == shape_buckets(phase, new, data["ctx"]).tolist()
+    _, comp, own = inputs(data)
+    report = lambda b: stability_report(  # noqa: E731
+        {"a": share, "b": data["token"]}, b, comp, own=own, groups=data["step"], n_boot=50
+    )
+    assert repr(report(codes)) == repr(report(codes.per_row()))
+
+
+def test_the_design_matrix_built_in_place_is_the_stacked_one(data):
+    """``_design`` fills one matrix in place (a window's rows are tens of millions); its values
+    are those of the columns stacked and standardised as new arrays, to the last bit."""
+    _, comp, own = inputs(data)
+    share = data["llmvisor"].copy()
+    share[::50] = 0.0  # dropped rows: the standardisation is over the rest
+    A, ok, q, k = _design(share, comp, own)
+    y = np.log(share, where=share > 0, out=np.full(len(share), np.nan))
+    X = np.column_stack(
+        [np.log1p(np.maximum(np.asarray(v, dtype=float), 0)) for v in (*own.values(), *comp.values())]
+    )
+    want_ok = np.isfinite(y) & np.all(np.isfinite(X), axis=1)
+    X = (X - X[want_ok].mean(axis=0)) / X[want_ok].std(axis=0)
+    assert (q, k) == (1, 3) and np.array_equal(ok, want_ok)
+    assert np.array_equal(A, np.column_stack([np.ones(len(y)), X, y]), equal_nan=True)

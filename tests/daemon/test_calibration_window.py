@@ -118,3 +118,26 @@ def test_a_tenant_listed_by_a_reload_mid_window_is_found_in_the_steps_already_he
         cal.observe(part)
     (window,) = chosen
     assert window.num_steps == 400 and "c" in set(window.tenant)
+
+
+def test_the_window_holds_no_request_ids():
+    """The fit never reads request ids, and they were most of a held part's memory
+    (``benchmarks/window_memory.py``): the window leaves them behind, and nothing else."""
+    chosen: list[StepBatch] = []
+    cal = WarmupCalibrator(
+        {"gpu": "x"}, 200, lambda c: None, settings=CalibrationSettings(min_class_steps=30)
+    )
+    cal._calibrate = chosen.append
+    sent = []
+    for first in range(0, 300, 100):
+        cols = _steps(100, first, {})
+        cols.batch.req_id = np.array(
+            [f"req-{first}-{i}" for i in range(cols.batch.num_requests)], dtype=object
+        )
+        sent.append(cols.batch)
+        cal.observe(cols)
+    (window,) = chosen
+    whole = StepBatch.concat(sent).select_steps(np.arange(300) < window.num_steps)
+    assert window.req_id is None and whole.req_id is not None
+    for name in ("req_step", "tenant", "context_tokens", "latency_ms"):
+        assert np.array_equal(getattr(window, name), getattr(whole, name)), name
