@@ -253,10 +253,14 @@ def held_out_run(case: Case, fitted: Fitted, log=print) -> dict[str, Any]:
 
 
 # --- across runs ---------------------------------------------------------------------------------
-def envelope(fit_window, scored) -> dict[str, Any]:
-    """Per class: fit-window steps, and the share of scored steps beyond the fit window's envelope.
+def envelope(fit_window, scored, inside: np.ndarray) -> dict[str, Any]:
+    """Per class: fit-window steps, the share of scored steps beyond the fit window's range, and
+    the share outside the gate's envelope (``inside``: per scored step, inside it).
 
-    Beyond = more requests, more new tokens or more KV tokens in the step than any fit step had.
+    Beyond = more requests, new tokens or KV tokens in the step than any fit step had: one-sided.
+    Outside = what the gate would refuse to vouch for, above or below (its floors on batch size
+    and tokens per step, and the decode-only steps' own range, ``checks.WorkloadEnvelope``): a
+    light run's small decode batches lie below a saturated window, not beyond it.
     """
     f, s = fit_window.composition(), scored.composition()
     beyond = np.zeros(scored.num_steps, dtype=bool)
@@ -269,8 +273,18 @@ def envelope(fit_window, scored) -> dict[str, Any]:
             "fit_steps": int(fit_window.num_steps if c == "all" else np.sum(fit_window.kind == i)),
             "scored_steps": int(m.sum()),
             "beyond_envelope": float(beyond[m].mean()) if m.any() else None,
+            "outside_gate_envelope": float((~inside[m]).mean()) if m.any() else None,
         }
     return out
+
+
+def gate_inside(fit_window, scored) -> np.ndarray:
+    """Per scored step, inside the envelope the daemon would calibrate from ``fit_window``
+    (``window_envelope`` with the daemon's settings; the fit window is its own fit part)."""
+    from shadowd.daemon.calibrator import window_envelope
+    from shadowd.daemon.refit import inside_envelope
+
+    return inside_envelope(scored, window_envelope(fit_window, fit_window))
 
 
 def cross_regime(fitted: dict[str, Fitted], cases: dict[str, Case]) -> list[dict[str, Any]]:
@@ -281,13 +295,19 @@ def cross_regime(fitted: dict[str, Fitted], cases: dict[str, Case]) -> list[dict
         if src not in fitted or dst not in fitted:
             continue
         a, b = fitted[src], fitted[dst]
+        inside = gate_inside(a.earlier, b.later)
+        vouched = b.later.select_steps(inside)
         out.append(
             {
                 "fit_on": src,
                 "score_on": dst,
                 "model_version": a.version.version,
                 "accuracy": accuracy_report(a.version, b.later, "equal")["accuracy"],
-                "envelope": envelope(a.earlier, b.later),
+                "envelope": envelope(a.earlier, b.later, inside),
+                # the steps the gate would vouch for: those inside the envelope it would calibrate
+                "accuracy_inside": accuracy_report(a.version, vouched, "equal")["accuracy"]
+                if vouched.num_steps
+                else None,
                 # every step of the other run is out of sample for this version
                 "shares": share_errors(b.run.engine, a.version, b.batch, cases[dst])["multi_request"],
             }
@@ -333,10 +353,21 @@ def _why_in_run(run: dict[str, Any]):
 def _why_cross(x: dict[str, Any]):
     def why(c: str) -> str:
         e = x["envelope"][c]
-        return (
+        said = (
             f"the {x['fit_on']} fit window held {e['fit_steps']} {c} steps; "
             f"{_f(e['beyond_envelope'], 2, True)} of the scored {c} steps lie beyond its envelope"
         )
+        if e.get("outside_gate_envelope") is None:
+            return said
+        inside = (x.get("accuracy_inside") or {}).get(c) or {}
+        n = inside.get("steps", 0)
+        p99 = (inside.get("llmvisor") or {}).get("p99") if n >= MIN_CLASS_STEPS else None
+        vouched = (
+            f"p99 on the {n} inside it {_f(p99, 3, True)}"
+            if p99 is not None
+            else f"{n} inside it, too few to score ({MIN_CLASS_STEPS})"
+        )
+        return f"{said}, {_f(e['outside_gate_envelope'], 2, True)} outside the gate's: {vouched}"
 
     return why
 
@@ -448,6 +479,13 @@ def _regime_notes(runs: list[dict[str, Any]]) -> list[str]:
     return (["What the runs did and did not reach:", "", *out]) if out else []
 
 
+def _p99_inside(x: dict[str, Any], c: str) -> str:
+    if x.get("accuracy_inside", False) is False:
+        return "—"
+    a = (x["accuracy_inside"] or {}).get(c) or {"steps": 0, "llmvisor": {"p99": None}}
+    return f"{_f(a['llmvisor']['p99'], 1, True)} ({a['steps']})"
+
+
 def render_held_out(h: dict[str, Any]) -> list[str]:
     """The held-out section of docs/accuracy.md."""
     held = [t for t in h["targets"] if t["passed"] is not None]
@@ -517,18 +555,25 @@ def render_held_out(h: dict[str, Any]) -> list[str]:
         "",
         "The version fitted on one run's first half scores the other run's second half. *fit steps*: "
         "steps of the class in the fit window; *beyond*: scored steps with more requests, new "
-        "tokens or KV tokens than any step of the fit window.",
+        "tokens or KV tokens than any step of the fit window (one-sided); *outside*: scored steps "
+        "outside the envelope the daemon would calibrate from that window, above or below it (what "
+        "the gate would not vouch for); *p99 inside*: LLMVisor's p99 on the scored steps inside it "
+        "(their count in brackets). — : the set was scored before these two columns existed.",
         "",
-        "| fit on → scored on | class | fit steps | beyond | scored steps | LLMVisor R² | p50 | p90 | p99 "
-        "| token R² | p50 | p90 | p99 | token ÷ LLMVisor p90 | p99 |",
-        "|" + "---|" * 15,
+        "| fit on → scored on | class | fit steps | beyond | outside | p99 inside | scored steps "
+        "| LLMVisor R² | p50 | p90 | p99 | token R² | p50 | p90 | p99 | token ÷ LLMVisor p90 | p99 |",
+        "|" + "---|" * 17,
     ]
     for x in h["cross"]:
         for c in CLASSES:
             e = x["envelope"][c]
             row = _acc_row(f"{x['fit_on']} → {x['score_on']}", c, x["accuracy"][c])
             head, rest = row.split(f" | {c} | ", 1)
-            parts.append(f"{head} | {c} | {e['fit_steps']} | {_f(e['beyond_envelope'], 2, True)} | {rest}")
+            beyond = _f(e["beyond_envelope"], 2, True)
+            outside = _f(e["outside_gate_envelope"], 2, True) if "outside_gate_envelope" in e else "—"
+            parts.append(
+                f"{head} | {c} | {e['fit_steps']} | {beyond} | {outside} | {_p99_inside(x, c)} | {rest}"
+            )
     parts += [
         "",
         "### Shares vs Shapley",

@@ -370,19 +370,7 @@ def calibrate(
     for cls, r in by_class.items():
         if cls not in usable:
             unwatched[cls] = f"{int(np.isfinite(r).sum())} held-out steps < {settings.min_class_steps}"
-    sizes = batch.batch_size()
-    fit_decode = fit_part.kind == KIND_DECODE
-    envelope = checks.WorkloadEnvelope.from_calibration(
-        context=batch.context_tokens + batch.new_tokens,
-        batch_size=sizes,
-        tokens_per_step=batch.per_step_sum(batch.new_tokens.astype(float)),
-        tenants=known_tenants(batch, settings.expected_tenants),
-        margin=settings.envelope_margin,
-        # Design r20: decode-only steps' own range, from the fit part (where their coefficients
-        # were identified, as r17 counts a class held); the held-out part may have ramped beyond.
-        decode_batch_size=fit_part.batch_size()[fit_decode],
-        decode_kv_tokens=fit_part.per_step_sum(fit_part.context_tokens.astype(float))[fit_decode],
-    )
+    envelope = window_envelope(batch, fit_part, settings)
     log.info(
         "calibrated %s on %d steps; drift thresholds for %s", model.version, batch.num_steps, sorted(drift)
     )
@@ -401,6 +389,26 @@ def calibrate(
         fit_class_steps={name: int((fit_part.kind == code).sum()) for code, name in enumerate(KIND_NAMES)},
         window_steps=int(batch.num_steps),
         scored_tenants=scored_tenants(_tenants(hold).tolist()),
+    )
+
+
+def window_envelope(
+    batch: StepBatch, fit_part: StepBatch, settings: CalibrationSettings = CalibrationSettings()
+) -> checks.WorkloadEnvelope:
+    """The workload a calibration on ``batch`` (fitted on ``fit_part``) speaks for: what the gate
+    judges a step against (``envelope.*``), and the held-out accuracy study scores with
+    (``benchmarks/held_out_accuracy.py``)."""
+    fit_decode = fit_part.kind == KIND_DECODE
+    return checks.WorkloadEnvelope.from_calibration(
+        context=batch.context_tokens + batch.new_tokens,
+        batch_size=batch.batch_size(),
+        tokens_per_step=batch.per_step_sum(batch.new_tokens.astype(float)),
+        tenants=known_tenants(batch, settings.expected_tenants),
+        margin=settings.envelope_margin,
+        # Design r20: decode-only steps' own range, from the fit part (where their coefficients
+        # were identified, as r17 counts a class held); the held-out part may have ramped beyond.
+        decode_batch_size=fit_part.batch_size()[fit_decode],
+        decode_kv_tokens=fit_part.per_step_sum(fit_part.context_tokens.astype(float))[fit_decode],
     )
 
 

@@ -138,6 +138,38 @@ def test_cross_regime_scores_each_fit_on_the_other_run(study):
         assert 0.0 <= x["envelope"]["all"]["beyond_envelope"] <= 1.0
 
 
+def test_cross_regime_says_what_the_gate_would_vouch_for(study):
+    """*outside* and the accuracy on the steps inside, scored apart, add up to the scored half."""
+    for x in study["cross"]:
+        e, inside = x["envelope"]["all"], x["accuracy_inside"]
+        assert 0.0 <= e["outside_gate_envelope"] <= 1.0
+        assert (inside is None) == (e["outside_gate_envelope"] == 1.0)
+        if inside is not None:
+            assert inside["all"]["steps"] == round((1 - e["outside_gate_envelope"]) * e["scored_steps"])
+
+
+def test_outside_counts_steps_below_the_window_as_well_as_beyond():
+    """A light run's small decode batches under a saturated window: none beyond it (the old,
+    one-sided column), all outside the envelope the gate would calibrate from it."""
+    from benchmarks.held_out_accuracy import envelope, gate_inside
+    from shadowd.steps.batch import StepBatch
+
+    def decode_steps(sizes: list[int]) -> StepBatch:
+        steps = [{"latency_ms": 10.0, "step_seq": i} for i in range(len(sizes))]
+        return StepBatch.from_rows(
+            steps, [[{"tenant": "a", "new_tokens": 1, "context_tokens": 900}] * n for n in sizes]
+        )
+
+    fit = decode_steps([200 + i % 57 for i in range(300)])
+    small, alike = (
+        decode_steps([4 + i % 5 for i in range(100)]),
+        decode_steps([210 + i % 40 for i in range(100)]),
+    )
+    below = envelope(fit, small, gate_inside(fit, small))["decode"]
+    assert below["beyond_envelope"] == 0.0 and below["outside_gate_envelope"] == 1.0
+    assert envelope(fit, alike, gate_inside(fit, alike))["decode"]["outside_gate_envelope"] == 0.0
+
+
 def test_targets_are_judged_and_rendered_beside_the_development_runs(study):
     judged = [t for t in study["targets"] if t["passed"] is not None]
     assert any(t["target"].startswith("shapley tenant error, multi-request") for t in judged)
