@@ -594,6 +594,46 @@ def held_out_share_line(doc: dict[str, Any]) -> list[str]:
     return ["", line]
 
 
+def held_out_cross_line(doc: dict[str, Any]) -> list[str]:
+    """The held-out studies' cross-regime p99 checks against what the gate would vouch for: a
+    version fitted on one regime scores the other, but the gate judges it only on steps inside
+    the envelope it calibrated (sets scored since that column was stored)."""
+    held = missed = unvouched = inside_held = inside_met = 0
+    sets = []
+    for h in held_out_parts(doc):
+        for x in h["cross"]:
+            if "accuracy_inside" not in x:
+                continue
+            sets += [h["set"]] if h["set"] not in sets else []
+            for c in CLASSES:
+                a, e = x["accuracy"][c], x["envelope"][c]
+                if a["steps"] >= MIN_CLASS_STEPS and a["llmvisor"]["p99"] is not None:
+                    held += 1
+                    if a["llmvisor"]["p99"] > TARGETS["p99_class"]:
+                        missed += 1
+                        unvouched += e["outside_gate_envelope"] == 1.0
+                i = (x["accuracy_inside"] or {}).get(c)
+                if i and i["steps"] >= MIN_CLASS_STEPS and i["llmvisor"]["p99"] is not None:
+                    inside_held += 1
+                    inside_met += i["llmvisor"]["p99"] <= TARGETS["p99_class"]
+    if not sets:
+        return []
+    names = ", ".join(s.replace("held_out_", "") for s in sets)
+    return [
+        "",
+        f"**Across regimes, against what the gate would vouch for** (held-out sets {names}, scored "
+        f"with the gate's envelope): {missed} of {held} cross-regime p99 checks missed, {unvouched} "
+        f"of them on a class whose every scored step lay outside the envelope the daemon would "
+        f"calibrate from the fit window, which the gate would not vouch for. "
+        + (
+            f"On the steps inside it, {inside_met} of {inside_held} classes with at least "
+            f"{MIN_CLASS_STEPS} such steps met the {TARGETS['p99_class']:.0%} p99 target."
+            if inside_held
+            else f"No class had {MIN_CLASS_STEPS} scored steps inside it."
+        ),
+    ]
+
+
 def held_out_parts(doc: dict[str, Any]) -> list[dict[str, Any]]:
     from benchmarks.held_out_accuracy import SETS
 
@@ -657,6 +697,7 @@ def render(doc: dict[str, Any]) -> str:
         + (" — all of them." if met == len(held) else f"; missed: {len(held) - met} (below)."),
         *held_out_line(doc),
         *held_out_share_line(doc),
+        *held_out_cross_line(doc),
         "",
         *summary_table(results),
         "",

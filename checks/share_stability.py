@@ -169,16 +169,16 @@ def _group_moments(A: np.ndarray, b_idx: np.ndarray, g_idx: np.ndarray):
     (``benchmarks/stability_cost.py``).  Sorts ``A``'s rows in place, a column at a time: a
     sorted copy was one more window of rows at the peak (``benchmarks/window_memory.py``)."""
     order = np.lexsort((g_idx, b_idx))
-    b_s, g_s, A_s = b_idx[order], g_idx[order], A
+    b_s, g_s = b_idx[order], g_idx[order]
     for i in range(A.shape[1]):
-        A_s[:, i] = A[order, i]
+        A[:, i] = A[order, i]
     del order
     starts = np.flatnonzero(np.r_[True, (b_s[1:] != b_s[:-1]) | (g_s[1:] != g_s[:-1])])
     d = A.shape[1]
     M = np.empty((len(starts), d, d))
     for i in range(d):
         for j in range(i, d):
-            M[:, i, j] = M[:, j, i] = np.add.reduceat(A_s[:, i] * A_s[:, j], starts)
+            M[:, i, j] = M[:, j, i] = np.add.reduceat(A[:, i] * A[:, j], starts)
     return M, b_s[starts], g_s[starts]
 
 
