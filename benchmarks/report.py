@@ -935,6 +935,22 @@ by its memory limit, not counted).  {_load(entry)}.
 - **A whole calibration** (`calibrate`, the fit, its drift thresholds and the stability baseline):
   {d["calibrate_peak_b_per_row"]:.0f} bytes per row at the peak, above the loaded window.
 
-A re-fit holds the loaded window, its out-of-sample part and a calibration at once, so its memory
-still grows with the window's rows: what is measured here is per row, not a bound.
+A re-fit holds the loaded window and a calibration's peak at once, so its memory still grows with
+the window's rows: what is measured here is per row, not a bound.{_shipped_window(d, no_ids)}
 """
+
+
+def _shipped_window(d: dict, held: float) -> str:
+    """The per-row figures read against the shipped configuration's widest window (arithmetic on
+    the stored figures, said as such)."""
+    steps, cap = d.get("widest_window_steps"), d.get("unit_memory_max_mib")
+    if not steps or not cap:
+        return ""
+    per_row = held + d["calibrate_peak_b_per_row"]
+    mib = lambda rows: _fmt(rows * per_row / 2**20, 0)  # noqa: E731
+    return f"""  Read against the shipped configuration
+(arithmetic on the figures above, not a run): its widest warm-up window is {_fmt(steps, 0)} steps; at
+256 request rows a step that is {_fmt(steps * 256, 0)} rows, about {mib(steps * 256)} MiB for a
+re-fit's window and calibration, and at 1,024 rows a step about {mib(steps * 1024)} MiB, against
+the unit's `MemoryMax` of {_fmt(cap, 0)} MiB (`systemd/shadowd.service`; DuckDB's own limit apart).
+A larger `warmup_steps` or batch needs a larger cap."""

@@ -131,7 +131,26 @@ def run(quick: bool = False) -> dict[str, Any]:
             "stability_reports_equal": arms["stability_labels"]["report"]
             == arms["stability_codes"]["report"],
             "calibrate_peak_b_per_row": per_row("calibrate"),
+            **_shipped(),
         }
+    }
+
+
+def _shipped() -> dict[str, Any]:
+    """The shipped configuration's widest warm-up window (steps) and the unit's memory cap: what
+    the per-row figures are read against (``systemd/shadowd.service``, ``CalibrationConfig``)."""
+    import re
+
+    from shadowd.daemon.calibrator import CalibrationSettings
+    from shadowd.daemon.config import CalibrationConfig
+
+    unit = (REPO / "systemd" / "shadowd.service").read_text()
+    cap = re.search(r"^MemoryMax=(\d+)M$", unit, re.M)
+    return {
+        "widest_window_steps": int(
+            CalibrationConfig().warmup_steps * CalibrationSettings().max_window_factor
+        ),
+        "unit_memory_max_mib": int(cap.group(1)) if cap else None,
     }
 
 
