@@ -185,6 +185,7 @@ def test_targets_are_judged_and_rendered_beside_the_development_runs(study):
     assert "## Held-out runs" in text and "## Runs" in text
     assert text.index("## Runs") < text.index("## Held-out runs")
     assert doc["runs"][0]["case"]["name"] in text
+    assert "**Across regimes, against what the gate would vouch for**" in text
 
 
 def test_the_held_out_share_errors_are_counted_together_in_run_only():
