@@ -953,4 +953,6 @@ def _shipped_window(d: dict, held: float) -> str:
 256 request rows a step that is {_fmt(steps * 256, 0)} rows, about {mib(steps * 256)} MiB for a
 re-fit's window and calibration, and at 1,024 rows a step about {mib(steps * 1024)} MiB, against
 the unit's `MemoryMax` of {_fmt(cap, 0)} MiB (`systemd/shadowd.service`; DuckDB's own limit apart).
-A larger `warmup_steps` or batch needs a larger cap."""
+A larger `warmup_steps` or batch needs a larger cap, or a bound on the window's rows
+(`[calibration] max_window_rows`, off by default: a window it cuts short may leave a step class
+unwatched, and no held-out set has judged the gate on such windows)."""

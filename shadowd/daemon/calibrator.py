@@ -258,6 +258,11 @@ class CalibrationSettings:
     # silent at first is not a newcomer to the gate (why and on which runs: DESIGN in
     # benchmarks/gate_designs.py).
     expected_tenants: tuple[str, ...] = ()
+    # The most request rows a window holds (``[calibration] max_window_rows``; None: no limit).
+    # Not a design revision in force: off by default, an operator's memory bound
+    # (``benchmarks/window_memory.py``); where it cuts a window, that window is narrower than
+    # the design asks, and no held-out set has judged the gate on such windows.
+    max_window_rows: int | None = None
 
 
 def zero_priced_warnings(fit_metrics: dict[str, Any]) -> list[str]:
@@ -517,6 +522,7 @@ class WarmupCalibrator:
         self._parts: list[StepBatch] = []
         self._kinds: list[np.ndarray] = []  # each part's step classes
         self._window_steps = 0  # steps in the parts (those with a finite latency)
+        self._window_rows = 0  # their request rows
         self._first_row: dict[str, int] = {}  # listed tenant -> window step of its first row
         self._listed: set[str] = set()  # listed tenants looked for in every part held
 
@@ -541,12 +547,13 @@ class WarmupCalibrator:
         rows = dataclasses.replace(cols.batch, req_id=None)
         self._add(rows.select_steps(keep & np.isfinite(cols.batch.latency_ms)))
         self.buffered += int(keep.sum())
-        if self.buffered < self.warmup_steps:
+        full = self._rows_full()
+        if self.buffered < self.warmup_steps and not full:
             return
         seen = self._tenants_seen()
         kind = np.concatenate(self._kinds)
         n = None if seen is None else window_length(kind, max(self.warmup_steps, seen), self.settings)
-        if n is None and self.buffered < self.max_window_steps:
+        if n is None and self.buffered < self.max_window_steps and not full:
             return  # a common class is short of held-out steps, or a tenant not seen: widen the window
         if seen is None:
             missing = sorted(set(self.settings.expected_tenants) - set(self._first_row))
@@ -559,8 +566,23 @@ class WarmupCalibrator:
         whole = StepBatch.concat(self._parts)
         self.state = "calibrating"
         self._parts, self._kinds = [], []
-        chosen = whole if n is None else whole.select_steps(np.arange(whole.num_steps) < n)
+        steps = min(
+            whole.num_steps if n is None else n, steps_within_rows(whole, self.settings.max_window_rows)
+        )
+        if full:
+            log.warning(
+                "calibrating on %d steps, cut at [calibration] max_window_rows = %d request rows: "
+                "the window may be narrower than the gate's design asks (a class left unwatched)",
+                steps,
+                self.settings.max_window_rows,
+            )
+        chosen = whole if steps == whole.num_steps else whole.select_steps(np.arange(whole.num_steps) < steps)
         self.run_job(lambda: self._calibrate(chosen))
+
+    def _rows_full(self) -> bool:
+        """The window holds ``max_window_rows`` request rows: it widens no further."""
+        cap = self.settings.max_window_rows
+        return cap is not None and self._window_rows >= cap
 
     def _add(self, part: StepBatch) -> None:
         """Keep a part, its step classes, and the first row of each listed tenant not seen yet."""
@@ -569,6 +591,7 @@ class WarmupCalibrator:
         self._parts.append(part)
         self._kinds.append(part.kind)
         self._window_steps += part.num_steps
+        self._window_rows += part.num_requests
 
     def _find_first_rows(self, part: StepBatch, offset: int, names: set[str]) -> None:
         tenant = _tenants(part)
@@ -606,6 +629,20 @@ class WarmupCalibrator:
             return
         self.on_calibrated(result)
         self.state = "done"
+
+
+def steps_within_rows(batch: StepBatch, rows: int | None) -> int:
+    """How many of ``batch``'s first steps hold at most ``rows`` request rows (all, with no limit).
+
+    >>> from shadowd.attribution.synthetic_steps import synthetic_batch
+    >>> b = synthetic_batch(steps=50)
+    >>> steps_within_rows(b, None), steps_within_rows(b, b.num_requests), steps_within_rows(b, 0)
+    (50, 50, 0)
+    """
+    if rows is None:
+        return batch.num_steps
+    per_step = np.bincount(batch.req_step, minlength=batch.num_steps)
+    return int(np.searchsorted(np.cumsum(per_step), rows, side="right"))
 
 
 def _tenants(batch: StepBatch) -> np.ndarray:

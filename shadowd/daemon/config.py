@@ -141,6 +141,16 @@ class CalibrationConfig:
     max_age_s: float = key(7 * 86400.0, positive, "older calibrations are stale (gate fails closed)")
     policy: str = key("equal", one_of(*FIXED_TERM_POLICIES), "who pays the fixed term")
     refit: bool = key(True, None, "re-fit on recent traffic when it leaves the calibration (guarded)")
+    max_window_rows: int = key(
+        0,
+        lambda v: (
+            None
+            if v == 0 or 10_000 <= v <= 10**10
+            else f"must be 0 (no limit) or between 10000 and 1e10 request rows, got {v!r}"
+        ),
+        "the most request rows a calibration or re-fit window holds, 0 for no limit: its memory "
+        "grows with them (docs/benchmarks.md); a window cut short may leave a step class unwatched",
+    )
     tenants: tuple[str, ...] = key(
         (),
         TENANT_NAMES,

@@ -42,7 +42,7 @@ import checks
 from shadowd.daemon.calibrator import Calibration, CalibrationSettings, calibrate, scored_tenants
 from shadowd.daemon.gate_evidence import unresolved_drift_events
 from shadowd.steps.batch import KIND_DECODE, KIND_NAMES, StepBatch
-from shadowd.steps.log_reader import Window, load_batch
+from shadowd.steps.log_reader import Window, last_steps_within, load_batch
 
 log = logging.getLogger("shadowd.refit")
 MAX_LINEAGE = 16  # versions whose steps count as the gate's evidence (the window bounds it too)
@@ -195,7 +195,7 @@ class RegimeRefit:
         """Design r43 (``checks.envelope_extension``): the model in force, its envelope widened over
         the window's steps beyond it that it scored out of sample, if it is validated there."""
         con = self.cursor()
-        batch = load_batch(con, Window(last_steps=cal.window_steps), request_ids=False)
+        batch = load_batch(con, self._window(con, cal), request_ids=False)
         settings = self.settings()
         scored = batch.select_steps(scored_by(con, batch, cal.model.version))
         beyond = ~inside_envelope(scored, cal.envelope)
@@ -244,7 +244,7 @@ class RegimeRefit:
         """The guarded re-fit: ``INSTALLED``, ``GUARDED`` (the guard refused it: the model in
         force or the engine is in question) or ``DECLINED`` (the re-fitted model was refused)."""
         con = self.cursor()
-        batch = load_batch(con, Window(last_steps=cal.window_steps), request_ids=False)
+        batch = load_batch(con, self._window(con, cal), request_ids=False)
         settings = self.settings()
         scored = batch.select_steps(scored_by(con, batch, cal.model.version))  # out of sample
         inside = inside_envelope(scored, cal.envelope)
@@ -306,6 +306,13 @@ class RegimeRefit:
         )
         self.install(new)
         return INSTALLED
+
+    def _window(self, con: duckdb.DuckDBPyConnection, cal: Calibration) -> Window:
+        """The calibration's window length in the most recent steps, cut to the settings'
+        ``max_window_rows`` request rows where set."""
+        window = Window(last_steps=cal.window_steps)
+        steps = last_steps_within(con, window, self.settings().max_window_rows)
+        return Window(last_steps=max(1, steps or 0)) if steps is not None else window  # 0 reads all
 
     def _record(
         self, at_s: float, cal: Calibration, version: str | None, why: str, steps: int, kind: str = "refit"

@@ -173,6 +173,7 @@ class Daemon:
             confirm_steps=d.confirm_steps,
             share_policy=c.policy,
             expected_tenants=c.tenants,
+            max_window_rows=c.max_window_rows or None,
         )
         runner = run_job or (
             lambda fn: threading.Thread(target=fn, name="shadowd-calibrate", daemon=True).start()
@@ -556,6 +557,11 @@ class Daemon:
             # The tenants the warm-up window waits for: used until the first fit, so a reload while
             # warming up takes effect at once (afterwards it matters for the next daemon start).
             cal.settings = dataclasses.replace(cal.settings, expected_tenants=new.calibration.tenants)
+        if cal is not None and (new.calibration.max_window_rows or None) != cal.settings.max_window_rows:
+            # The next window's bound, warm-up or re-fit (a fit already running keeps its own).
+            cal.settings = dataclasses.replace(
+                cal.settings, max_window_rows=new.calibration.max_window_rows or None
+            )
         if new.alerts != self.config.alerts:
             self._replace_notifier(new.alerts)
         self.config = new

@@ -99,6 +99,25 @@ def load_batch(
     return batch
 
 
+def last_steps_within(con: duckdb.DuckDBPyConnection, window: Window, rows: int | None) -> int | None:
+    """How many of ``window``'s most recent steps hold at most ``rows`` request rows together
+    (``window.last_steps`` with no limit): a re-fit's window bounded in memory, which grows with
+    its rows (``benchmarks/window_memory.py``).  Counted from the steps' ``num_requests``."""
+    if rows is None:
+        return window.last_steps
+    where, params = window.where()
+    limit = f"LIMIT {int(window.last_steps)}" if window.last_steps else ""
+    (n,) = con.execute(
+        f"""
+        SELECT count(*) FROM (
+            SELECT sum(num_requests) OVER (ORDER BY ts DESC ROWS UNBOUNDED PRECEDING) AS held
+            FROM (SELECT ts, num_requests FROM steps WHERE {where} ORDER BY ts DESC {limit}))
+        WHERE held <= ?""",
+        [*params, int(rows)],
+    ).fetchone()
+    return int(n)
+
+
 def _within_step(con: duckdb.DuckDBPyConnection, table: str) -> str:
     """The order of a step's rows: as written (``rowid``) in a table; by request id in a view
     (a Parquet export, ``storage.export.attach_exports``), which has no write order to keep."""

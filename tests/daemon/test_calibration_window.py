@@ -141,3 +141,48 @@ def test_the_window_holds_no_request_ids():
     assert window.req_id is None and whole.req_id is not None
     for name in ("req_step", "tenant", "context_tokens", "latency_ms"):
         assert np.array_equal(getattr(window, name), getattr(whole, name)), name
+
+
+def _steps_of(sizes: list[int], first: int) -> Cols:
+    """Decode steps from step ``first``, step i holding ``sizes[i]`` requests of tenant a."""
+    steps = [{"latency_ms": 10.0 + n / 10, "step_seq": first + i} for i, n in enumerate(sizes)]
+    reqs = [[{"tenant": "a", "new_tokens": 1, "context_tokens": 100 + j} for j in range(n)] for n in sizes]
+    return Cols(StepBatch.from_rows(steps, reqs))
+
+
+def test_a_window_stops_at_max_window_rows():
+    """``[calibration] max_window_rows``: the window holds at most that many request rows, cut
+    short of ``warmup_steps`` if need be (an operator's memory bound; no limit by default)."""
+    sizes = [1 + (i * 7) % 40 for i in range(1200)]
+
+    def window(rows: int | None) -> StepBatch:
+        chosen: list[StepBatch] = []
+        settings = CalibrationSettings(min_class_steps=30, max_window_rows=rows)
+        cal = WarmupCalibrator({"gpu": "x"}, 1000, lambda c: None, settings=settings)
+        cal._calibrate = chosen.append
+        for first in range(0, 1200, 100):
+            cal.observe(_steps_of(sizes[first : first + 100], first))
+        (w,) = chosen
+        return w
+
+    unbounded, cut = window(None), window(10_000)
+    assert unbounded.num_steps == 1000
+    held = np.cumsum(sizes)
+    assert cut.num_requests <= 10_000 and cut.num_steps == int(np.searchsorted(held, 10_000, side="right"))
+    assert window(10**9).num_steps == 1000  # a bound the window never reaches changes nothing
+
+
+def test_a_reload_sets_the_next_windows_row_bound(tmp_path):
+    from shadowd.daemon.config import Config, Platform
+    from shadowd.daemon.service import Daemon
+    from tests.helpers import daemon_config
+
+    platform = Platform(gpu="H100-SXM", model="m", dtype="bf16", tp=1, vllm="0.33.0", attention_backend="x")
+    calibration = dataclasses.replace(Config.default().calibration, platform=platform, max_window_rows=50_000)
+    config = daemon_config(f"ipc://{tmp_path}/t.sock", str(tmp_path / "s.duckdb"), calibration=calibration)
+    daemon = Daemon(config)
+    assert daemon.calibrator is not None and daemon.calibrator.settings.max_window_rows == 50_000
+    daemon.apply_config(
+        dataclasses.replace(config, calibration=dataclasses.replace(calibration, max_window_rows=0))
+    )
+    assert daemon.calibrator.settings.max_window_rows is None

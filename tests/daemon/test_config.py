@@ -325,3 +325,13 @@ def test_calibration_tenants_are_bounded(tmp_path, names, says):
     assert got.startswith("calibration.tenants: ") and says in got
     ok = load_config(write(tmp_path, local(tmp_path, '[calibration]\ntenants = ["acme", "globex"]\n')))
     assert ok.calibration.tenants == ("acme", "globex")
+
+
+def test_max_window_rows_is_off_by_default_bounded_and_reaches_calibration(tmp_path):
+    """An operator's memory bound on a window: 0 (no limit) by default, else at least 10,000 rows."""
+    assert Config.default().calibration.max_window_rows == 0
+    for bad in ("-1", "5000", "100000000000"):
+        (got,) = problems(tmp_path, local(tmp_path, f"[calibration]\nmax_window_rows = {bad}\n"))
+        assert got.startswith("calibration.max_window_rows: ") and "0 (no limit)" in got, got
+    cfg = load_config(write(tmp_path, local(tmp_path, "[calibration]\nmax_window_rows = 250000\n")))
+    assert cfg.calibration.max_window_rows == 250_000

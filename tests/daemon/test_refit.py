@@ -679,3 +679,39 @@ def test_the_envelope_widens_only_over_the_steps_beyond_it():
     assert env.max_batch_size == pytest.approx(sizes.max() * 1.5)
     assert env.min_batch_size == cal.envelope.min_batch_size  # nothing below the floor
     assert inside_envelope(traffic, env).sum() > inside_envelope(traffic, cal.envelope).sum()
+
+
+def test_a_refits_window_is_cut_to_max_window_rows():
+    """``[calibration] max_window_rows`` bounds a re-fit's window too: the most recent steps whose
+    request rows fit, never more than the calibration's own window (no limit by default)."""
+    import duckdb
+
+    from shadowd.daemon.refit import RegimeRefit
+    from storage.schema import migrate
+
+    cal = calibrate(synthetic_batch(steps=600, seed=3, max_seqs=16), PLATFORM.as_key())
+    con = duckdb.connect()
+    migrate(con)
+    con.execute(
+        """INSERT INTO steps (engine_id, run_id, step_seq, ts, latency_ms, kind, num_requests,
+                              prefill_tokens, decode_tokens, dropped_frames_total)
+           SELECT 'e', 'r', i, TIMESTAMP '2026-01-01' + to_microseconds(i * 1000), 5.0, 'decode', 40, 0, 40, 0
+           FROM range(?) t(i)""",
+        [2 * cal.window_steps],
+    )
+
+    def window(rows: int | None) -> int | None:
+        refit = RegimeRefit(
+            current=lambda: cal,
+            cursor=lambda: con,
+            install=lambda new: None,
+            policy=GatePolicy,
+            settings=lambda: CalibrationSettings(max_window_rows=rows),
+            platform_key=PLATFORM.as_key,
+            run_job=lambda fn: None,
+        )
+        return refit._window(con, cal).last_steps
+
+    assert cal.window_steps > 250
+    assert window(None) == cal.window_steps == window(10**9)
+    assert window(10_000) == 250  # 40 rows a step

@@ -10,7 +10,7 @@ import duckdb
 import numpy as np
 import pytest
 
-from shadowd.steps.log_reader import Window, load_batch
+from shadowd.steps.log_reader import Window, last_steps_within, load_batch
 from storage.schema import migrate
 
 STEPS = 4000
@@ -71,3 +71,19 @@ def test_without_request_ids_every_other_column_is_the_same(log: str) -> None:
     ):
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     assert b.req_id is None and a.req_id is not None
+
+
+@pytest.mark.parametrize("rows", [None, 0, 5_000, 100_000, 10**9])
+def test_the_most_recent_steps_within_a_row_bound(log: str, rows: int | None) -> None:
+    """A re-fit's window cut to ``max_window_rows``: the most recent steps whose rows fit."""
+    con = duckdb.connect(log, read_only=True)
+    per_step = 1 + (np.arange(STEPS) * 7919) % 300
+    window = Window(last_steps=1700)
+    got = last_steps_within(con, window, rows)
+    if rows is None:
+        assert got == 1700
+        return
+    held = np.cumsum(per_step[::-1][:1700])
+    assert got == int(np.searchsorted(held, rows, side="right"))
+    if got:
+        assert load_batch(con, Window(last_steps=got), request_ids=False).num_requests <= rows
