@@ -626,8 +626,9 @@ def held_out_cross_line(doc: dict[str, Any]) -> list[str]:
         f"of them on a class whose every scored step lay outside the envelope the daemon would "
         f"calibrate from the fit window, which the gate would not vouch for. "
         + (
-            f"On the steps inside it, {inside_met} of {inside_held} classes with at least "
-            f"{MIN_CLASS_STEPS} such steps met the {TARGETS['p99_class']:.0%} p99 target."
+            f"On the steps inside it, {inside_met} of {inside_held} classes (all steps counted as "
+            f"one) with at least {MIN_CLASS_STEPS} such steps met the {TARGETS['p99_class']:.0%} "
+            f"p99 target."
             if inside_held
             else f"No class had {MIN_CLASS_STEPS} scored steps inside it."
         ),
