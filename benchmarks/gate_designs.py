@@ -298,7 +298,15 @@ DESIGN = [
     "the engine cannot serve (docs/tenant_spans.md). Run again with the first fixed (from a "
     "worktree of 59296cc), it was killed again after 105 to 111 minutes (dmesg: 22.1 GB anonymous "
     "resident): a third growth, late in the run, not found yet. The demo now stops a run whose "
-    "backlog passes `--max-waiting-tokens`, with the reason.",
+    "backlog passes `--max-waiting-tokens`, with the reason. The third growth was then measured: "
+    "a calibration, which every re-fit runs, held its whole window of request rows several "
+    "times over (the stability baseline alone 519 bytes a row at its peak), and a re-fit's "
+    "window is the widened warm-up window, here hundreds of thousands of steps of full batches. "
+    "With that cut to 264 bytes a row and the window loaded without request ids, each change "
+    "shown to give the same results (`benchmarks/window_memory.py`), the row was run a third "
+    "time, as declared, from a worktree of 4700bfe: the demo process's high-water mark was 12.2 "
+    "GB, reached at 79 minutes, and it was still running after 136 minutes, resident 4.5-6.0 GB, "
+    "when this was written (no row yet).",
     "Design r45 (built on held-out 45's H45-swing-long under r44, development evidence for it with "
     "held-out 40-45's other rows; in force from held-out 46, declared after it): a residual "
     "detection whose shift lasts, but mostly (more than half of its confirmation window's judged "
