@@ -304,9 +304,9 @@ DESIGN = [
     "window is the widened warm-up window, here hundreds of thousands of steps of full batches. "
     "With that cut to 264 bytes a row and the window loaded without request ids, each change "
     "shown to give the same results (`benchmarks/window_memory.py`), the row was run a third "
-    "time, as declared, from a worktree of 4700bfe: the demo process's high-water mark was 12.2 "
-    "GB, reached at 79 minutes, and it was still running after 136 minutes, resident 4.5-6.0 GB, "
-    "when this was written (no row yet).",
+    "time, as declared, from a worktree of 4700bfe: the demo process's high-water mark was "
+    "12,224 MiB, reached 74 to 75 minutes in, and it was still running after 136 minutes, "
+    "resident 4,300-6,100 MiB, when this was written (no row yet).",
     "Design r45 (built on held-out 45's H45-swing-long under r44, development evidence for it with "
     "held-out 40-45's other rows; in force from held-out 46, declared after it): a residual "
     "detection whose shift lasts, but mostly (more than half of its confirmation window's judged "
