@@ -19,7 +19,9 @@ Per run, the dev study's code path (:func:`benchmarks.accuracy_study.fit_case`: 
 
 Across runs: the version fitted on one run's first half scores the other run's second half
 (saturated -> light and light -> saturated), with what the fit window held (steps per class, and
-how many scored steps lie beyond its batch-size, token and KV envelope) beside it.
+how many scored steps lie beyond its batch-size, token and KV range, and how many outside the
+envelope the daemon would calibrate from it, below as well as beyond) beside it, and the accuracy on
+the steps inside that envelope: what the gate would vouch for.
 
     .venv/bin/python -m benchmarks.accuracy_study --held-out   # adds the held-out tables to
                                                                # docs/accuracy.md and .json
