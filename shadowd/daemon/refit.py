@@ -310,9 +310,8 @@ class RegimeRefit:
     def _window(self, con: duckdb.DuckDBPyConnection, cal: Calibration) -> Window:
         """The calibration's window length in the most recent steps, cut to the settings'
         ``max_window_rows`` request rows where set."""
-        window = Window(last_steps=cal.window_steps)
-        steps = last_steps_within(con, window, self.settings().max_window_rows)
-        return Window(last_steps=max(1, steps or 0)) if steps is not None else window  # 0 reads all
+        steps = last_steps_within(con, Window(last_steps=cal.window_steps), self.settings().max_window_rows)
+        return Window(last_steps=max(1, steps or 0))  # at least one: last_steps=0 would read all
 
     def _record(
         self, at_s: float, cal: Calibration, version: str | None, why: str, steps: int, kind: str = "refit"
