@@ -937,7 +937,54 @@ by its memory limit, not counted).  {_load(entry)}.
 
 A re-fit holds the loaded window and a calibration's peak at once, so its memory still grows with
 the window's rows: what is measured here is per row, not a bound.{_shipped_window(d, no_ids)}
+{_under_limit(d)}"""
+
+
+def _under_limit(d: dict) -> str:
+    """The memory guard's allowances against the figures above, and the re-fit run under a real
+    cgroup limit with the guard and without it."""
+    allow, run = d.get("guard_allowance_b_per_row"), d.get("under_limit")
+    if not allow or not run:
+        return ""
+    head = f"""
+### The memory guard
+
+A window is cut to the rows that fit under the daemon's cgroup memory limit, less DuckDB's
+`memory_limit` and {_fmt(100 * d["guard_reserve_fraction"], 0)} % of the limit (`[calibration] memory_guard`, on by default;
+`shadowd/daemon/window_bound.py`).  It allows {allow["loaded"]} bytes a row for the loaded window
+and {allow["calibration"]} for the calibration's peak, against the {d["load_no_ids_held_b_per_row"]:.0f}
+held, {d["load_no_ids_peak_b_per_row"]:.0f} at the load's peak and {d["calibrate_peak_b_per_row"]:.0f}
+measured above.
 """
+    if "not_run" in run:
+        return head + f"\nNo arm ran under a limit here: {run['not_run']}.\n"
+    free, bare, guarded = run["free"], run["unguarded"], run["guarded"]
+    bare_said = (
+        f"was killed by the kernel (exit {bare['returncode']}, {bare['oom_kills']} out-of-memory kill)"
+        if bare["returncode"] != 0
+        else f"completed (charged at most {bare['cgroup_peak_mib']:.0f} MiB)"
+    )
+    guarded_said = (
+        f"completed on the most recent {_fmt(guarded['window_steps'], 0)} of {_fmt(guarded['log_steps'], 0)} steps "
+        f"({_fmt(guarded['window_rows'], 0)} request rows), charged at most {guarded['cgroup_peak_mib']:.0f} MiB, "
+        f'its cut counted (`shadowd_calibration_windows_cut_total{{bound="memory"}}` '
+        f"{guarded['cuts']['memory']})"
+        if guarded["returncode"] == 0
+        else f"**was killed too** (exit {guarded['returncode']})"
+    )
+    return (
+        head
+        + f"""
+Under a real limit (a memory cgroup of the benchmark's own, the kernel's limit as systemd's
+`MemoryMax` sets it), a re-fit whose window is the whole log (`RegimeRefit`'s window, loaded and
+calibrated on; DuckDB's `memory_limit` {run["duckdb_limit"]}): in a cgroup with no limit it was charged at most
+{free["cgroup_peak_mib"]:.0f} MiB for {_fmt(free["window_rows"], 0)} request rows.  At a limit of
+{run["limit_mib"]:.0f} MiB, {_fmt(100 * run["limit_fraction"], 0)} % of that, the re-fit without the guard {bare_said}; with the
+guard it {guarded_said}.  The guard is conservative: what it leaves aside (DuckDB's whole
+`memory_limit`, a share of the limit, the allowances above the measured bytes) can cut a window
+further than the limit needs.
+"""
+    )
 
 
 def _shipped_window(d: dict, held: float) -> str:
@@ -953,6 +1000,8 @@ def _shipped_window(d: dict, held: float) -> str:
 256 request rows a step that is {_fmt(steps * 256, 0)} rows, about {mib(steps * 256)} MiB for a
 re-fit's window and calibration, and at 1,024 rows a step about {mib(steps * 1024)} MiB, against
 the unit's `MemoryMax` of {_fmt(cap, 0)} MiB (`systemd/shadowd.service`; DuckDB's own limit apart).
-A larger `warmup_steps` or batch needs a larger cap, or a bound on the window's rows
-(`[calibration] max_window_rows`, off by default: a window it cuts short may leave a step class
-unwatched, and no held-out set has judged the gate on such windows)."""
+A larger `warmup_steps` or batch needs a larger cap, or a bound on the window's rows: the
+memory guard (below) cuts a window to what fits under the cap, and `[calibration]
+max_window_rows` (off by default) to a number an operator chooses.  A window either cuts short
+may leave a step class unwatched, and no held-out set has judged the gate on such windows (none
+ran under a limit that bound)."""

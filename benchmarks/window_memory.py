@@ -17,6 +17,12 @@ log of saturated, changing batches (the real vLLM scheduler, tap and daemon):
 Each arm runs in a process of its own; peaks are ``tracemalloc``'s (numpy's arrays and Python's
 objects; DuckDB's own buffers are bounded by its ``memory_limit`` and not counted).
 
+- **Under a real memory limit** (the memory guard, ``shadowd/daemon/window_bound.py``): a re-fit
+  whose window is the whole log, run in a memory cgroup of its own, first with no limit (what
+  the kernel charged it), then limited to ``LIMIT_FRACTION`` of that, without the guard and
+  with it: killed, or completed on a window cut to fit.  Where this process cannot make a
+  memory cgroup (not root, or cgroup v2 with the controller not delegated) the page says so.
+
     .venv/bin/python -m benchmarks.run --only window_memory
 """
 
@@ -27,12 +33,17 @@ import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from benchmarks.gate_scenarios import REPO
+from shadowd.daemon.cgroup_memory import CgroupMemory
+from shadowd.daemon.window_bound import CALIBRATION_BYTES_PER_ROW, LOADED_BYTES_PER_ROW
 
 TENANTS = ("a=lengths:sharegpt:40", "b=servegen:18:10", "c=lengths:arxiv:3")  # saturated, changing
 SEED = 3
+DUCKDB_LIMIT = "64MB"  # the re-fit arms' DuckDB memory_limit, kept aside by the guard
+LIMIT_FRACTION = 0.8  # the cgroup limit, as a fraction of the unguarded re-fit's high-water mark
 
 
 def _demo_log(path: str, steps: int) -> None:
@@ -94,6 +105,126 @@ def _worker(arm: str, path: str) -> None:
     print(json.dumps({"rows": batch.num_requests, "peak": peak, "report": repr(rep)}))
 
 
+def _refit_worker(path: str, guarded: bool) -> None:
+    """A re-fit's window chosen, loaded and calibrated on, as ``RegimeRefit`` does it, with the
+    memory guard on or off; prints its window, the cuts and the process's high-water mark."""
+    import dataclasses
+
+    from shadowd.daemon.calibrator import CalibrationSettings, calibrate
+    from shadowd.daemon.cgroup_memory import CgroupMemory, memory_bytes
+    from shadowd.daemon.refit import RegimeRefit
+    from shadowd.daemon.window_bound import WindowBound
+    from shadowd.steps.log_reader import Window, load_batch, open_db
+
+    con = open_db(path, read_only=True)
+    con.execute("SET threads = 1")
+    con.execute(f"SET memory_limit = '{DUCKDB_LIMIT}'")
+    (steps,) = con.execute("SELECT count(*) FROM steps").fetchone()
+    # The model in force, its calibration window the whole log: the widened warm-up window a
+    # long run's re-fit reads.
+    first = calibrate(
+        load_batch(con, Window(last_steps=500), request_ids=False), {"platform": "window_memory"}
+    )
+    cal = dataclasses.replace(first, window_steps=int(steps))
+    memory = CgroupMemory(reserve_bytes=memory_bytes(DUCKDB_LIMIT)) if guarded else None
+    refit = RegimeRefit(
+        current=lambda: cal,
+        cursor=lambda: con,
+        install=lambda new: None,
+        policy=lambda: None,  # type: ignore[arg-type,return-value]
+        settings=CalibrationSettings,
+        platform_key=lambda: {"platform": "window_memory"},
+        window_bound=WindowBound(memory),
+    )
+    window = refit._window(con, cal, "re-fit")
+    batch = load_batch(con, window, request_ids=False)
+    calibrate(batch, {"platform": "window_memory"})
+    print(
+        json.dumps(
+            {
+                "window_steps": batch.num_steps,
+                "window_rows": batch.num_requests,
+                "log_steps": int(steps),
+                "cuts": refit.window_bound.cuts(),
+                "limit": memory.limit_bytes() if memory else None,
+                "hwm_mib": _vm("VmHWM"),
+            }
+        )
+    )
+
+
+def _vm(key: str) -> float:
+    for line in open("/proc/self/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _memory_cgroup() -> tuple[Path, str, str, str] | str:
+    """Where this process may make a memory cgroup of its own: (directory, limit file, peak file,
+    events file), or why it cannot (the benchmark then says so and runs no arm under a limit)."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):  # v1
+            base = Path("/sys/fs/cgroup/memory", path.lstrip("/"))
+            files = ("memory.limit_in_bytes", "memory.max_usage_in_bytes", "memory.oom_control")
+        elif controllers == "" and Path("/sys/fs/cgroup/cgroup.controllers").exists():  # v2
+            base = Path("/sys/fs/cgroup", path.lstrip("/"))
+            files = ("memory.max", "memory.peak", "memory.events")
+        else:
+            continue
+        if os.access(base, os.W_OK):
+            return (base, *files)
+        return f"{base} is not writable"
+    return "no memory cgroup controller visible"
+
+
+def _under_limit(path: str, guarded: bool, limit: int | None) -> dict[str, Any]:
+    """One re-fit arm in a child process inside a new memory cgroup limited to ``limit`` bytes
+    (the kernel kills it at the limit, as systemd's ``MemoryMax`` would; None: no limit, to
+    measure what the cgroup is charged)."""
+    where = _memory_cgroup()
+    if isinstance(where, str):
+        return {"not_run": where}
+    base, limit_file, peak_file, events_file = where
+    cg = base / f"shadowd-window-memory-{os.getpid()}-{int(guarded)}"
+    cg.mkdir()
+    try:
+        if limit is not None:
+            (cg / limit_file).write_text(str(limit))
+        enter = f'echo $$ > {cg}/cgroup.procs && exec "$0" "$@"'
+        mode = "guarded" if guarded else "unguarded"
+        args = [sys.executable, "-m", "benchmarks.window_memory", "refit", path, mode]
+        proc = subprocess.run(["sh", "-c", enter, *args], capture_output=True, text=True, cwd=REPO)
+        out: dict[str, Any] = {"returncode": proc.returncode}
+        if proc.returncode == 0:
+            out |= json.loads(proc.stdout.splitlines()[-1])
+        events = (cg / events_file).read_text()
+        kills = [ln.split()[1] for ln in events.splitlines() if ln.startswith("oom_kill ")]
+        out["oom_kills"] = int(kills[0]) if kills else None
+        out["cgroup_peak_mib"] = int((cg / peak_file).read_text()) / 2**20
+        return out
+    finally:
+        cg.rmdir()
+
+
+def limit_run(path: str) -> dict[str, Any]:
+    """The re-fit of the whole log in a cgroup of its own with no limit (the most it was charged),
+    then under a limit of ``LIMIT_FRACTION`` of that, without the guard and with it."""
+    free = _under_limit(path, False, None)
+    if "not_run" in free:
+        return free
+    limit = int(LIMIT_FRACTION * free["cgroup_peak_mib"] * 2**20)
+    return {
+        "free": free,
+        "limit_fraction": LIMIT_FRACTION,
+        "duckdb_limit": DUCKDB_LIMIT,
+        "limit_mib": limit / 2**20,
+        "unguarded": _under_limit(path, False, limit),
+        "guarded": _under_limit(path, True, limit),
+    }
+
+
 def _arm(arm: str, path: str) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks.window_memory", arm, path],
@@ -114,6 +245,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             a: _arm(a, path)
             for a in ("load_ids", "load_no_ids", "stability_labels", "stability_codes", "calibrate")
         }
+        under_limit = limit_run(path)
     rows = arms["load_ids"]["rows"]
     per_row = lambda arm, key="peak": arms[arm][key] / rows  # noqa: E731
     return {
@@ -131,6 +263,12 @@ def run(quick: bool = False) -> dict[str, Any]:
             "stability_reports_equal": arms["stability_labels"]["report"]
             == arms["stability_codes"]["report"],
             "calibrate_peak_b_per_row": per_row("calibrate"),
+            "guard_allowance_b_per_row": {
+                "loaded": LOADED_BYTES_PER_ROW,
+                "calibration": CALIBRATION_BYTES_PER_ROW,
+            },
+            "guard_reserve_fraction": CgroupMemory().reserve_fraction,
+            "under_limit": under_limit,
             **_shipped(),
         }
     }
@@ -155,4 +293,7 @@ def _shipped() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    _worker(sys.argv[1], sys.argv[2])
+    if sys.argv[1] == "refit":
+        _refit_worker(sys.argv[2], sys.argv[3] == "guarded")
+    else:
+        _worker(sys.argv[1], sys.argv[2])

@@ -26,6 +26,7 @@ import numpy as np
 import checks
 from shadowd.attribution.accuracy import split_window
 from shadowd.attribution.model_version import ModelVersion, fit
+from shadowd.daemon.window_bound import WindowBound
 from shadowd.steps.batch import KIND_DECODE, KIND_NAMES, StepBatch
 from shadowd.steps.log_reader import Window, load_batch, open_db
 
@@ -261,7 +262,8 @@ class CalibrationSettings:
     # The most request rows a window holds (``[calibration] max_window_rows``; None: no limit).
     # Not a design revision in force: off by default, an operator's memory bound
     # (``benchmarks/window_memory.py``); where it cuts a window, that window is narrower than
-    # the design asks, and no held-out set has judged the gate on such windows.
+    # the design asks, and no held-out set has judged the gate on such windows.  The memory
+    # guard (``WindowBound``) may cut further, under a cgroup limit only.
     max_window_rows: int | None = None
 
 
@@ -509,8 +511,10 @@ class WarmupCalibrator:
         *,
         settings: CalibrationSettings = CalibrationSettings(),
         run_job: Callable[[Callable[[], None]], None] | None = None,
+        window_bound: WindowBound | None = None,
     ) -> None:
         self.platform_key = platform_key
+        self.window_bound = window_bound or WindowBound()
         self.warmup_steps = int(warmup_steps)
         self.settings = settings
         self.on_calibrated = on_calibrated
@@ -547,7 +551,8 @@ class WarmupCalibrator:
         rows = dataclasses.replace(cols.batch, req_id=None)
         self._add(rows.select_steps(keep & np.isfinite(cols.batch.latency_ms)))
         self.buffered += int(keep.sum())
-        full = self._rows_full()
+        cap, bound = self._row_bound()
+        full = cap is not None and self._window_rows >= cap
         if self.buffered < self.warmup_steps and not full:
             return
         seen = self._tenants_seen()
@@ -566,23 +571,16 @@ class WarmupCalibrator:
         whole = StepBatch.concat(self._parts)
         self.state = "calibrating"
         self._parts, self._kinds = [], []
-        steps = min(
-            whole.num_steps if n is None else n, steps_within_rows(whole, self.settings.max_window_rows)
-        )
-        if full:
-            log.warning(
-                "calibrating on %d steps, cut at [calibration] max_window_rows = %d request rows: "
-                "the window may be narrower than the gate's design asks (a class left unwatched)",
-                steps,
-                self.settings.max_window_rows,
-            )
+        steps = min(whole.num_steps if n is None else n, steps_within_rows(whole, cap))
+        if full and bound is not None and cap is not None:
+            self.window_bound.cut(bound, cap, steps, "calibration")
         chosen = whole if steps == whole.num_steps else whole.select_steps(np.arange(whole.num_steps) < steps)
         self.run_job(lambda: self._calibrate(chosen))
 
-    def _rows_full(self) -> bool:
-        """The window holds ``max_window_rows`` request rows: it widens no further."""
-        cap = self.settings.max_window_rows
-        return cap is not None and self._window_rows >= cap
+    def _row_bound(self) -> tuple[int | None, str | None]:
+        """The most request rows the window may hold (``max_window_rows``, or what fits under the
+        daemon's memory limit), and which bound that is: held that many, it widens no further."""
+        return self.window_bound.rows(self.settings.max_window_rows, loading=False, held=self._window_rows)
 
     def _add(self, part: StepBatch) -> None:
         """Keep a part, its step classes, and the first row of each listed tenant not seen yet."""

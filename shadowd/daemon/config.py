@@ -151,6 +151,13 @@ class CalibrationConfig:
         "the most request rows a calibration or re-fit window holds, 0 for no limit: its memory "
         "grows with them (docs/benchmarks.md); a window cut short may leave a step class unwatched",
     )
+    memory_guard: bool = key(
+        True,
+        None,
+        "cut a calibration or re-fit window to the rows that fit under the daemon's cgroup memory "
+        "limit (MemoryMax), less DuckDB's memory_limit and a fifth kept aside, rather than be "
+        "killed at it; no effect where no limit is set (docs/operations.md)",
+    )
     tenants: tuple[str, ...] = key(
         (),
         TENANT_NAMES,

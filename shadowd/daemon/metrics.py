@@ -123,6 +123,7 @@ class MetricSources:
     service: ServiceStats | None = None
     governors: GovernorFiles | None = None  # the engines' governor status files
     refits: Callable[[], dict[str, int]] | None = None  # re-fits installed / refused (r3), extensions (r43)
+    window_cuts: Callable[[], dict[str, int]] | None = None  # windows cut short, per bound
 
 
 class DaemonCollector(Collector):
@@ -213,6 +214,14 @@ class DaemonCollector(Collector):
                 "envelope extensions (design r43): extended, or not",
                 "outcome",
                 src.refits(),
+            )
+        if src.window_cuts is not None:
+            yield _counts(
+                "shadowd_calibration_windows_cut",
+                "Calibration, re-fit and extension windows cut short: at [calibration] "
+                "max_window_rows (rows), or to fit under the daemon's memory limit (memory)",
+                "bound",
+                src.window_cuts(),
             )
         if src.service is not None:
             yield from _service_metrics(src.service)

@@ -41,6 +41,7 @@ import numpy as np
 import checks
 from shadowd.daemon.calibrator import Calibration, CalibrationSettings, calibrate, scored_tenants
 from shadowd.daemon.gate_evidence import unresolved_drift_events
+from shadowd.daemon.window_bound import WindowBound
 from shadowd.steps.batch import KIND_DECODE, KIND_NAMES, StepBatch
 from shadowd.steps.log_reader import Window, last_steps_within, load_batch
 
@@ -81,6 +82,9 @@ class RegimeRefit:
     # Design r43: installs the model in force again with a widened envelope (None: never extend).
     extend: Callable[[Calibration], None] | None = None
     enabled: bool = True
+    # The bound on a window's request rows (``max_window_rows``, the memory limit), shared with
+    # the warm-up calibrator, which counts the windows it cut.
+    window_bound: WindowBound = field(default_factory=WindowBound)
     history: list[RefitRecord] = field(default_factory=list)
     state: str = "idle"  # -> refitting -> idle
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -195,7 +199,7 @@ class RegimeRefit:
         """Design r43 (``checks.envelope_extension``): the model in force, its envelope widened over
         the window's steps beyond it that it scored out of sample, if it is validated there."""
         con = self.cursor()
-        batch = load_batch(con, self._window(con, cal), request_ids=False)
+        batch = load_batch(con, self._window(con, cal, "envelope extension"), request_ids=False)
         settings = self.settings()
         scored = batch.select_steps(scored_by(con, batch, cal.model.version))
         beyond = ~inside_envelope(scored, cal.envelope)
@@ -244,7 +248,7 @@ class RegimeRefit:
         """The guarded re-fit: ``INSTALLED``, ``GUARDED`` (the guard refused it: the model in
         force or the engine is in question) or ``DECLINED`` (the re-fitted model was refused)."""
         con = self.cursor()
-        batch = load_batch(con, self._window(con, cal), request_ids=False)
+        batch = load_batch(con, self._window(con, cal, "re-fit"), request_ids=False)
         settings = self.settings()
         scored = batch.select_steps(scored_by(con, batch, cal.model.version))  # out of sample
         inside = inside_envelope(scored, cal.envelope)
@@ -307,10 +311,15 @@ class RegimeRefit:
         self.install(new)
         return INSTALLED
 
-    def _window(self, con: duckdb.DuckDBPyConnection, cal: Calibration) -> Window:
-        """The calibration's window length in the most recent steps, cut to the settings'
-        ``max_window_rows`` request rows where set."""
-        steps = last_steps_within(con, Window(last_steps=cal.window_steps), self.settings().max_window_rows)
+    def _window(self, con: duckdb.DuckDBPyConnection, cal: Calibration, what: str) -> Window:
+        """The calibration's window length in the most recent steps, cut to ``max_window_rows``
+        request rows where set, or to what fits under the daemon's memory limit."""
+        cap, bound = self.window_bound.rows(self.settings().max_window_rows, loading=True)
+        window = Window(last_steps=cal.window_steps)
+        steps = last_steps_within(con, window, cap)
+        if bound is not None and cap is not None and steps is not None:
+            if steps < (last_steps_within(con, window, 1 << 62) or 0):  # the steps there are
+                self.window_bound.cut(bound, cap, steps, what)
         return Window(last_steps=max(1, steps or 0))  # at least one: last_steps=0 would read all
 
     def _record(

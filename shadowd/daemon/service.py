@@ -38,6 +38,7 @@ from shadowd.daemon.calibrator import (
     model_body,
     platform_key_string,
 )
+from shadowd.daemon.cgroup_memory import CgroupMemory, memory_bytes
 from shadowd.daemon.config import Config
 from shadowd.daemon.drift_watch import DriftWatch
 from shadowd.daemon.gate_evidence import DaemonFacts
@@ -55,6 +56,7 @@ from shadowd.daemon.service_stats import ServiceStats
 from shadowd.daemon.stability import stability_from_db
 from shadowd.daemon.status import WRITER_STALL_S, DaemonStatus
 from shadowd.daemon.tenants import TenantRoster
+from shadowd.daemon.window_bound import WindowBound
 from storage.queries import known_runs, known_tenants
 from storage.records import (
     latest_model_version,
@@ -70,6 +72,14 @@ from storage.writer import Writer
 log = logging.getLogger("shadowd.daemon.service")
 UMASK = 0o027
 JOB_FAILING_AFTER = 3  # consecutive failures of one job before the JobFailing alert
+
+
+def window_memory(config: Config) -> CgroupMemory | None:
+    """The daemon's cgroup memory, read before each calibration or re-fit window, with DuckDB's
+    own ``memory_limit`` kept aside (``[calibration] memory_guard``; None: the guard off)."""
+    if not config.calibration.memory_guard:
+        return None
+    return CgroupMemory(reserve_bytes=memory_bytes(config.storage.memory_limit))
 
 
 def running_platform(config: Config) -> dict[str, Any] | None:
@@ -127,8 +137,10 @@ class Daemon:
         self.gatekeeper.listeners.append(self.rules.on_decision)
         gov_dir = governor_directory(config.state_file)
         self.governors = GovernorFiles(gov_dir) if gov_dir else None  # engines' governors, for /metrics
+        self.window_bound = WindowBound(window_memory(config))
         self.calibrator = self._new_calibrator(run_job)
         self.refit = RegimeRefit(
+            window_bound=self.window_bound,
             current=lambda: self.calibration,
             cursor=self.writer.cursor,
             install=self.install_calibration,
@@ -179,7 +191,12 @@ class Daemon:
             lambda fn: threading.Thread(target=fn, name="shadowd-calibrate", daemon=True).start()
         )
         return WarmupCalibrator(
-            self.platform_key, c.warmup_steps, self.install_calibration, settings=settings, run_job=runner
+            self.platform_key,
+            c.warmup_steps,
+            self.install_calibration,
+            settings=settings,
+            run_job=runner,
+            window_bound=self.window_bound,
         )
 
     def _observe_calibration(self, cols: Any) -> None:
@@ -385,6 +402,7 @@ class Daemon:
             notifier=lambda: self.notifier,
             governors=self.governors,
             refits=lambda: {**self.refit.counts, **self.refit.extensions},
+            window_cuts=self.window_bound.cuts,
         )
 
     def health_tick(self) -> None:
@@ -562,6 +580,8 @@ class Daemon:
             cal.settings = dataclasses.replace(
                 cal.settings, max_window_rows=new.calibration.max_window_rows or None
             )
+        if new.calibration.memory_guard != self.config.calibration.memory_guard:
+            self.window_bound.memory = window_memory(new)  # the next window's memory bound
         if new.alerts != self.config.alerts:
             self._replace_notifier(new.alerts)
         self.config = new

@@ -710,7 +710,9 @@ def test_a_refits_window_is_cut_to_max_window_rows():
             platform_key=PLATFORM.as_key,
             run_job=lambda fn: None,
         )
-        return refit._window(con, cal).last_steps
+        w = refit._window(con, cal, "re-fit").last_steps
+        assert refit.window_bound.cuts() == {"rows": int(w < cal.window_steps), "memory": 0}
+        return w
 
     assert cal.window_steps > 250
     assert window(None) == cal.window_steps == window(10**9)

@@ -1,0 +1,104 @@
+"""How many request rows a calibration or re-fit window may hold, and how often it was cut.
+
+A window's memory grows with its request rows (``benchmarks/window_memory.py`` measures it per
+row).  Two bounds cut it: the operator's ``[calibration] max_window_rows``, and, under a cgroup
+memory limit (the unit's ``MemoryMax``), the rows the daemon can still afford to calibrate on
+(``CgroupMemory``, ``[calibration] memory_guard``).  Where the memory bound cuts, the design's
+window would have had the daemon killed, and on restart killed again: a narrower window that
+may leave a step class unwatched is the lesser harm, and it is logged and counted
+(``shadowd_calibration_windows_cut_total``).  With no limit set, as in every held-out run, it
+cuts nothing.
+
+The per-row allowances sit above what ``benchmarks/window_memory.py`` measured (its page reads
+them against the measured peaks) and that benchmark also runs a re-fit under a real cgroup limit.
+
+>>> WindowBound().rows(None, loading=True)
+(None, None)
+>>> WindowBound().rows(50_000, loading=True)
+(50000, 'rows')
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+
+from shadowd.daemon.cgroup_memory import CgroupMemory
+
+log = logging.getLogger("shadowd.daemon.window_bound")
+
+# Bytes per request row a window holds once loaded without request ids, and a calibration's peak
+# above it (the fit, its drift thresholds, the stability baseline): allowances over the figures
+# ``benchmarks/window_memory.py`` measured, which that page compares with them.
+LOADED_BYTES_PER_ROW = 100
+CALIBRATION_BYTES_PER_ROW = 400
+# Below this many rows a window is not cut further: a smaller one could not calibrate anything
+# (the least ``max_window_rows`` an operator may set).
+MIN_ROWS = 10_000
+
+
+class WindowBound:
+    """Owns the bound on a window's request rows and the count of windows each bound cut."""
+
+    def __init__(self, memory: CgroupMemory | None = None) -> None:
+        self.memory = memory  # None: [calibration] memory_guard off
+        self._cuts: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def rows(self, configured: int | None, *, loading: bool, held: int = 0) -> tuple[int | None, str | None]:
+        """The most rows the next window may hold, and which bound set it ("rows", "memory"; None
+        for no bound).  ``loading``: the window is still to be read (a re-fit); otherwise its
+        ``held`` rows are resident already (the warm-up window) and only the calibration's peak
+        is still to come."""
+        afford = self._affordable(loading, held)
+        if afford is not None and (configured is None or afford < configured):
+            return afford, "memory"
+        return configured, None if configured is None else "rows"
+
+    def _affordable(self, loading: bool, held: int) -> int | None:
+        if self.memory is None:
+            return None
+        try:
+            spare = self.memory.headroom_bytes()
+        except (OSError, ValueError, IndexError) as e:  # unreadable /proc: no memory bound
+            log.warning("memory guard off for this window: cannot read the daemon's memory (%s)", e)
+            return None
+        if spare is None:
+            return None
+        # Every row of the window costs its loaded bytes and the calibration's peak over them; the
+        # rows held already (the warm-up window's) are in the resident figure, their loaded bytes
+        # spent.  With none held this is the re-fit's case: the whole window still to load.
+        per_row = LOADED_BYTES_PER_ROW + CALIBRATION_BYTES_PER_ROW
+        held = 0 if loading else held
+        return max(MIN_ROWS, (spare + held * LOADED_BYTES_PER_ROW) // per_row)
+
+    def cut(self, by: str, rows: int, steps: int, what: str) -> None:
+        """Count and log one window cut short by bound ``by``."""
+        with self._lock:
+            self._cuts[by] += 1
+        if by == "memory":
+            limit = self.memory.limit_bytes() if self.memory else None
+            log.warning(
+                "%s window cut to %d steps (%d request rows): more would not fit under the daemon's "
+                "memory limit (%s bytes, less DuckDB's memory_limit and a reserve); the window may be "
+                "narrower than the gate's design asks (a class left unwatched). Raise MemoryMax or "
+                "set [calibration] max_window_rows (docs/operations.md)",
+                what,
+                steps,
+                rows,
+                limit,
+            )
+        else:
+            log.warning(
+                "%s window cut to %d steps at [calibration] max_window_rows = %d request rows: the "
+                "window may be narrower than the gate's design asks (a class left unwatched)",
+                what,
+                steps,
+                rows,
+            )
+
+    def cuts(self) -> dict[str, int]:
+        """Windows cut short so far, per bound ("rows", "memory")."""
+        with self._lock:
+            return {"rows": self._cuts["rows"], "memory": self._cuts["memory"]}
