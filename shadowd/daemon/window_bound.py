@@ -44,6 +44,7 @@ class WindowBound:
     def __init__(self, memory: CgroupMemory | None = None) -> None:
         self.memory = memory  # None: [calibration] memory_guard off
         self._cuts: Counter[str] = Counter()
+        self._unreadable = False
         self._lock = threading.Lock()
 
     def rows(self, configured: int | None, *, loading: bool, held: int = 0) -> tuple[int | None, str | None]:
@@ -62,7 +63,9 @@ class WindowBound:
         try:
             spare = self.memory.headroom_bytes()
         except (OSError, ValueError, IndexError) as e:  # unreadable /proc: no memory bound
-            log.warning("memory guard off for this window: cannot read the daemon's memory (%s)", e)
+            if not self._unreadable:  # said once: the warm-up asks on every part it keeps
+                log.warning("memory guard off: cannot read the daemon's memory (%s)", e)
+            self._unreadable = True
             return None
         if spare is None:
             return None

@@ -76,6 +76,18 @@ def test_no_limit_or_nothing_readable_means_no_memory_bound(tmp_path):
     )
 
 
+def test_an_unreadable_resident_figure_turns_the_guard_off_said_once(tmp_path, caplog):
+    import logging
+
+    mem = cgroup_tree(tmp_path, "0::/u\n", {"u/memory.max": "1073741824"})
+    Path(mem.proc_self, "status").write_text("Name:\tpython\n")  # a kernel without RssAnon
+    bound = WindowBound(mem)
+    with caplog.at_level(logging.WARNING, "shadowd.daemon.window_bound"):
+        assert bound.rows(None, loading=False, held=5) == (None, None)
+        assert bound.rows(50_000, loading=True) == (50_000, "rows")
+    assert caplog.text.count("memory guard off") == 1
+
+
 def test_headroom_keeps_the_reserves_and_what_the_daemon_holds(tmp_path):
     mem = cgroup_tree(tmp_path, "0::/u\n", {"u/memory.max": str(1000 * PAGE)}, resident=300 * PAGE)
     assert mem.resident_bytes() == 300 * PAGE
