@@ -37,6 +37,33 @@ def _long_run_line(rows: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def window_cut_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Rows whose calibration or re-fit windows were cut short (the memory guard under a cgroup
+    limit, or ``[calibration] max_window_rows``): narrower than the design asks, so a reader
+    knows which rows ran the design as declared.  Only rows run since the count was recorded.
+
+    >>> row = lambda name, cuts: {"scenario": {"name": name}, "window_cuts": cuts}
+    >>> window_cut_lines([row("H1", {"rows": 0, "memory": 0}), {"scenario": {"name": "H0"}}])[1]
+    'Calibration, re-fit and extension windows cut short (the memory guard under a cgroup memory limit, or `[calibration] max_window_rows`), over the 1 rows run since the count was recorded: none.'
+    >>> window_cut_lines([row("H2", {"rows": 0, "memory": 2})])[1].endswith(": H2 (memory 2).")
+    True
+    """
+    recorded = [r for r in rows if r.get("window_cuts") is not None]
+    if not recorded:
+        return []
+    cut = [
+        f"{r['scenario']['name']} ({', '.join(f'{k} {v}' for k, v in r['window_cuts'].items() if v)})"
+        for r in recorded
+        if any(r["window_cuts"].values())
+    ]
+    return [
+        "",
+        "Calibration, re-fit and extension windows cut short (the memory guard under a cgroup memory "
+        f"limit, or `[calibration] max_window_rows`), over the {len(recorded)} rows run since the "
+        f"count was recorded: {', '.join(cut) or 'none'}.",
+    ]
+
+
 def outcome(row: dict[str, Any]) -> tuple[bool, str]:
     """Whether the row meets its target, and why not."""
     s = row["scenario"]
@@ -453,6 +480,7 @@ def markdown(res: dict[str, Any]) -> str:
                 )
             if not r.get("refits"):
                 lines.append(f"| {r['scenario']['name']} | – | none considered | – | – |")
+    lines += window_cut_lines(rows)
     lines += [
         "",
         "## Regime, accuracy and advantage as run",

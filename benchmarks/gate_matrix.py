@@ -156,6 +156,7 @@ def summarise(s: Scenario, r: dict[str, Any]) -> dict[str, Any]:
             {k: x.get(k) for k in ("step", "parent", "version", "why", "steps", "kind")}
             for x in r.get("refits", [])
         ],
+        window_cuts=r.get("window_cuts"),  # memory guard / max_window_rows; None: run before it was counted
     )
     return out
 

@@ -380,6 +380,7 @@ class DemoRun:
                 }
         step_at = {d["evaluated_at"]: step for d, step in zip(self.decisions, self.decision_steps)}
         out["refits"] = [{**r.to_dict(), "step": step_at.get(r.at_s)} for r in daemon.refit.history]
+        out["window_cuts"] = daemon.window_bound.cuts()  # windows narrower than the design asks
         out["drift_events"] = [
             {"step_seq": r[0], "detector": r[1], "step_class": r[2], "statistic": r[3], **_confirmed(r[4])}
             for r in con.execute(

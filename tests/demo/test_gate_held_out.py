@@ -54,6 +54,7 @@ def test_held_out_healthy_steady_run_never_pages():
     assert result["gate_history"], "the run never calibrated"
     assert "NO_GO" not in [h["verdict"] for h in result["gate_history"]]
     assert not _residual_events(result)
+    assert result["window_cuts"] == {"rows": 0, "memory": 0}  # the design's windows, as declared
 
 
 def test_held_out_healthy_steady_run_reaches_go():
