@@ -940,6 +940,24 @@ the window's rows: what is measured here is per row, not a bound.{_shipped_windo
 {_under_limit(d)}"""
 
 
+def _held_out_allowance(d: dict, allow: dict) -> str:
+    """The allowances, set on the log above, read on a log that played no part in setting them."""
+    h = d.get("held_out")
+    if not h:
+        return ""
+    loaded = max(h["load_no_ids_peak_b_per_row"], h["load_no_ids_held_b_per_row"])
+    fits = loaded <= allow["loaded"] and h["calibrate_peak_b_per_row"] <= allow["calibration"]
+    verdict = "within both allowances" if fits else "**over an allowance**: the guard would under-count there"
+    return f"""
+The allowances were set on that log's figures.  On a log that played no part in setting them
+(`{h["platform"].rsplit("/", 1)[-1]}` tables, `{h["model"].rsplit("/", 1)[-1]}`, tenants
+`{"`, `".join(h["tenants"])}`, seed {h["seed"]}; {_fmt(h["steps"], 0)} steps,
+{_fmt(h["rows"], 0)} request rows): loading {h["load_no_ids_peak_b_per_row"]:.0f} bytes a row at the
+peak and {h["load_no_ids_held_b_per_row"]:.0f} held, a calibration {h["calibrate_peak_b_per_row"]:.0f}
+at its peak: {verdict}.
+"""
+
+
 def _under_limit(d: dict) -> str:
     """The memory guard's allowances against the figures above, and the re-fit run under a real
     cgroup limit with the guard and without it."""
@@ -956,6 +974,7 @@ and {allow["calibration"]} for the calibration's peak, against the {d["load_no_i
 held, {d["load_no_ids_peak_b_per_row"]:.0f} at the load's peak and {d["calibrate_peak_b_per_row"]:.0f}
 measured above.
 """
+    head += _held_out_allowance(d, allow)
     if "not_run" in run:
         return head + f"\nNo arm ran under a limit here: {run['not_run']}.\n"
     free, bare, guarded = run["free"], run["unguarded"], run["guarded"]

@@ -39,27 +39,29 @@ from typing import Any
 from benchmarks.gate_scenarios import REPO
 from shadowd.daemon.cgroup_memory import CgroupMemory
 from shadowd.daemon.window_bound import CALIBRATION_BYTES_PER_ROW, LOADED_BYTES_PER_ROW
+from shadowd.paths import shared_dir
 
 TENANTS = ("a=lengths:sharegpt:40", "b=servegen:18:10", "c=lengths:arxiv:3")  # saturated, changing
 SEED = 3
+WORKLOAD = {"tenants": TENANTS, "seed": SEED}  # the demo's platform and model
+# The memory guard's per-row allowances were set on WORKLOAD's figures; this one played no part in
+# choosing them (another platform, model, tenants and seed): it confirms them, or says they miss.
+HELD_OUT = {
+    "tenants": ("a=azure-conv:20", "b=mooncake-conversation:1", "c=azure-code:8"),
+    "seed": 17,
+    "platform": "data/kernels/aiconfigurator-vllm-0.14.0/h200_sxm",
+    "model": "benchmarks/models/gemma-2-9b",
+}
 DUCKDB_LIMIT = "64MB"  # the re-fit arms' DuckDB memory_limit, kept aside by the guard
 LIMIT_FRACTION = 0.8  # the cgroup limit, as a fraction of the unguarded re-fit's high-water mark
 
 
-def _demo_log(path: str, steps: int) -> None:
-    cmd = [
-        sys.executable,
-        "-m",
-        "shadowd.cli",
-        "demo",
-        "--steps",
-        str(steps),
-        "--seed",
-        str(SEED),
-        "--db",
-        path,
-    ]
-    for t in TENANTS:
+def _demo_log(path: str, steps: int, workload: dict[str, Any]) -> None:
+    cmd = [sys.executable, "-m", "shadowd.cli", "demo", "--steps", str(steps), "--db", path]
+    cmd += ["--seed", str(workload["seed"])]
+    if workload.get("platform"):
+        cmd += ["--platform", str(shared_dir() / workload["platform"]), "--model", workload["model"]]
+    for t in workload["tenants"]:
         cmd += ["--tenant", t]
     subprocess.run(cmd, check=True, cwd=REPO, capture_output=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
@@ -240,12 +242,13 @@ def run(quick: bool = False) -> dict[str, Any]:
     steps = 2000 if quick else 4000
     with tempfile.TemporaryDirectory(prefix="window-memory-") as d:
         path = os.path.join(d, "log.duckdb")
-        _demo_log(path, steps)
+        _demo_log(path, steps, WORKLOAD)
         arms = {
             a: _arm(a, path)
             for a in ("load_ids", "load_no_ids", "stability_labels", "stability_codes", "calibrate")
         }
         under_limit = limit_run(path)
+        held_out = _held_out(os.path.join(d, "held_out.duckdb"), steps)
     rows = arms["load_ids"]["rows"]
     per_row = lambda arm, key="peak": arms[arm][key] / rows  # noqa: E731
     return {
@@ -269,8 +272,23 @@ def run(quick: bool = False) -> dict[str, Any]:
             },
             "guard_reserve_fraction": CgroupMemory().reserve_fraction,
             "under_limit": under_limit,
+            "held_out": held_out,
             **_shipped(),
         }
+    }
+
+
+def _held_out(path: str, steps: int) -> dict[str, Any]:
+    """The allowances' per-row figures on ``HELD_OUT``'s log: the loaded window and a calibration."""
+    _demo_log(path, steps, HELD_OUT)
+    load, cal = _arm("load_no_ids", path), _arm("calibrate", path)
+    return {
+        **{k: list(v) if isinstance(v, tuple) else v for k, v in HELD_OUT.items()},
+        "steps": load["steps"],
+        "rows": load["rows"],
+        "load_no_ids_peak_b_per_row": load["peak"] / load["rows"],
+        "load_no_ids_held_b_per_row": load["held"] / load["rows"],
+        "calibrate_peak_b_per_row": cal["peak"] / cal["rows"],
     }
 
 
