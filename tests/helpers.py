@@ -253,3 +253,22 @@ def datagrams(sock: socket.socket, wait_s: float) -> list[str]:
         except TimeoutError:
             pass
     return out
+
+
+def log_of_decode_steps(steps: int, rows_per_step: int = 40) -> Any:
+    """An in-memory step log of ``steps`` decode steps of ``rows_per_step`` requests each, 1 ms
+    apart (steps only: enough for the windows counted from ``steps.num_requests``)."""
+    import duckdb
+
+    from storage.schema import migrate
+
+    con = duckdb.connect()
+    migrate(con)
+    con.execute(
+        """INSERT INTO steps (engine_id, run_id, step_seq, ts, latency_ms, kind, num_requests,
+                              prefill_tokens, decode_tokens, dropped_frames_total)
+           SELECT 'e', 'r', i, TIMESTAMP '2026-01-01' + to_microseconds(i * 1000), 5.0, 'decode', ?, 0, ?, 0
+           FROM range(?) t(i)""",
+        [rows_per_step, rows_per_step, steps],
+    )
+    return con

@@ -28,7 +28,7 @@ from shadowd.daemon.gate_evidence import class_accuracy
 from shadowd.daemon.metrics import registry_for
 from shadowd.daemon.refit import class_errors, inside_envelope
 from shadowd.daemon.service import Daemon
-from tests.helpers import Pusher, daemon_config, frames_from_batch, wait_until
+from tests.helpers import Pusher, daemon_config, frames_from_batch, log_of_decode_steps, wait_until
 
 PLATFORM = Platform(
     gpu="H100-SXM", model="llama-3.1-8b", dtype="bf16", tp=1, vllm="0.33.0", attention_backend="FLASH_ATTN"
@@ -684,21 +684,10 @@ def test_the_envelope_widens_only_over_the_steps_beyond_it():
 def test_a_refits_window_is_cut_to_max_window_rows():
     """``[calibration] max_window_rows`` bounds a re-fit's window too: the most recent steps whose
     request rows fit, never more than the calibration's own window (no limit by default)."""
-    import duckdb
-
     from shadowd.daemon.refit import RegimeRefit
-    from storage.schema import migrate
 
     cal = calibrate(synthetic_batch(steps=600, seed=3, max_seqs=16), PLATFORM.as_key())
-    con = duckdb.connect()
-    migrate(con)
-    con.execute(
-        """INSERT INTO steps (engine_id, run_id, step_seq, ts, latency_ms, kind, num_requests,
-                              prefill_tokens, decode_tokens, dropped_frames_total)
-           SELECT 'e', 'r', i, TIMESTAMP '2026-01-01' + to_microseconds(i * 1000), 5.0, 'decode', 40, 0, 40, 0
-           FROM range(?) t(i)""",
-        [2 * cal.window_steps],
-    )
+    con = log_of_decode_steps(2 * cal.window_steps)
 
     def window(rows: int | None) -> int | None:
         refit = RegimeRefit(

@@ -186,24 +186,14 @@ def test_the_daemon_guards_by_default_counts_cuts_in_metrics_and_a_reload_turns_
 
 
 def test_a_refits_window_is_the_most_recent_steps_that_fit_under_the_limit(tmp_path):
-    import duckdb
-
     from checks import GatePolicy
     from shadowd.attribution.synthetic_steps import synthetic_batch
     from shadowd.daemon.calibrator import calibrate
     from shadowd.daemon.refit import RegimeRefit
-    from storage.schema import migrate
+    from tests.helpers import log_of_decode_steps
 
     cal = calibrate(synthetic_batch(steps=2000, seed=3, max_seqs=16), {"gpu": "x"})
-    con = duckdb.connect()
-    migrate(con)
-    con.execute(
-        """INSERT INTO steps (engine_id, run_id, step_seq, ts, latency_ms, kind, num_requests,
-                              prefill_tokens, decode_tokens, dropped_frames_total)
-           SELECT 'e', 'r', i, TIMESTAMP '2026-01-01' + to_microseconds(i * 1000), 5.0, 'decode', 40, 0, 40, 0
-           FROM range(?) t(i)""",
-        [2 * cal.window_steps],
-    )
+    con = log_of_decode_steps(2 * cal.window_steps)
     per_row = LOADED_BYTES_PER_ROW + CALIBRATION_BYTES_PER_ROW
 
     def window(limit: str) -> tuple[int, dict[str, int]]:
