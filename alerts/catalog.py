@@ -17,6 +17,7 @@ CalibrationMissing     warning   platform                     no model for this 
 CalibrationStale       warning   platform                     the model is too old
 StorageErrors          warning   operation                    DuckDB writes/queries fail
 JobFailing             warning   job                          a scheduled job keeps failing
+CalibrationWindowCut   warning   platform                     windows cut to fit memory
 =====================  ========  ===========================  ===========================
 
 >>> a = gate_left_go("NO_GO", platform="h100/llama-8b", failing_checks=["residual_p99"])
@@ -43,6 +44,7 @@ CALIBRATION_MISSING = "CalibrationMissing"
 CALIBRATION_STALE = "CalibrationStale"
 STORAGE_ERRORS = "StorageErrors"
 JOB_FAILING = "JobFailing"
+CALIBRATION_WINDOW_CUT = "CalibrationWindowCut"
 #: every name above, e.g. for ``Notifier.sync(..., names=...)``
 NAMES = (
     GATE_NOT_GO,
@@ -53,6 +55,7 @@ NAMES = (
     CALIBRATION_STALE,
     STORAGE_ERRORS,
     JOB_FAILING,
+    CALIBRATION_WINDOW_CUT,
 )
 
 
@@ -185,5 +188,27 @@ def job_failing(*, job: str, failures: int, error: str) -> Alert:
             "error": error[:500],
             "consecutive_failures": failures,
             "action": f"read the journal for 'job {job} failed'; check disk space and the export directory",
+        },
+    )
+
+
+def calibration_window_cut(
+    *, platform: str, window: str, steps: int, rows: int, memory_limit_bytes: int | None
+) -> Alert:
+    """The last calibration, re-fit or envelope-extension window was cut short to fit under the
+    daemon's memory limit: narrower than the gate's design asks, so a step class may go
+    unwatched.  Not a page: the gate still judges what it has; the fix is more memory."""
+    return Alert(
+        CALIBRATION_WINDOW_CUT,
+        "warning",
+        {"platform": platform},
+        summary="calibration windows are cut short to fit the daemon's memory limit",
+        details={
+            "window": window,
+            "steps": steps,
+            "request_rows": rows,
+            "memory_limit_bytes": memory_limit_bytes if memory_limit_bytes is not None else "unknown",
+            "action": "raise the unit's MemoryMax/MemoryHigh (docs/benchmarks.md sizes them per request "
+            "row) or set [calibration] max_window_rows; the journal says 'window cut to'",
         },
     )

@@ -2,7 +2,7 @@
 
 ``AlertRules`` is fed by the gate keeper (every decision), the drift watch
 (every detection) and a periodic health tick (tap silence and drops, storage
-errors, calibration missing or stale).  It only calls the notifier, which
+errors, calibration missing or stale, calibration windows cut to fit memory).  It only calls the notifier, which
 queues and returns at once: alerting never slows ingest.
 """
 
@@ -28,8 +28,10 @@ class AlertRules:
         silent_after_s: float = 60.0,
         calibration_due_s: float = 3600.0,
         calibration_max_age_s: float = 7 * 86400.0,
+        window_cut: Callable[[], dict[str, Any] | None] = lambda: None,
     ) -> None:
         self.notifier = notifier
+        self.window_cut = window_cut  # the last window's memory cut (``WindowBound``), or None
         self.platform = platform
         self.silent_after_s = silent_after_s
         self.calibration_due_s = calibration_due_s
@@ -110,4 +112,9 @@ class AlertRules:
             )
         else:
             self.notifier.resolve(catalog.CALIBRATION_STALE, {"platform": platform})
+        cut = self.window_cut()
+        if cut is not None:
+            self.notifier.fire(catalog.calibration_window_cut(platform=platform, **cut))
+        else:
+            self.notifier.resolve(catalog.CALIBRATION_WINDOW_CUT, {"platform": platform})
         self.notifier.tick(now)

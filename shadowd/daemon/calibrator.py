@@ -572,8 +572,7 @@ class WarmupCalibrator:
         self.state = "calibrating"
         self._parts, self._kinds = [], []
         steps = min(whole.num_steps if n is None else n, steps_within_rows(whole, cap))
-        if full and bound is not None and cap is not None:
-            self.window_bound.cut(bound, cap, steps, "calibration")
+        self.window_bound.read("calibration", steps, cap, bound, cut=full)
         chosen = whole if steps == whole.num_steps else whole.select_steps(np.arange(whole.num_steps) < steps)
         self.run_job(lambda: self._calibrate(chosen))
 

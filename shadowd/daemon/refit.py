@@ -317,9 +317,10 @@ class RegimeRefit:
         cap, bound = self.window_bound.rows(self.settings().max_window_rows, loading=True)
         window = Window(last_steps=cal.window_steps)
         steps = last_steps_within(con, window, cap)
-        if bound is not None and cap is not None and steps is not None:
-            if steps < (last_steps_within(con, window, 1 << 62) or 0):  # the steps there are
-                self.window_bound.cut(bound, cap, steps, what)
+        cut = (
+            bound is not None and steps is not None and steps < (last_steps_within(con, window, 1 << 62) or 0)
+        )
+        self.window_bound.read(what, steps or 0, cap, bound, cut=cut)
         return Window(last_steps=max(1, steps or 0))  # at least one: last_steps=0 would read all
 
     def _record(

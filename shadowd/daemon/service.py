@@ -122,10 +122,12 @@ class Daemon:
         self.stability: dict[str, Any] | None = None
         self.receiver: FrameReceiver | None = None
         self.notifier: Notifier = build_notifier(config.alerts)
+        self.window_bound = WindowBound(window_memory(config))
         self.rules = AlertRules(
             self.notifier,
             platform=lambda: self.running_platform_key or "unknown",
             calibration_max_age_s=config.calibration.max_age_s,
+            window_cut=lambda: self.window_bound.last_memory_cut,
         )
         self.gatekeeper = GateKeeper(
             config.gate.policy,
@@ -137,7 +139,6 @@ class Daemon:
         self.gatekeeper.listeners.append(self.rules.on_decision)
         gov_dir = governor_directory(config.state_file)
         self.governors = GovernorFiles(gov_dir) if gov_dir else None  # engines' governors, for /metrics
-        self.window_bound = WindowBound(window_memory(config))
         self.calibrator = self._new_calibrator(run_job)
         self.refit = RegimeRefit(
             window_bound=self.window_bound,

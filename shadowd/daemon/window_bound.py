@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from typing import Any
 
 from shadowd.daemon.cgroup_memory import CgroupMemory
 
@@ -45,6 +46,10 @@ class WindowBound:
         self.memory = memory  # None: [calibration] memory_guard off
         self._cuts: Counter[str] = Counter()
         self._unreadable = False
+        # The last window read, where the memory bound cut it (None: read whole, or cut at the
+        # operator's max_window_rows): what the CalibrationWindowCut alert says, until a window
+        # is read whole again.
+        self.last_memory_cut: dict[str, Any] | None = None
         self._lock = threading.Lock()
 
     def rows(self, configured: int | None, *, loading: bool, held: int = 0) -> tuple[int | None, str | None]:
@@ -76,12 +81,21 @@ class WindowBound:
         held = 0 if loading else held
         return max(MIN_ROWS, (spare + held * LOADED_BYTES_PER_ROW) // per_row)
 
+    def read(self, what: str, steps: int, cap: int | None, by: str | None, cut: bool) -> None:
+        """Record one window read (``cut``: short of the design's, at bound ``by``)."""
+        if cut and by is not None and cap is not None:
+            self.cut(by, cap, steps, what)
+        else:
+            self.last_memory_cut = None
+
     def cut(self, by: str, rows: int, steps: int, what: str) -> None:
         """Count and log one window cut short by bound ``by``."""
         with self._lock:
             self._cuts[by] += 1
+        self.last_memory_cut = None
         if by == "memory":
             limit = self.memory.limit_bytes() if self.memory else None
+            self.last_memory_cut = {"window": what, "steps": steps, "rows": rows, "memory_limit_bytes": limit}
             log.warning(
                 "%s window cut to %d steps (%d request rows): more would not fit under the daemon's "
                 "memory limit (%s bytes, less DuckDB's memory_limit and a reserve); the window may be "

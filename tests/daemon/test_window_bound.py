@@ -214,3 +214,32 @@ def test_a_refits_window_is_the_most_recent_steps_that_fit_under_the_limit(tmp_p
     assert window("max") == (cal.window_steps, {"rows": 0, "memory": 0})
     assert window(str(12_000 * per_row)) == (300, {"rows": 0, "memory": 1})  # 40 rows a step
     assert window(str(10**12)) == (cal.window_steps, {"rows": 0, "memory": 0})  # room for all of it
+
+
+def test_a_window_cut_to_fit_memory_warns_on_call_until_one_is_read_whole(tmp_path):
+    """``CalibrationWindowCut``: raised by the daemon's health tick while the last window read
+    was cut for memory (a warning, not a page), cleared once a window is read whole."""
+    from alerts import catalog
+    from shadowd.daemon.config import Config, Platform
+    from shadowd.daemon.service import Daemon
+    from tests.helpers import daemon_config
+
+    platform = Platform(gpu="H100-SXM", model="m", dtype="bf16", tp=1, vllm="0.33.0", attention_backend="x")
+    calibration = dataclasses.replace(Config.default().calibration, platform=platform)
+    daemon = Daemon(
+        daemon_config(f"ipc://{tmp_path}/t.sock", str(tmp_path / "s.duckdb"), calibration=calibration)
+    )
+
+    def active() -> list:
+        daemon.health_tick()
+        return [a for a in daemon.notifier.active() if a.name == catalog.CALIBRATION_WINDOW_CUT]
+
+    assert active() == []
+    daemon.window_bound.read("re-fit", 650, 100_000, "memory", cut=True)
+    (alert,) = active()
+    assert alert.severity == "warning" and alert.details["window"] == "re-fit"
+    assert alert.details["steps"] == 650 and alert.details["request_rows"] == 100_000
+    daemon.window_bound.read("re-fit", 4000, 100_000, "memory", cut=False)  # read whole
+    assert active() == []
+    daemon.window_bound.read("calibration", 500, 50_000, "rows", cut=True)  # the operator's bound
+    assert active() == [] and daemon.window_bound.cuts() == {"rows": 1, "memory": 1}
