@@ -959,8 +959,8 @@ at its peak: {verdict}.
 
 
 def _under_limit(d: dict) -> str:
-    """The memory guard's allowances against the figures above, and the re-fit run under a real
-    cgroup limit with the guard and without it."""
+    """The memory guard's allowances against the figures above, and a re-fit's and the warm-up's
+    windows run under a real cgroup limit with the guard and without it."""
     allow, run = d.get("guard_allowance_b_per_row"), d.get("under_limit")
     if not allow or not run:
         return ""
@@ -977,32 +977,42 @@ measured above.
     head += _held_out_allowance(d, allow)
     if "not_run" in run:
         return head + f"\nNo arm ran under a limit here: {run['not_run']}.\n"
-    free, bare, guarded = run["free"], run["unguarded"], run["guarded"]
-    bare_said = (
-        f"was killed by the kernel (exit {bare['returncode']}, {bare['oom_kills']} out-of-memory kill)"
-        if bare["returncode"] != 0
-        else f"completed (charged at most {bare['cgroup_peak_mib']:.0f} MiB)"
-    )
-    guarded_said = (
-        f"completed on the most recent {_fmt(guarded['window_steps'], 0)} of {_fmt(guarded['log_steps'], 0)} steps "
-        f"({_fmt(guarded['window_rows'], 0)} request rows), charged at most {guarded['cgroup_peak_mib']:.0f} MiB, "
-        f'its cut counted (`shadowd_calibration_windows_cut_total{{bound="memory"}}` '
-        f"{guarded['cuts']['memory']})"
-        if guarded["returncode"] == 0
-        else f"**was killed too** (exit {guarded['returncode']})"
-    )
+    head += f"""
+Under a real limit (a memory cgroup of the benchmark's own, the kernel's limit as systemd's
+`MemoryMax` sets it; DuckDB's `memory_limit` {run["duckdb_limit"]}), each window the whole log, run
+first in a cgroup with no limit (the most the kernel charged it), then limited to
+{_fmt(100 * run["limit_fraction"], 0)} % of that, without the guard and with it:
+
+| window | charged, no limit | limit | without the guard | with the guard |
+|---|---|---|---|---|
+"""
+    what = {
+        "under_limit": "a re-fit's (`RegimeRefit`'s window, loaded and calibrated on)",
+        "warmup_under_limit": f"the warm-up's (`WarmupCalibrator`, fed {_fmt(d['steps'], 0)} steps as ingest feeds it)",
+    }
+    for key, label in what.items():
+        r = d.get(key)
+        if r and "not_run" not in r:
+            head += (
+                f"| {label} | {r['free']['cgroup_peak_mib']:.0f} MiB | {r['limit_mib']:.0f} MiB | "
+                f"{_limit_arm(r['unguarded'])} | {_limit_arm(r['guarded'])} |\n"
+            )
     return (
         head
-        + f"""
-Under a real limit (a memory cgroup of the benchmark's own, the kernel's limit as systemd's
-`MemoryMax` sets it), a re-fit whose window is the whole log (`RegimeRefit`'s window, loaded and
-calibrated on; DuckDB's `memory_limit` {run["duckdb_limit"]}): in a cgroup with no limit it was charged at most
-{free["cgroup_peak_mib"]:.0f} MiB for {_fmt(free["window_rows"], 0)} request rows.  At a limit of
-{run["limit_mib"]:.0f} MiB, {_fmt(100 * run["limit_fraction"], 0)} % of that, the re-fit without the guard {bare_said}; with the
-guard it {guarded_said}.  The guard is conservative: what it leaves aside (DuckDB's whole
-`memory_limit`, a share of the limit, the allowances above the measured bytes) can cut a window
-further than the limit needs.
+        + """
+The guard is conservative: what it leaves aside (DuckDB's whole `memory_limit`, a share of the
+limit, the allowances above the measured bytes) can cut a window further than the limit needs.
 """
+    )
+
+
+def _limit_arm(a: dict) -> str:
+    if a["returncode"] != 0:
+        return f"killed by the kernel (exit {a['returncode']}, {a['oom_kills']} out-of-memory kill)"
+    cut = a["cuts"]["memory"]
+    window = f"{_fmt(a['window_steps'], 0)} of {_fmt(a['log_steps'], 0)} steps"
+    return f"completed on {window}, charged at most {a['cgroup_peak_mib']:.0f} MiB" + (
+        f", {cut} memory cut counted" if cut else ""
     )
 
 

@@ -52,6 +52,7 @@ HELD_OUT = {
     "platform": "data/kernels/aiconfigurator-vllm-0.14.0/h200_sxm",
     "model": "benchmarks/models/gemma-2-9b",
 }
+PART_STEPS = 200  # steps per part fed to the warm-up calibrator
 DUCKDB_LIMIT = "64MB"  # the re-fit arms' DuckDB memory_limit, kept aside by the guard
 LIMIT_FRACTION = 0.8  # the cgroup limit, as a fraction of the unguarded re-fit's high-water mark
 
@@ -155,6 +156,53 @@ def _refit_worker(path: str, guarded: bool) -> None:
     )
 
 
+def _warmup_worker(path: str, guarded: bool) -> None:
+    """The first calibration's warm-up window, fed the log part by part as ingest feeds it
+    (``WarmupCalibrator``), its warm-up the whole log, with the memory guard on or off."""
+    import dataclasses
+
+    from shadowd.daemon.calibrator import CalibrationSettings, WarmupCalibrator
+    from shadowd.daemon.cgroup_memory import CgroupMemory, memory_bytes
+    from shadowd.daemon.window_bound import WindowBound
+    from shadowd.steps.log_reader import Window, load_batch, open_db
+
+    con = open_db(path, read_only=True)
+    con.execute("SET threads = 1")
+    con.execute(f"SET memory_limit = '{DUCKDB_LIMIT}'")
+    ts = [str(t) for (t,) in con.execute("SELECT ts FROM steps WHERE latency_ms > 0 ORDER BY ts").fetchall()]
+    memory = CgroupMemory(reserve_bytes=memory_bytes(DUCKDB_LIMIT)) if guarded else None
+    bound, installed = WindowBound(memory), []
+    settings = dataclasses.replace(CalibrationSettings(), max_window_factor=1.0)
+    warmup = WarmupCalibrator(
+        {"platform": "window_memory"}, len(ts), installed.append, settings=settings, window_bound=bound
+    )
+    for i in range(0, len(ts), PART_STEPS):
+        until = ts[i + PART_STEPS] if i + PART_STEPS < len(ts) else None
+        warmup.observe(_Part(load_batch(con, Window(since=ts[i], until=until), request_ids=False)))
+        if warmup.state != "warming_up":
+            break
+    (cal,) = installed
+    print(
+        json.dumps(
+            {
+                "window_steps": cal.window_steps,
+                "window_rows": None,
+                "log_steps": len(ts),
+                "cuts": bound.cuts(),
+                "limit": memory.limit_bytes() if memory else None,
+                "hwm_mib": _vm("VmHWM"),
+            }
+        )
+    )
+
+
+class _Part:
+    """What ingest hands the warm-up calibrator: a batch of steps."""
+
+    def __init__(self, batch: Any) -> None:
+        self.batch, self.num_steps = batch, batch.num_steps
+
+
 def _vm(key: str) -> float:
     for line in open("/proc/self/status"):
         if line.startswith(key + ":"):
@@ -181,7 +229,7 @@ def _memory_cgroup() -> tuple[Path, str, str, str] | str:
     return "no memory cgroup controller visible"
 
 
-def _under_limit(path: str, guarded: bool, limit: int | None) -> dict[str, Any]:
+def _under_limit(path: str, guarded: bool, limit: int | None, mode: str = "refit") -> dict[str, Any]:
     """One re-fit arm in a child process inside a new memory cgroup limited to ``limit`` bytes
     (the kernel kills it at the limit, as systemd's ``MemoryMax`` would; None: no limit, to
     measure what the cgroup is charged)."""
@@ -189,14 +237,20 @@ def _under_limit(path: str, guarded: bool, limit: int | None) -> dict[str, Any]:
     if isinstance(where, str):
         return {"not_run": where}
     base, limit_file, peak_file, events_file = where
-    cg = base / f"shadowd-window-memory-{os.getpid()}-{int(guarded)}"
+    cg = base / f"shadowd-window-memory-{os.getpid()}-{mode}-{int(guarded)}"
     cg.mkdir()
     try:
         if limit is not None:
             (cg / limit_file).write_text(str(limit))
         enter = f'echo $$ > {cg}/cgroup.procs && exec "$0" "$@"'
-        mode = "guarded" if guarded else "unguarded"
-        args = [sys.executable, "-m", "benchmarks.window_memory", "refit", path, mode]
+        args = [
+            sys.executable,
+            "-m",
+            "benchmarks.window_memory",
+            mode,
+            path,
+            "guarded" if guarded else "bare",
+        ]
         proc = subprocess.run(["sh", "-c", enter, *args], capture_output=True, text=True, cwd=REPO)
         out: dict[str, Any] = {"returncode": proc.returncode}
         if proc.returncode == 0:
@@ -210,10 +264,11 @@ def _under_limit(path: str, guarded: bool, limit: int | None) -> dict[str, Any]:
         cg.rmdir()
 
 
-def limit_run(path: str) -> dict[str, Any]:
-    """The re-fit of the whole log in a cgroup of its own with no limit (the most it was charged),
-    then under a limit of ``LIMIT_FRACTION`` of that, without the guard and with it."""
-    free = _under_limit(path, False, None)
+def limit_run(path: str, mode: str = "refit") -> dict[str, Any]:
+    """A window of the whole log (``mode``: a re-fit's, or the warm-up's) in a cgroup of its own
+    with no limit (the most it was charged), then under a limit of ``LIMIT_FRACTION`` of that,
+    without the guard and with it."""
+    free = _under_limit(path, False, None, mode)
     if "not_run" in free:
         return free
     limit = int(LIMIT_FRACTION * free["cgroup_peak_mib"] * 2**20)
@@ -222,8 +277,8 @@ def limit_run(path: str) -> dict[str, Any]:
         "limit_fraction": LIMIT_FRACTION,
         "duckdb_limit": DUCKDB_LIMIT,
         "limit_mib": limit / 2**20,
-        "unguarded": _under_limit(path, False, limit),
-        "guarded": _under_limit(path, True, limit),
+        "unguarded": _under_limit(path, False, limit, mode),
+        "guarded": _under_limit(path, True, limit, mode),
     }
 
 
@@ -248,6 +303,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             for a in ("load_ids", "load_no_ids", "stability_labels", "stability_codes", "calibrate")
         }
         under_limit = limit_run(path)
+        warmup_under_limit = limit_run(path, "warmup")
         held_out = _held_out(os.path.join(d, "held_out.duckdb"), steps)
     rows = arms["load_ids"]["rows"]
     per_row = lambda arm, key="peak": arms[arm][key] / rows  # noqa: E731
@@ -272,6 +328,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             },
             "guard_reserve_fraction": CgroupMemory().reserve_fraction,
             "under_limit": under_limit,
+            "warmup_under_limit": warmup_under_limit,
             "held_out": held_out,
             **_shipped(),
         }
@@ -311,7 +368,8 @@ def _shipped() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "refit":
-        _refit_worker(sys.argv[2], sys.argv[3] == "guarded")
+    if sys.argv[1] in ("refit", "warmup"):
+        worker = _refit_worker if sys.argv[1] == "refit" else _warmup_worker
+        worker(sys.argv[2], sys.argv[3] == "guarded")
     else:
         _worker(sys.argv[1], sys.argv[2])
