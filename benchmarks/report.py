@@ -1016,6 +1016,18 @@ def _limit_arm(a: dict) -> str:
     )
 
 
+def _guard_at_unit(d: dict, steps: int) -> str:
+    rows, high = d.get("guard_rows_at_unit_limit"), d.get("unit_memory_high_gib")
+    if not rows:
+        return ""
+    limit = f"`MemoryHigh` of {high} GiB, below `MemoryMax`" if high else "`MemoryMax`"
+    return (
+        f" (under the unit's {limit}, its allowances leave room for about {_fmt(rows, 0)} rows before "
+        f"the daemon's own resident memory: the widest warm-up window is cut where its steps average "
+        f"more than about {_fmt(rows / steps, 0)} requests, fewer as the daemon's own memory grows)"
+    )
+
+
 def _shipped_window(d: dict, held: float) -> str:
     """The per-row figures read against the shipped configuration's widest window (arithmetic on
     the stored figures, said as such)."""
@@ -1030,7 +1042,7 @@ def _shipped_window(d: dict, held: float) -> str:
 re-fit's window and calibration, and at 1,024 rows a step about {mib(steps * 1024)} MiB, against
 the unit's `MemoryMax` of {_fmt(cap, 0)} MiB (`systemd/shadowd.service`; DuckDB's own limit apart).
 A larger `warmup_steps` or batch needs a larger cap, or a bound on the window's rows: the
-memory guard (below) cuts a window to what fits under the cap, and `[calibration]
+memory guard (below) cuts a window to what fits under the cap{_guard_at_unit(d, steps)}, and `[calibration]
 max_window_rows` (off by default) to a number an operator chooses.  A window either cuts short
 may leave a step class unwatched, and no held-out set has judged the gate on such windows (none
 ran under a limit that bound)."""

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.gate_scenarios import REPO
-from shadowd.daemon.cgroup_memory import CgroupMemory
+from shadowd.daemon.cgroup_memory import CgroupMemory, memory_bytes
 from shadowd.daemon.window_bound import CALIBRATION_BYTES_PER_ROW, LOADED_BYTES_PER_ROW
 from shadowd.paths import shared_dir
 
@@ -355,15 +355,22 @@ def _shipped() -> dict[str, Any]:
     import re
 
     from shadowd.daemon.calibrator import CalibrationSettings
-    from shadowd.daemon.config import CalibrationConfig
+    from shadowd.daemon.config import CalibrationConfig, StorageConfig
+    from shadowd.daemon.window_bound import affordable_rows
 
     unit = (REPO / "systemd" / "shadowd.service").read_text()
     cap = re.search(r"^MemoryMax=(\d+)M$", unit, re.M)
+    high = re.search(r"^MemoryHigh=(\d+)G$", unit, re.M)
+    limit = min(int(cap.group(1)) << 20 if cap else 1 << 62, int(high.group(1)) << 30 if high else 1 << 62)
+    memory = CgroupMemory(reserve_bytes=memory_bytes(StorageConfig().memory_limit))
     return {
         "widest_window_steps": int(
             CalibrationConfig().warmup_steps * CalibrationSettings().max_window_factor
         ),
         "unit_memory_max_mib": int(cap.group(1)) if cap else None,
+        "unit_memory_high_gib": int(high.group(1)) if high else None,
+        # the guard's rows under the unit's binding limit, before the daemon's own memory
+        "guard_rows_at_unit_limit": affordable_rows(memory.spare_under(limit, 0)) if cap or high else None,
     }
 
 

@@ -72,10 +72,11 @@ class CgroupMemory:
     def headroom_bytes(self) -> int | None:
         """Bytes a calibration may still take before the limit, less the reserves (None: no limit)."""
         limit = self.limit_bytes()
-        if limit is None:
-            return None
-        spare = limit * (1.0 - self.reserve_fraction) - self.reserve_bytes - self.resident_bytes()
-        return max(0, int(spare))
+        return None if limit is None else self.spare_under(limit, self.resident_bytes())
+
+    def spare_under(self, limit: int, resident: int) -> int:
+        """Bytes left under ``limit`` with ``resident`` held, less the reserves."""
+        return max(0, int(limit * (1.0 - self.reserve_fraction) - self.reserve_bytes - resident))
 
     def _candidates(self) -> list[tuple[Path, str]]:
         """(cgroup directory, limit file) for the daemon's cgroup and its ancestors, both versions."""

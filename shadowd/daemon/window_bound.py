@@ -39,6 +39,20 @@ CALIBRATION_BYTES_PER_ROW = 400
 MIN_ROWS = 10_000
 
 
+def affordable_rows(spare: int, held: int = 0) -> int:
+    """The most rows a window may hold with ``spare`` bytes left and ``held`` rows resident.
+
+    Every row costs its loaded bytes and the calibration's peak over them; rows held already
+    (the warm-up window's) are in the resident figure, their loaded bytes spent.  With none held
+    this is a re-fit's case: the whole window still to load.
+
+    >>> affordable_rows(50_000_000), affordable_rows(0)
+    (100000, 10000)
+    """
+    per_row = LOADED_BYTES_PER_ROW + CALIBRATION_BYTES_PER_ROW
+    return max(MIN_ROWS, (spare + held * LOADED_BYTES_PER_ROW) // per_row)
+
+
 class WindowBound:
     """Owns the bound on a window's request rows and the count of windows each bound cut."""
 
@@ -72,14 +86,7 @@ class WindowBound:
                 log.warning("memory guard off: cannot read the daemon's memory (%s)", e)
             self._unreadable = True
             return None
-        if spare is None:
-            return None
-        # Every row of the window costs its loaded bytes and the calibration's peak over them; the
-        # rows held already (the warm-up window's) are in the resident figure, their loaded bytes
-        # spent.  With none held this is the re-fit's case: the whole window still to load.
-        per_row = LOADED_BYTES_PER_ROW + CALIBRATION_BYTES_PER_ROW
-        held = 0 if loading else held
-        return max(MIN_ROWS, (spare + held * LOADED_BYTES_PER_ROW) // per_row)
+        return None if spare is None else affordable_rows(spare, 0 if loading else held)
 
     def read(self, what: str, steps: int, cap: int | None, by: str | None, cut: bool) -> None:
         """Record one window read (``cut``: short of the design's, at bound ``by``)."""
