@@ -933,11 +933,24 @@ by its memory limit, not counted).  {_load(entry)}.
 - **The stability baseline** (`stability_of`): shape buckets as a label string per row
   {labels:.0f} bytes per row at the peak, as codes {codes:.0f} ({labels / codes:.1f}x less), with {same}.
 - **A whole calibration** (`calibrate`, the fit, its drift thresholds and the stability baseline):
-  {d["calibrate_peak_b_per_row"]:.0f} bytes per row at the peak, above the loaded window.
+  {d["calibrate_peak_b_per_row"]:.0f} bytes per row at the peak, above the loaded window.{_stability_job(d)}
 
 A re-fit holds the loaded window and a calibration's peak at once, so its memory still grows with
 the window's rows: what is measured here is per row, not a bound.{_shipped_window(d, no_ids)}
 {_under_limit(d)}"""
+
+
+def _job_against(d: dict) -> str:
+    job = d.get("stability_job_peak_b_per_row")
+    return "" if job is None else f", and the stability test's {job:.0f} against both together"
+
+
+def _stability_job(d: dict) -> str:
+    if "stability_job_peak_b_per_row" not in d:
+        return ""
+    return f"""
+- **The scheduled stability test** (`stability_from_db`: its own load of up to 20,000 steps, the
+  shares and the report): {d["stability_job_peak_b_per_row"]:.0f} bytes per row at the peak."""
 
 
 def _held_out_allowance(d: dict, allow: dict) -> str:
@@ -946,7 +959,12 @@ def _held_out_allowance(d: dict, allow: dict) -> str:
     if not h:
         return ""
     loaded = max(h["load_no_ids_peak_b_per_row"], h["load_no_ids_held_b_per_row"])
-    fits = loaded <= allow["loaded"] and h["calibrate_peak_b_per_row"] <= allow["calibration"]
+    job = h.get("stability_job_peak_b_per_row", 0.0)  # a loading window: both allowances
+    fits = (
+        loaded <= allow["loaded"]
+        and h["calibrate_peak_b_per_row"] <= allow["calibration"]
+        and job <= allow["loaded"] + allow["calibration"]
+    )
     verdict = "within both allowances" if fits else "**over an allowance**: the guard would under-count there"
     return f"""
 The allowances were set on that log's figures.  On a log that played no part in setting them
@@ -954,7 +972,8 @@ The allowances were set on that log's figures.  On a log that played no part in 
 `{"`, `".join(h["tenants"])}`, seed {h["seed"]}; {_fmt(h["steps"], 0)} steps,
 {_fmt(h["rows"], 0)} request rows): loading {h["load_no_ids_peak_b_per_row"]:.0f} bytes a row at the
 peak and {h["load_no_ids_held_b_per_row"]:.0f} held, a calibration {h["calibrate_peak_b_per_row"]:.0f}
-at its peak: {verdict}.
+at its peak, the stability test {job:.0f} (against both allowances together, as the guard counts
+a window still to load): {verdict}.
 """
 
 
@@ -967,12 +986,13 @@ def _under_limit(d: dict) -> str:
     head = f"""
 ### The memory guard
 
-A window is cut to the rows that fit under the daemon's cgroup memory limit, less DuckDB's
-`memory_limit` and {_fmt(100 * d["guard_reserve_fraction"], 0)} % of the limit (`[calibration] memory_guard`, on by default;
-`shadowd/daemon/window_bound.py`).  It allows {allow["loaded"]} bytes a row for the loaded window
-and {allow["calibration"]} for the calibration's peak, against the {d["load_no_ids_held_b_per_row"]:.0f}
-held, {d["load_no_ids_peak_b_per_row"]:.0f} at the load's peak and {d["calibrate_peak_b_per_row"]:.0f}
-measured above.
+A calibration, re-fit, envelope-extension or stability window is cut to the rows that fit
+under the daemon's cgroup memory limit, less DuckDB's `memory_limit` and
+{_fmt(100 * d["guard_reserve_fraction"], 0)} % of the limit (`[calibration] memory_guard`, on by
+default; `shadowd/daemon/window_bound.py`).  It allows {allow["loaded"]} bytes a row for the loaded
+window and {allow["calibration"]} for the calibration's peak, against the
+{d["load_no_ids_held_b_per_row"]:.0f} held, {d["load_no_ids_peak_b_per_row"]:.0f} at the load's peak and
+{d["calibrate_peak_b_per_row"]:.0f} measured above{_job_against(d)}.
 """
     head += _held_out_allowance(d, allow)
     if "not_run" in run:

@@ -13,6 +13,8 @@ log of saturated, changing batches (the real vLLM scheduler, tap and daemon):
   shape buckets as one label string per row, as before, and as codes
   (``checks.shape_bucket_codes``); both give the same report, which is checked here.
 - **A whole calibration** (``calibrate``): peak above the loaded window.
+- **The scheduled stability test** (``stability_from_db``): its own load of the window, the
+  shares and the report, at the peak (the memory guard bounds its window too).
 
 Each arm runs in a process of its own; peaks are ``tracemalloc``'s (numpy's arrays and Python's
 objects; DuckDB's own buffers are bounded by its ``memory_limit`` and not counted).
@@ -98,6 +100,14 @@ def _worker(arm: str, path: str) -> None:
     if arm == "calibrate":
         _, peak, _ = _peak(lambda: calibrate(batch, {"platform": "window_memory"}))
         print(json.dumps({"rows": batch.num_requests, "peak": peak}))
+        return
+    if arm == "stability_job":  # the scheduled test: its own load, the shares and the report
+        from shadowd.daemon.stability import stability_from_db
+
+        model, rows = calibrate(batch, {"platform": "window_memory"}).model, batch.num_requests
+        del batch
+        _, peak, _ = _peak(lambda: stability_from_db(con, model, max_steps=10**9))
+        print(json.dumps({"rows": rows, "peak": peak}))
         return
     att = calibrate(batch, {"platform": "window_memory"}).model.attribute(batch)
     if arm == "stability_labels":  # one label string per row, as before shape_bucket_codes
@@ -300,7 +310,14 @@ def run(quick: bool = False) -> dict[str, Any]:
         _demo_log(path, steps, WORKLOAD)
         arms = {
             a: _arm(a, path)
-            for a in ("load_ids", "load_no_ids", "stability_labels", "stability_codes", "calibrate")
+            for a in (
+                "load_ids",
+                "load_no_ids",
+                "stability_labels",
+                "stability_codes",
+                "calibrate",
+                "stability_job",
+            )
         }
         under_limit = limit_run(path)
         warmup_under_limit = limit_run(path, "warmup")
@@ -322,6 +339,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             "stability_reports_equal": arms["stability_labels"]["report"]
             == arms["stability_codes"]["report"],
             "calibrate_peak_b_per_row": per_row("calibrate"),
+            "stability_job_peak_b_per_row": per_row("stability_job"),
             "guard_allowance_b_per_row": {
                 "loaded": LOADED_BYTES_PER_ROW,
                 "calibration": CALIBRATION_BYTES_PER_ROW,
@@ -338,7 +356,7 @@ def run(quick: bool = False) -> dict[str, Any]:
 def _held_out(path: str, steps: int) -> dict[str, Any]:
     """The allowances' per-row figures on ``HELD_OUT``'s log: the loaded window and a calibration."""
     _demo_log(path, steps, HELD_OUT)
-    load, cal = _arm("load_no_ids", path), _arm("calibrate", path)
+    load, cal, job = _arm("load_no_ids", path), _arm("calibrate", path), _arm("stability_job", path)
     return {
         **{k: list(v) if isinstance(v, tuple) else v for k, v in HELD_OUT.items()},
         "steps": load["steps"],
@@ -346,6 +364,7 @@ def _held_out(path: str, steps: int) -> dict[str, Any]:
         "load_no_ids_peak_b_per_row": load["peak"] / load["rows"],
         "load_no_ids_held_b_per_row": load["held"] / load["rows"],
         "calibrate_peak_b_per_row": cal["peak"] / cal["rows"],
+        "stability_job_peak_b_per_row": job["peak"] / job["rows"],
     }
 
 

@@ -218,7 +218,7 @@ class DaemonCollector(Collector):
         if src.window_cuts is not None:
             yield _counts(
                 "shadowd_calibration_windows_cut",
-                "Calibration, re-fit and extension windows cut short: at [calibration] "
+                "Calibration, re-fit, extension and stability windows cut short: at [calibration] "
                 "max_window_rows (rows), or to fit under the daemon's memory limit (memory)",
                 "bound",
                 src.window_cuts(),

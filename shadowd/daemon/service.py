@@ -341,12 +341,16 @@ class Daemon:
         cal = self.calibration
         if cal is None:
             return None
+        rows, bound = self.window_bound.rows(None, loading=True)
         self.stability = stability_from_db(
             self.writer.cursor(),
             cal.model,
             policy=self.config.calibration.policy,
+            max_rows=rows,
             n_boot=self.config.stability.n_boot,
         )
+        cut = bool(self.stability.get("cut_for_rows"))
+        self.window_bound.read("stability", int(self.stability.get("max_steps", 0)), rows, bound, cut=cut)
         self.stability["model_version"] = cal.model.version
         if now is not None:
             self.stability["computed_at"] = float(now)

@@ -27,7 +27,7 @@ import checks
 from shadowd.attribution.model_version import ModelVersion
 from shadowd.attribution.shares import Attribution
 from shadowd.steps.batch import StepBatch
-from shadowd.steps.log_reader import Window, load_batch
+from shadowd.steps.log_reader import Window, last_steps_within, load_batch
 
 
 def stability_from_db(
@@ -36,17 +36,36 @@ def stability_from_db(
     *,
     policy: str = "equal",
     max_steps: int = 20_000,
+    max_rows: int | None = None,
     n_boot: int = 200,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """The stability report over the last ``max_steps`` stored steps."""
-    batch = load_batch(con, Window(last_steps=max_steps), request_ids=False)
+    """The stability report over the last ``max_steps`` stored steps, or, where they hold more
+    than ``max_rows`` request rows (the memory guard's bound), the most recent steps that fit:
+    ``max_steps`` in the report is then the cut (``cut_for_rows`` true), the most the window
+    holds at that density of rows."""
+    window, cut = Window(last_steps=max_steps), False
+    if max_rows is not None:
+        fit = last_steps_within(con, window, max_rows) or 0
+        cut = fit < (last_steps_within(con, window, 1 << 62) or 0)
+        if cut:
+            max_steps = max(1, fit)
+            window = Window(last_steps=max_steps)
+    batch = load_batch(con, window, request_ids=False)
     if batch.num_steps < 50:
-        return {"computed_at": time.time(), "rows": 0, "error": "fewer than 50 steps stored"}
+        why = "fit under the daemon's memory limit" if cut else "stored"
+        return {
+            "computed_at": time.time(),
+            "rows": 0,
+            "error": f"fewer than 50 steps {why}",
+            "max_steps": int(max_steps),
+            "cut_for_rows": cut,
+        }
     report = stability_of(batch, model.attribute(batch, policy), n_boot=n_boot, seed=seed)
     # How many steps over how long, and the most the window holds: how long a CI that straddles
     # its limit takes to settle at this rate, or that it never does (``checks.rules``).
     report["steps"], report["max_steps"] = int(batch.num_steps), int(max_steps)
+    report["cut_for_rows"] = cut
     if batch.ts is not None and batch.num_steps > 1:
         report["span_s"] = float((batch.ts.max() - batch.ts.min()) / np.timedelta64(1, "s"))
     return report

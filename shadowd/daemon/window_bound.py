@@ -60,11 +60,17 @@ class WindowBound:
         self.memory = memory  # None: [calibration] memory_guard off
         self._cuts: Counter[str] = Counter()
         self._unreadable = False
-        # The last window read, where the memory bound cut it (None: read whole, or cut at the
-        # operator's max_window_rows): what the CalibrationWindowCut alert says, until a window
-        # is read whole again.
-        self.last_memory_cut: dict[str, Any] | None = None
+        # Per kind of window ("calibration", "re-fit", "envelope extension", "stability"), its
+        # last read where the memory bound cut it, most recent last: what the
+        # CalibrationWindowCut alert says until each such kind is read whole again.
+        self._memory_cuts: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+
+    @property
+    def last_memory_cut(self) -> dict[str, Any] | None:
+        """The most recent memory cut of a kind of window whose last read was cut (None: none)."""
+        with self._lock:
+            return list(self._memory_cuts.values())[-1] if self._memory_cuts else None
 
     def rows(self, configured: int | None, *, loading: bool, held: int = 0) -> tuple[int | None, str | None]:
         """The most rows the next window may hold, and which bound set it ("rows", "memory"; None
@@ -93,16 +99,18 @@ class WindowBound:
         if cut and by is not None and cap is not None:
             self.cut(by, cap, steps, what)
         else:
-            self.last_memory_cut = None
+            with self._lock:
+                self._memory_cuts.pop(what, None)
 
     def cut(self, by: str, rows: int, steps: int, what: str) -> None:
         """Count and log one window cut short by bound ``by``."""
+        limit = self.memory.limit_bytes() if by == "memory" and self.memory else None
         with self._lock:
             self._cuts[by] += 1
-        self.last_memory_cut = None
+            self._memory_cuts.pop(what, None)
+            if by == "memory":
+                self._memory_cuts[what] = {"window": what, "steps": steps, "rows": rows, "memory_limit_bytes": limit}
         if by == "memory":
-            limit = self.memory.limit_bytes() if self.memory else None
-            self.last_memory_cut = {"window": what, "steps": steps, "rows": rows, "memory_limit_bytes": limit}
             log.warning(
                 "%s window cut to %d steps (%d request rows): more would not fit under the daemon's "
                 "memory limit (%s bytes, less DuckDB's memory_limit and a reserve); the window may be "

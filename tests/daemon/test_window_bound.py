@@ -243,3 +243,38 @@ def test_a_window_cut_to_fit_memory_warns_on_call_until_one_is_read_whole(tmp_pa
     assert active() == []
     daemon.window_bound.read("calibration", 500, 50_000, "rows", cut=True)  # the operator's bound
     assert active() == [] and daemon.window_bound.cuts() == {"rows": 1, "memory": 1}
+
+
+def test_the_stability_window_holds_the_most_recent_steps_that_fit(tmp_path):
+    """The scheduled share-stability test reads up to 20,000 steps with every request row; under
+    the memory bound it reads the most recent steps that fit, and its report says how many."""
+    import duckdb
+
+    from shadowd.attribution.synthetic_steps import synthetic_batch
+    from shadowd.daemon.calibrator import calibrate
+    from shadowd.daemon.stability import stability_from_db
+    from storage.schema import migrate
+
+    con = duckdb.connect(str(tmp_path / "log.duckdb"))
+    migrate(con)
+    con.execute("""
+        INSERT INTO steps (engine_id, run_id, step_seq, ts, latency_ms, kind, num_requests,
+                           prefill_tokens, decode_tokens, dropped_frames_total)
+        SELECT 'e', 'r', s, TIMESTAMP '2026-01-01' + to_microseconds(s * 1000), 5.0 + 0.2 * (s % 40),
+               'decode', 10 + s % 40, 0, 10 + s % 40, 0
+        FROM range(600) t(s)""")
+    con.execute("""
+        INSERT INTO step_requests (engine_id, run_id, step_seq, req_id, tenant, phase, new_tokens,
+                                   context_tokens, prompt_tokens, spec_tokens)
+        SELECT 'e', 'r', s, 'q' || (s * 100 + j), 't' || (j % 3), 'decode', 1, 200 + 37 * j, 0, 0
+        FROM range(600) a(s), range(50) b(j)
+        WHERE j < 10 + s % 40""")
+    model = calibrate(synthetic_batch(steps=400, seed=2, max_seqs=32), {"gpu": "x"}).model
+    whole = stability_from_db(con, model, n_boot=20)
+    assert whole["steps"] == 600 and whole["max_steps"] == 20_000 and not whole["cut_for_rows"]
+    assert stability_from_db(con, model, max_rows=10**9, n_boot=20)["max_steps"] == 20_000
+    cut = stability_from_db(con, model, max_rows=5_000, n_boot=20)
+    assert cut["cut_for_rows"] and cut["steps"] == cut["max_steps"] < 600
+    assert 5_000 - 50 < cut["rows"] <= 5_000  # the most recent steps whose rows fit, 10-49 a step
+    starved = stability_from_db(con, model, max_rows=400, n_boot=20)
+    assert starved["cut_for_rows"] and "fit under the daemon's memory limit" in starved["error"]
