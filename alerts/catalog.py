@@ -195,8 +195,8 @@ def job_failing(*, job: str, failures: int, error: str) -> Alert:
 def calibration_window_cut(
     *, platform: str, window: str, steps: int, rows: int, memory_limit_bytes: int | None
 ) -> Alert:
-    """The last calibration, re-fit or envelope-extension window was cut short to fit under the
-    daemon's memory limit: narrower than the gate's design asks, so a step class may go
+    """The last calibration, re-fit, envelope-extension or stability window of some kind was cut
+    short to fit under the daemon's memory limit: narrower than the gate's design asks, so a step class may go
     unwatched.  Not a page: the gate still judges what it has; the fix is more memory."""
     return Alert(
         CALIBRATION_WINDOW_CUT,

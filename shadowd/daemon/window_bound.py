@@ -1,16 +1,19 @@
-"""How many request rows a calibration or re-fit window may hold, and how often it was cut.
+"""How many request rows a window of the step log may hold, and how often one was cut.
 
-A window's memory grows with its request rows (``benchmarks/window_memory.py`` measures it per
-row).  Two bounds cut it: the operator's ``[calibration] max_window_rows``, and, under a cgroup
-memory limit (the unit's ``MemoryMax``), the rows the daemon can still afford to calibrate on
+The windows read with every request row: the warm-up calibration's, a re-fit's, an envelope
+extension's and the scheduled share-stability test's.  Their memory grows with their rows
+(``benchmarks/window_memory.py`` measures it per row).  Two bounds cut them: the operator's
+``[calibration] max_window_rows`` (calibration, re-fit and extension windows), and, under a
+cgroup memory limit (the unit's ``MemoryMax``), the rows the daemon can still afford
 (``CgroupMemory``, ``[calibration] memory_guard``).  Where the memory bound cuts, the design's
 window would have had the daemon killed, and on restart killed again: a narrower window that
-may leave a step class unwatched is the lesser harm, and it is logged and counted
-(``shadowd_calibration_windows_cut_total``).  With no limit set, as in every held-out run, it
-cuts nothing.
+may leave a step class unwatched is the lesser harm, and it is logged, counted
+(``shadowd_calibration_windows_cut_total``) and raised as the ``CalibrationWindowCut``
+warning.  With no limit set, as in every held-out run, it cuts nothing.
 
 The per-row allowances sit above what ``benchmarks/window_memory.py`` measured (its page reads
-them against the measured peaks) and that benchmark also runs a re-fit under a real cgroup limit.
+them against the measured peaks, on a second log too), and that benchmark also runs a re-fit's
+and the warm-up's windows under a real cgroup limit.
 
 >>> WindowBound().rows(None, loading=True)
 (None, None)
