@@ -86,6 +86,8 @@ class CgroupMemory:
             return []
         out = []
         for line in lines:
+            if line.count(":") < 2:
+                continue  # not a cgroup line
             _, controllers, path = line.split(":", 2)
             if controllers == "":  # v2, the unified hierarchy; memory.high throttles hard
                 base, names = Path(self.cgroup_root), ("memory.max", "memory.high")

@@ -97,6 +97,12 @@ class WindowBound:
             return None
         return None if spare is None else affordable_rows(spare, 0 if loading else held)
 
+    def _limit(self) -> int | None:
+        try:
+            return self.memory.limit_bytes() if self.memory else None
+        except (OSError, ValueError):
+            return None
+
     def read(self, what: str, steps: int, cap: int | None, by: str | None, cut: bool) -> None:
         """Record one window read (``cut``: short of the design's, at bound ``by``)."""
         if cut and by is not None and cap is not None:
@@ -107,12 +113,17 @@ class WindowBound:
 
     def cut(self, by: str, rows: int, steps: int, what: str) -> None:
         """Count and log one window cut short by bound ``by``."""
-        limit = self.memory.limit_bytes() if by == "memory" and self.memory else None
+        limit = self._limit() if by == "memory" else None
         with self._lock:
             self._cuts[by] += 1
             self._memory_cuts.pop(what, None)
             if by == "memory":
-                self._memory_cuts[what] = {"window": what, "steps": steps, "rows": rows, "memory_limit_bytes": limit}
+                self._memory_cuts[what] = {
+                    "window": what,
+                    "steps": steps,
+                    "rows": rows,
+                    "memory_limit_bytes": limit,
+                }
         if by == "memory":
             log.warning(
                 "%s window cut to %d steps (%d request rows): more would not fit under the daemon's "

@@ -69,6 +69,8 @@ def test_no_limit_or_nothing_readable_means_no_memory_bound(tmp_path):
     unlimited = cgroup_tree(tmp_path / "a", "0::/u\n", {"u/memory.max": "max\n"})
     assert unlimited.limit_bytes() is None and unlimited.headroom_bytes() is None
     assert WindowBound(unlimited).rows(None, loading=True) == (None, None)
+    garbled = cgroup_tree(tmp_path / "g", "\nnot a cgroup line\n0::/u\n", {"u/memory.max": "12x\n"})
+    assert garbled.limit_bytes() is None
     nothing = CgroupMemory(proc_self=str(tmp_path / "missing"), cgroup_root=str(tmp_path / "missing"))
     assert nothing.limit_bytes() is None and WindowBound(nothing).rows(50_000, loading=True) == (
         50_000,
