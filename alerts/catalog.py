@@ -195,9 +195,10 @@ def job_failing(*, job: str, failures: int, error: str) -> Alert:
 def calibration_window_cut(
     *, platform: str, window: str, steps: int, rows: int, memory_limit_bytes: int | None
 ) -> Alert:
-    """The last calibration, re-fit, envelope-extension or stability window of some kind was cut
-    short to fit under the daemon's memory limit: narrower than the gate's design asks, so a step class may go
-    unwatched.  Not a page: the gate still judges what it has; the fix is more memory."""
+    """The last calibration, re-fit, envelope-extension or stability window of some kind was
+    cut short to fit under the daemon's memory limit: narrower than the gate's design asks, so
+    a step class may go unwatched.  Not a page: the gate still judges what it has; the fix is
+    more memory."""
     return Alert(
         CALIBRATION_WINDOW_CUT,
         "warning",
@@ -206,7 +207,7 @@ def calibration_window_cut(
         details={
             "window": window,
             "steps": steps,
-            "request_rows": rows,
+            "request_rows_at_most": rows,
             "memory_limit_bytes": memory_limit_bytes if memory_limit_bytes is not None else "unknown",
             "action": "raise the unit's MemoryMax/MemoryHigh (docs/benchmarks.md sizes them per request "
             "row) or set [calibration] max_window_rows; the journal says 'window cut to'",

@@ -2,8 +2,9 @@
 
 ``AlertRules`` is fed by the gate keeper (every decision), the drift watch
 (every detection) and a periodic health tick (tap silence and drops, storage
-errors, calibration missing or stale, calibration windows cut to fit memory).  It only calls the notifier, which
-queues and returns at once: alerting never slows ingest.
+errors, calibration missing or stale, windows cut to fit memory).  It only
+calls the notifier, which queues and returns at once: alerting never slows
+ingest.
 """
 
 from __future__ import annotations

@@ -154,9 +154,10 @@ class CalibrationConfig:
     memory_guard: bool = key(
         True,
         None,
-        "cut a calibration or re-fit window to the rows that fit under the daemon's cgroup memory "
-        "limit (MemoryMax), less DuckDB's memory_limit and a fifth kept aside, rather than be "
-        "killed at it; no effect where no limit is set (docs/operations.md)",
+        "cut a calibration, re-fit or stability window to the rows that fit under the daemon's "
+        "cgroup memory limit (MemoryMax; MemoryHigh on cgroup v2), less DuckDB's memory_limit and "
+        "a fifth kept aside, rather than be killed at it; no effect where no limit is set "
+        "(docs/operations.md)",
     )
     tenants: tuple[str, ...] = key(
         (),

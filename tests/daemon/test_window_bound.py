@@ -240,7 +240,7 @@ def test_a_window_cut_to_fit_memory_warns_on_call_until_one_is_read_whole(tmp_pa
     daemon.window_bound.read("re-fit", 650, 100_000, "memory", cut=True)
     (alert,) = active()
     assert alert.severity == "warning" and alert.details["window"] == "re-fit"
-    assert alert.details["steps"] == 650 and alert.details["request_rows"] == 100_000
+    assert alert.details["steps"] == 650 and alert.details["request_rows_at_most"] == 100_000
     daemon.window_bound.read("re-fit", 4000, 100_000, "memory", cut=False)  # read whole
     assert active() == []
     daemon.window_bound.read("calibration", 500, 50_000, "rows", cut=True)  # the operator's bound
