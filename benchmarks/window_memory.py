@@ -19,11 +19,14 @@ log of saturated, changing batches (the real vLLM scheduler, tap and daemon):
 Each arm runs in a process of its own; peaks are ``tracemalloc``'s (numpy's arrays and Python's
 objects; DuckDB's own buffers are bounded by its ``memory_limit`` and not counted).
 
-- **Under a real memory limit** (the memory guard, ``shadowd/daemon/window_bound.py``): a re-fit
-  whose window is the whole log, run in a memory cgroup of its own, first with no limit (what
-  the kernel charged it), then limited to ``LIMIT_FRACTION`` of that, without the guard and
-  with it: killed, or completed on a window cut to fit.  Where this process cannot make a
-  memory cgroup (not root, or cgroup v2 with the controller not delegated) the page says so.
+- **Under a real memory limit** (the memory guard, ``shadowd/daemon/window_bound.py``): a
+  re-fit's window and the warm-up's, each the whole log, run in a memory cgroup of their own,
+  first with no limit (what the kernel charged them), then limited to ``LIMIT_FRACTION`` of
+  that, without the guard and with it: killed, or completed on a window cut to fit.  Where this
+  process cannot make a memory cgroup (not root, or cgroup v2 with the controller not
+  delegated) the page says so.
+- **Held out**: the guard's per-row allowances, set on this log's figures, read on a log that
+  played no part in setting them (``HELD_OUT``: another platform, model, tenants and seed).
 
     .venv/bin/python -m benchmarks.run --only window_memory
 """
@@ -56,7 +59,7 @@ HELD_OUT = {
 }
 PART_STEPS = 200  # steps per part fed to the warm-up calibrator
 DUCKDB_LIMIT = "64MB"  # the re-fit arms' DuckDB memory_limit, kept aside by the guard
-LIMIT_FRACTION = 0.8  # the cgroup limit, as a fraction of the unguarded re-fit's high-water mark
+LIMIT_FRACTION = 0.8  # the cgroup limit, as a fraction of what the kernel charged the window unlimited
 
 
 def _demo_log(path: str, steps: int, workload: dict[str, Any]) -> None:
@@ -124,7 +127,6 @@ def _refit_worker(path: str, guarded: bool) -> None:
     import dataclasses
 
     from shadowd.daemon.calibrator import CalibrationSettings, calibrate
-    from shadowd.daemon.cgroup_memory import CgroupMemory, memory_bytes
     from shadowd.daemon.refit import RegimeRefit
     from shadowd.daemon.window_bound import WindowBound
     from shadowd.steps.log_reader import Window, load_batch, open_db
@@ -172,7 +174,6 @@ def _warmup_worker(path: str, guarded: bool) -> None:
     import dataclasses
 
     from shadowd.daemon.calibrator import CalibrationSettings, WarmupCalibrator
-    from shadowd.daemon.cgroup_memory import CgroupMemory, memory_bytes
     from shadowd.daemon.window_bound import WindowBound
     from shadowd.steps.log_reader import Window, load_batch, open_db
 
