@@ -949,8 +949,9 @@ def _stability_job(d: dict) -> str:
     if "stability_job_peak_b_per_row" not in d:
         return ""
     return f"""
-- **The scheduled stability test** (`stability_from_db`: its own load of up to 20,000 steps, the
-  shares and the report): {d["stability_job_peak_b_per_row"]:.0f} bytes per row at the peak."""
+- **The scheduled stability test** (`stability_from_db`: its own load of the window, here the
+  whole log, the shares and the report): {d["stability_job_peak_b_per_row"]:.0f} bytes per row at
+  the peak."""
 
 
 def _held_out_allowance(d: dict, allow: dict) -> str:
