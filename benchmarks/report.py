@@ -1038,10 +1038,10 @@ def _limit_arm(a: dict) -> str:
 
 
 def _guard_at_unit(d: dict, steps: int) -> str:
-    rows, high = d.get("guard_rows_at_unit_limit"), d.get("unit_memory_high_gib")
+    rows, high = d.get("guard_rows_at_unit_limit"), d.get("unit_memory_high_mib")
     if not rows:
         return ""
-    limit = f"`MemoryHigh` of {high} GiB, below `MemoryMax`" if high else "`MemoryMax`"
+    limit = f"`MemoryHigh` of {_fmt(high, 0)} MiB, below `MemoryMax`" if high else "`MemoryMax`"
     return (
         f" (under the unit's {limit}, its allowances leave room for about {_fmt(rows, 0)} rows before "
         f"the daemon's own resident memory: the widest warm-up window is cut where its steps average "

@@ -372,26 +372,32 @@ def _held_out(path: str, steps: int) -> dict[str, Any]:
 def _shipped() -> dict[str, Any]:
     """The shipped configuration's widest warm-up window (steps) and the unit's memory cap: what
     the per-row figures are read against (``systemd/shadowd.service``, ``CalibrationConfig``)."""
-    import re
 
     from shadowd.daemon.calibrator import CalibrationSettings
     from shadowd.daemon.config import CalibrationConfig, StorageConfig
     from shadowd.daemon.window_bound import affordable_rows
 
     unit = (REPO / "systemd" / "shadowd.service").read_text()
-    cap = re.search(r"^MemoryMax=(\d+)M$", unit, re.M)
-    high = re.search(r"^MemoryHigh=(\d+)G$", unit, re.M)
-    limit = min(int(cap.group(1)) << 20 if cap else 1 << 62, int(high.group(1)) << 30 if high else 1 << 62)
+    cap, high = _unit_bytes(unit, "MemoryMax"), _unit_bytes(unit, "MemoryHigh")
+    limit = min(cap or 1 << 62, high or 1 << 62)
     memory = CgroupMemory(reserve_bytes=memory_bytes(StorageConfig().memory_limit))
     return {
         "widest_window_steps": int(
             CalibrationConfig().warmup_steps * CalibrationSettings().max_window_factor
         ),
-        "unit_memory_max_mib": int(cap.group(1)) if cap else None,
-        "unit_memory_high_gib": int(high.group(1)) if high else None,
+        "unit_memory_max_mib": cap >> 20 if cap else None,
+        "unit_memory_high_mib": high >> 20 if high else None,
         # the guard's rows under the unit's binding limit, before the daemon's own memory
         "guard_rows_at_unit_limit": affordable_rows(memory.spare_under(limit, 0)) if cap or high else None,
     }
+
+
+def _unit_bytes(unit: str, key: str) -> int | None:
+    """A systemd memory setting (``1536M``, ``2G``) of the unit file, in bytes."""
+    import re
+
+    m = re.search(rf"^{key}=(\d+)([KMG])$", unit, re.M)
+    return int(m.group(1)) << {"K": 10, "M": 20, "G": 30}[m.group(2)] if m else None
 
 
 if __name__ == "__main__":
