@@ -124,6 +124,8 @@ class MetricSources:
     governors: GovernorFiles | None = None  # the engines' governor status files
     refits: Callable[[], dict[str, int]] | None = None  # re-fits installed / refused (r3), extensions (r43)
     window_cuts: Callable[[], dict[str, int]] | None = None  # windows cut short, per bound
+    # rows a window still to load may hold under the memory limit now (None: no limit, no guard)
+    window_rows_affordable: Callable[[], int | None] | None = None
 
 
 class DaemonCollector(Collector):
@@ -222,6 +224,14 @@ class DaemonCollector(Collector):
                 "max_window_rows (rows), or to fit under the daemon's memory limit (memory)",
                 "bound",
                 src.window_cuts(),
+            )
+        affordable = src.window_rows_affordable() if src.window_rows_affordable is not None else None
+        if affordable is not None:
+            yield GaugeMetricFamily(
+                "shadowd_calibration_window_rows_affordable",
+                "Request rows a re-fit or stability window could hold now under the daemon's memory "
+                "limit (the memory guard's bound); a window of more is cut",
+                value=float(affordable),
             )
         if src.service is not None:
             yield from _service_metrics(src.service)

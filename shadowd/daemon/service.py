@@ -408,6 +408,7 @@ class Daemon:
             governors=self.governors,
             refits=lambda: {**self.refit.counts, **self.refit.extensions},
             window_cuts=self.window_bound.cuts,
+            window_rows_affordable=lambda: self.window_bound.rows(None, loading=True)[0],
         )
 
     def health_tick(self) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from shadowd.daemon.calibrator import CalibrationSettings, WarmupCalibrator
 from shadowd.daemon.cgroup_memory import CgroupMemory, memory_bytes
@@ -181,6 +182,16 @@ def test_the_daemon_guards_by_default_counts_cuts_in_metrics_and_a_reload_turns_
     text = generate_latest(registry_for(daemon.metric_sources())).decode()
     assert 'shadowd_calibration_windows_cut_total{bound="memory"} 1.0' in text
     assert 'shadowd_calibration_windows_cut_total{bound="rows"} 0.0' in text
+    assert "shadowd_calibration_window_rows_affordable" not in text  # no limit here: no bound
+    limited = cgroup_tree(tmp_path / "cg", "0::/u\n", {"u/memory.max": str(1 << 40)})
+    daemon.window_bound.memory = dataclasses.replace(limited, reserve_bytes=0)
+    text = generate_latest(registry_for(daemon.metric_sources())).decode()
+    (family,) = [
+        f
+        for f in text_string_to_metric_families(text)
+        if f.name == "shadowd_calibration_window_rows_affordable"
+    ]
+    assert family.samples[0].value == (1 << 40) // (LOADED_BYTES_PER_ROW + CALIBRATION_BYTES_PER_ROW)
     daemon.apply_config(
         dataclasses.replace(config, calibration=dataclasses.replace(calibration, memory_guard=False))
     )
