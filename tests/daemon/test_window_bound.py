@@ -1,7 +1,8 @@
-"""A calibration or re-fit window under the daemon's cgroup memory limit: read from both cgroup
-versions, cut to what fits rather than killed at the limit, counted, and off where no limit is
-set.  The cgroup trees here are directories of our own (a test cannot set the host's limits);
-``benchmarks/window_memory.py`` runs a re-fit under a real cgroup limit."""
+"""Calibration, re-fit and stability windows under the daemon's cgroup memory limit: the limit
+read from both cgroup versions, each window cut to what fits rather than killed at the limit,
+counted, alerted on, and nothing cut where no limit is set.  The cgroup trees here are
+directories of our own (a test cannot set the host's limits); ``benchmarks/window_memory.py``
+runs a re-fit's and the warm-up's windows under a real cgroup limit."""
 
 from __future__ import annotations
 
