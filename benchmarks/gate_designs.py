@@ -305,8 +305,12 @@ DESIGN = [
     "With that cut to 264 bytes a row and the window loaded without request ids, each change "
     "shown to give the same results (`benchmarks/window_memory.py`), the row was run a third "
     "time, as declared, from a worktree of 4700bfe: the demo process's high-water mark was "
-    "12,224 MiB, reached 74 to 75 minutes in, and it was still running after 136 minutes, "
-    "resident 4,300-6,100 MiB, when this was written (no row yet).",
+    "12,224 MiB, reached 74 to 75 minutes in, and it was still running after 150 minutes, "
+    "resident 4,300-6,100 MiB, when its session ended (no row). Run a fourth time, as declared, "
+    "from a worktree of fbd979d (the same code for this row: the memory guard that came after "
+    "cuts nothing where no cgroup limit is set, as here), it reached the same high-water mark, "
+    "12,224 MiB, 83 minutes in, stood at 4,350-6,030 MiB resident after, and was still running "
+    "after 150 minutes when its session ended (no row yet).",
     "Design r45 (built on held-out 45's H45-swing-long under r44, development evidence for it with "
     "held-out 40-45's other rows; in force from held-out 46, declared after it): a residual "
     "detection whose shift lasts, but mostly (more than half of its confirmation window's judged "
