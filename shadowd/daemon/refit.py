@@ -83,7 +83,7 @@ class RegimeRefit:
     extend: Callable[[Calibration], None] | None = None
     enabled: bool = True
     # The bound on a window's request rows (``max_window_rows``, the memory limit), shared with
-    # the warm-up calibrator, which counts the windows it cut.
+    # the warm-up calibrator and the stability job; it counts the windows each bound cut.
     window_bound: WindowBound = field(default_factory=WindowBound)
     history: list[RefitRecord] = field(default_factory=list)
     state: str = "idle"  # -> refitting -> idle

@@ -75,8 +75,8 @@ JOB_FAILING_AFTER = 3  # consecutive failures of one job before the JobFailing a
 
 
 def window_memory(config: Config) -> CgroupMemory | None:
-    """The daemon's cgroup memory, read before each calibration or re-fit window, with DuckDB's
-    own ``memory_limit`` kept aside (``[calibration] memory_guard``; None: the guard off)."""
+    """The daemon's cgroup memory, read before each calibration, re-fit or stability window,
+    with DuckDB's own ``memory_limit`` kept aside (``[calibration] memory_guard``; None: off)."""
     if not config.calibration.memory_guard:
         return None
     return CgroupMemory(reserve_bytes=memory_bytes(config.storage.memory_limit))
