@@ -311,8 +311,8 @@ DESIGN = [
     "cuts nothing where no cgroup limit is set, as here), it reached the same high-water mark, "
     "12,224 MiB, 83 minutes in, stood at 4,350-6,030 MiB resident after, and was stopped "
     "unfinished by the gate matrix's own time limit, 0.012 wall seconds a step (9,600 s for "
-    "800,000 steps): no row. That limit, not memory, is what this row had met (the third run's "
-    "session ended before it). The limit is now 0.03 s a step (`WALL_S_PER_STEP`), a harness "
+    "800,000 steps): no row. That limit, not memory, stopped this run; the third run's session "
+    "ended before it would have. The limit is now 0.03 s a step (`WALL_S_PER_STEP`), a harness "
     "bound that changes no row finishing within it; the row is to be run again under it.",
     "Design r45 (built on held-out 45's H45-swing-long under r44, development evidence for it with "
     "held-out 40-45's other rows; in force from held-out 46, declared after it): a residual "
