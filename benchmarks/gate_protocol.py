@@ -1561,6 +1561,43 @@ PROTOCOL = {
             "read)."
         ),
     },
+    "held_out_50": {
+        "platforms": ["H200 SXM tables"],
+        "models": [
+            "deepseek-coder-6.7b tp2 (after the public config of DeepSeek Coder 6.7B base, added "
+            "for this set as benchmarks/models/deepseek-coder-6.7b; never run before, by any set or "
+            "study): 32 layers of hidden 4,096, 32 query heads over 32 KV heads of 128 dimensions "
+            "(no grouped-query attention: each token's KV cache four to eight times a GQA model's "
+            "of its size), a gated MLP of 11,008, a 32,256 vocabulary, 16,384 positions with "
+            "linear RoPE scaling (the demo cuts prompts to 15,360 tokens)"
+        ],
+        "tenants": [
+            "ServeGen client 14 at 8 req/s as tenant a (short prompts, a few output tokens), "
+            "ShareGPT lengths at 2 req/s as tenant b, ArXiv lengths at 1 req/s as tenant c (every "
+            "source used before, this mix, model and these rates not); the Mooncake synthetic "
+            "trace at 0.3 req/s as the new heavy tenant"
+        ],
+        "seeds": "5101-5110 and 5113 (5111 and 5112 left to an accuracy study of this model)",
+        "regimes": SATURATING_REGIMES,
+        "note": (
+            "r45's fifth held-out set, declared with no design change after held-out 49's results "
+            "were read (none of r45 was chosen on 49 or on this set). The rules of held-out 49 "
+            "hold. Its tenants last a long run: `benchmarks/tenant_spans.py --only "
+            "H50-swing-long --no-write`, read before declaring, has each of the three sending to "
+            "112,028 simulated s of the row's workload, the longest pause 50 s. The new heavy "
+            "tenant is sized from the sources' lengths only (`load_stream`, limit 3000, seed "
+            "5101, cut to the demo's 15,360 tokens): mean prompt and output tokens ServeGen "
+            "client 14 25 and 3, ShareGPT 2,326 and 436, ArXiv 2,586 and 308, Mooncake synthetic "
+            "7,875 and 137; at the base rates about 8.4k tokens/s from a, b and c, and the "
+            "newcomer about 2.4k more, a fifth of all tokens. Faults armed as held-out 47's "
+            "(`@go:7000`, 12,000 steps); H50-steady-12k (seed 5113) runs their timeline with "
+            "nothing injected. H50-ramp-30k and H50-swing-30k (seeds 5102, 5103) and "
+            "H50-swing-long (H50-swing-30k's seed and load, 800,000 steps: the false-alarm bound) "
+            "declared with the set. The new config was checked first by one 800-step run on the "
+            "H100 tables (development platform, seed 99, two synthetic tenants; only its exit "
+            "status was read)."
+        ),
+    },
 }
 
 # How the demo hands frames to the daemon's pipeline (not a design: the protocol's).  "steps":

@@ -249,6 +249,11 @@ HELD49_BASE = _h200(
     1,
     ("a=servegen:18:10", "b=lengths:arxiv:1.5", "c=lengths:sharegpt:2"),
 )
+HELD50_BASE = _h200(
+    "benchmarks/models/deepseek-coder-6.7b",
+    2,
+    ("a=servegen:14:8", "b=lengths:sharegpt:2", "c=lengths:arxiv:1"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -294,6 +299,7 @@ ARMED_SETS = {
     "47": 12000,
     "48": 12000,
     "49": 12000,
+    "50": 12000,
 }
 LONG_FAULT_SETS = {
     "5",
@@ -482,6 +488,7 @@ def _scenarios() -> list[Scenario]:
         ("47", HELD47_BASE, 4800, "lengths:arxiv:1"),
         ("48", HELD48_BASE, 4900, "lengths:sharegpt:0.7"),
         ("49", HELD49_BASE, 5000, "mooncake-conversation:0.3"),
+        ("50", HELD50_BASE, 5100, "mooncake-synthetic:0.3"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -680,6 +687,8 @@ def _scenarios() -> list[Scenario]:
         ("H48-swing-30k", "held_out_48", HELD48_BASE, SWING_30K, 4903, "swing:0.3:3:150"),
         ("H49-ramp-30k", "held_out_49", HELD49_BASE, RAMP_30K, 5002, "ramp:0.3:3:300"),
         ("H49-swing-30k", "held_out_49", HELD49_BASE, SWING_30K, 5003, "swing:0.3:3:150"),
+        ("H50-ramp-30k", "held_out_50", HELD50_BASE, RAMP_30K, 5102, "ramp:0.3:3:300"),
+        ("H50-swing-30k", "held_out_50", HELD50_BASE, SWING_30K, 5103, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -750,6 +759,7 @@ def _scenarios() -> list[Scenario]:
         ("H47-steady-12k", "held_out_47", HELD47_BASE, 4813, steady_12k, timeline),
         ("H48-steady-12k", "held_out_48", HELD48_BASE, 4913, steady_12k, timeline),
         ("H49-steady-12k", "held_out_49", HELD49_BASE, 5013, steady_12k, timeline),
+        ("H50-steady-12k", "held_out_50", HELD50_BASE, 5113, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
@@ -766,6 +776,7 @@ def _scenarios() -> list[Scenario]:
         ("H47-swing-long", "held_out_47", HELD47_BASE, 4803, swing_long, swing),
         ("H48-swing-long", "held_out_48", HELD48_BASE, 4903, swing_long, swing),
         ("H49-swing-long", "held_out_49", HELD49_BASE, 5003, swing_long, swing),
+        ("H50-swing-long", "held_out_50", HELD50_BASE, 5103, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -816,6 +827,7 @@ def _scenarios() -> list[Scenario]:
         ("47", HELD47_BASE, 4810),
         ("48", HELD48_BASE, 4910),
         ("49", HELD49_BASE, 5010),
+        ("50", HELD50_BASE, 5110),
     ):
         out.append(
             Scenario(
