@@ -247,6 +247,10 @@ class CalibrationSettings:
     # window held (its range of batch size and new tokens, before ``envelope_margin``) is
     # unsupported, not an alarm (checks.alarm_confirmation; why: DESIGN in benchmarks/gate_designs.py).
     support_unsupported: bool = True
+    # Design r47: a re-fit's check of the residual inside the calibrated compositions (check 4 of
+    # checks.refit_guard) reads it less its composition bias and CUDA graph offset, as the
+    # detectors do (shadowd.daemon.refit.residual_shifts; why: DESIGN in benchmarks/gate_designs.py).
+    unbiased_refit_shift: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class

@@ -257,7 +257,7 @@ class RegimeRefit:
             failing_checks=failing,
             unresolved_drift=unresolved_drift_events(con),
             accuracy=class_errors(scored, cal, inside, settings.min_class_steps),
-            shifts=residual_shifts(scored, cal, settings.min_shift),
+            shifts=residual_shifts(scored, cal, settings.min_shift, settings.unbiased_refit_shift),
             barely_held=frozenset(cal.barely_held(settings.min_class_steps)),
             new_tenant_share=new_tenant_share,
             beyond_envelope=int(scored.num_steps - inside.sum()),
@@ -524,12 +524,20 @@ def class_errors(
     return out
 
 
-def residual_shifts(batch: StepBatch, cal: Calibration, min_shift: float) -> dict[str, checks.ResidualShift]:
+def residual_shifts(
+    batch: StepBatch, cal: Calibration, min_shift: float, unbiased: bool = True
+) -> dict[str, checks.ResidualShift]:
     """Per watched class: the window's steps inside its calibrated domain and the calibrated
     envelope, how far their mean residual sits from the calibration's, and the allowance (as the
     drift watch judges it).  Design r20: the envelope too, since the drift domain is drawn over
     the whole calibration window while decode-only steps' coefficients were identified on its fit
-    part: a step between the two is the model extrapolating, a reason to re-fit, not drift."""
+    part: a step between the two is the model extrapolating, a reason to re-fit, not drift.
+
+    Design r47 (``unbiased``): the residual less its calibrated composition bias and CUDA graph
+    offset (``DriftCalibration.unbiased``), as the detectors watch it.  The calibration's mean and
+    allowance were measured on that residual; the residual as measured moves with the batch
+    composition inside the domain, so before r47 a window whose steps sat elsewhere in the domain
+    than the calibration's read as drift (``DESIGN`` in benchmarks/gate_designs.py)."""
     resid = _residuals(batch, cal)
     features = batch.composition()
     envelope = inside_envelope(batch, cal.envelope)
@@ -538,7 +546,8 @@ def residual_shifts(batch: StepBatch, cal: Calibration, min_shift: float) -> dic
         mine = (batch.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
         inside = mine & dc.in_domain(features) & envelope
         n = int(inside.sum())
-        shift = abs(float(np.mean(resid[inside])) - dc.mean) if n else 0.0
+        judged = dc.unbiased(resid, features) if unbiased else resid
+        shift = abs(float(np.mean(judged[inside])) - dc.mean) if n else 0.0
         out[cls] = checks.ResidualShift(n, shift, max(dc.allowance, min_shift / 2))
     return out
 
