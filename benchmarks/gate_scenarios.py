@@ -254,6 +254,11 @@ HELD50_BASE = _h200(
     2,
     ("a=servegen:14:8", "b=lengths:sharegpt:2", "c=lengths:arxiv:1"),
 )
+HELD51_BASE = _h200(
+    "benchmarks/models/gemma-2-2b",
+    1,
+    ("a=servegen:18:8", "b=lengths:sharegpt:2.5", "c=lengths:arxiv:0.8"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -300,6 +305,7 @@ ARMED_SETS = {
     "48": 12000,
     "49": 12000,
     "50": 12000,
+    "51": 12000,
 }
 LONG_FAULT_SETS = {
     "5",
@@ -489,6 +495,7 @@ def _scenarios() -> list[Scenario]:
         ("48", HELD48_BASE, 4900, "lengths:sharegpt:0.7"),
         ("49", HELD49_BASE, 5000, "mooncake-conversation:0.3"),
         ("50", HELD50_BASE, 5100, "mooncake-synthetic:0.3"),
+        ("51", HELD51_BASE, 5200, "lengths:arxiv:1"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -689,6 +696,8 @@ def _scenarios() -> list[Scenario]:
         ("H49-swing-30k", "held_out_49", HELD49_BASE, SWING_30K, 5003, "swing:0.3:3:150"),
         ("H50-ramp-30k", "held_out_50", HELD50_BASE, RAMP_30K, 5102, "ramp:0.3:3:300"),
         ("H50-swing-30k", "held_out_50", HELD50_BASE, SWING_30K, 5103, "swing:0.3:3:150"),
+        ("H51-ramp-30k", "held_out_51", HELD51_BASE, RAMP_30K, 5202, "ramp:0.3:3:300"),
+        ("H51-swing-30k", "held_out_51", HELD51_BASE, SWING_30K, 5203, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -760,6 +769,7 @@ def _scenarios() -> list[Scenario]:
         ("H48-steady-12k", "held_out_48", HELD48_BASE, 4913, steady_12k, timeline),
         ("H49-steady-12k", "held_out_49", HELD49_BASE, 5013, steady_12k, timeline),
         ("H50-steady-12k", "held_out_50", HELD50_BASE, 5113, steady_12k, timeline),
+        ("H51-steady-12k", "held_out_51", HELD51_BASE, 5213, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
@@ -777,6 +787,7 @@ def _scenarios() -> list[Scenario]:
         ("H48-swing-long", "held_out_48", HELD48_BASE, 4903, swing_long, swing),
         ("H49-swing-long", "held_out_49", HELD49_BASE, 5003, swing_long, swing),
         ("H50-swing-long", "held_out_50", HELD50_BASE, 5103, swing_long, swing),
+        ("H51-swing-long", "held_out_51", HELD51_BASE, 5203, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -828,6 +839,7 @@ def _scenarios() -> list[Scenario]:
         ("48", HELD48_BASE, 4910),
         ("49", HELD49_BASE, 5010),
         ("50", HELD50_BASE, 5110),
+        ("51", HELD51_BASE, 5210),
     ):
         out.append(
             Scenario(
