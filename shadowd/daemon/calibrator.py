@@ -249,7 +249,8 @@ class CalibrationSettings:
     support_unsupported: bool = True
     # Design r47: a re-fit's check of the residual inside the calibrated compositions (check 4 of
     # checks.refit_guard) reads it less its composition bias and CUDA graph offset, as the
-    # detectors do (shadowd.daemon.refit.residual_shifts; why: DESIGN in benchmarks/gate_designs.py).
+    # detectors do, on the steps inside the range the window held (r45's support; shadowd.daemon
+    # .refit.residual_shifts; why: DESIGN in benchmarks/gate_designs.py).
     unbiased_refit_shift: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores

@@ -534,10 +534,13 @@ def residual_shifts(
     part: a step between the two is the model extrapolating, a reason to re-fit, not drift.
 
     Design r47 (``unbiased``): the residual less its calibrated composition bias and CUDA graph
-    offset (``DriftCalibration.unbiased``), as the detectors watch it.  The calibration's mean and
-    allowance were measured on that residual; the residual as measured moves with the batch
-    composition inside the domain, so before r47 a window whose steps sat elsewhere in the domain
-    than the calibration's read as drift (``DESIGN`` in benchmarks/gate_designs.py)."""
+    offset (``DriftCalibration.unbiased``), as the detectors watch it, on the steps inside the
+    range of batch size and new tokens the calibration window held (``DriftCalibration.support``,
+    r45's: the domain before its margin).  The calibration's mean and allowance were measured on
+    that residual; the residual as measured moves with the batch composition inside the domain,
+    so before r47 a window whose steps sat elsewhere in the domain than the calibration's read as
+    drift.  The bias is a fit over the window, so it is taken out only where the window held
+    steps: in the margin it extrapolates (``DESIGN`` in benchmarks/gate_designs.py)."""
     resid = _residuals(batch, cal)
     features = batch.composition()
     envelope = inside_envelope(batch, cal.envelope)
@@ -545,6 +548,8 @@ def residual_shifts(
     for cls, dc in cal.drift.items():
         mine = (batch.kind == KIND_NAMES.index(cls)) & np.isfinite(resid)
         inside = mine & dc.in_domain(features) & envelope
+        if unbiased:
+            inside &= ~dc.beyond_support(features)
         n = int(inside.sum())
         judged = dc.unbiased(resid, features) if unbiased else resid
         shift = abs(float(np.mean(judged[inside])) - dc.mean) if n else 0.0

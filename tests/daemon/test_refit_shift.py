@@ -79,3 +79,19 @@ def test_a_slower_engine_still_moves_the_residual_inside_the_domain():
 
 def test_the_daemon_reads_it_so_by_default():
     assert CalibrationSettings().unbiased_refit_shift
+
+
+def test_the_bias_is_taken_out_only_where_the_window_held_steps():
+    """In the domain's margin, beyond the batch sizes the window held, the fitted bias would be
+    extrapolated: those steps are not judged (H40-saturated: there it read a healthy window as
+    drift)."""
+    window, cal, settings = _setup()
+    sizes = window.composition()["batch_size"]
+    dec = window.kind == DECODE
+    held = (float(np.min(sizes[dec])), float(np.quantile(sizes[dec], 0.9)))
+    cal = dataclasses.replace(
+        cal, drift={"decode": dataclasses.replace(cal.drift["decode"], support={"batch_size": held})}
+    )
+    judged = residual_shifts(window, cal, settings.min_shift)["decode"].steps
+    as_before = residual_shifts(window, cal, settings.min_shift, unbiased=False)["decode"].steps
+    assert judged == int((dec & (sizes <= held[1])).sum()) < as_before
