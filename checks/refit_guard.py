@@ -25,7 +25,8 @@ the traffic left the calibration (a reason to re-fit) and nothing says the engin
    within the calibration's allowance of where it was (``checks.wander``): a new regime moves
    the model's error only where it extrapolates, a slower engine moves it everywhere (which
    steps count is the caller's: from design r20 the daemon takes those inside both the drift
-   domain and the calibrated envelope);
+   domain and the calibrated envelope; from r47 those inside the range the calibration window
+   held, its residual less the calibrated composition bias its mean was measured without);
 5. the re-fitted model explains its whole window with one set of coefficients: its residual has
    no level shift over time (``largest_level_shift``) beyond the allowance. A change of batch
    composition is what the coefficients model; a change at one moment (a slower engine from step
