@@ -122,3 +122,16 @@ def test_a_row_that_failed_to_run_counts_as_missed_not_as_a_crash():
     assert "| 1 of 2 | missed |" in text and "| 1 of 2 ended GO" in text
     table = blocker_table(rows)  # the page's table of what kept healthy rows from GO
     assert table[-1].startswith("| r41 | 2 | 1 | 1 | 0 |"), table
+
+
+def test_a_declared_long_row_not_run_reads_as_unmeasured_not_met():
+    from benchmarks.gate_targets import false_alarm_lines
+
+    short = [r for r in ROWS if not r["scenario"]["name"].endswith("-long")]
+    (line,) = false_alarm_lines(short, ("H1-swing-long",))
+    assert "no long run yet (declared, not run: H1-swing-long)" in line and line.endswith("| not measured |")
+    (line,) = false_alarm_lines(ROWS, ("H1-swing-long", "H2-swing-long"))
+    assert "declared, not run: H2-swing-long" in line and line.endswith("| not all measured |")
+    (line,) = false_alarm_lines(ROWS, ("H1-swing-long",))
+    assert line.endswith("| met |")
+    assert false_alarm_lines(short) == []
