@@ -13,19 +13,7 @@ from typing import Any
 DESIGN_REVISION = "r47"
 # The held-out sets whose rows the design in force was built on (development evidence for it; its
 # note in ``DESIGN`` says which rows): the sets declared after it are its held-out sets.
-BUILT_ON = (
-    "held_out_40",
-    "held_out_41",
-    "held_out_42",
-    "held_out_43",
-    "held_out_44",
-    "held_out_45",
-    "held_out_46",
-    "held_out_47",
-    "held_out_48",
-    "held_out_49",
-    "held_out_50",
-)
+BUILT_ON = tuple(f"held_out_{n}" for n in range(40, 51))  # held-out 40-50
 
 DESIGN = [
     "NO_GO (pages) only on evidence that attribution is wrong now: accuracy beyond its limits, "

@@ -283,16 +283,7 @@ def _model_shapley_clause(real: list[dict[str, Any]]) -> str:
 # Held-out sets declared after model Shapley was proposed, to confirm or refute it (the rest are
 # its development evidence: it was proposed on their misses).  44 was declared for it; 45-51,
 # the gate's later sets, were studied after it too and played no part in it.
-CONFIRMING = (
-    "held_out_44",
-    "held_out_45",
-    "held_out_46",
-    "held_out_47",
-    "held_out_48",
-    "held_out_49",
-    "held_out_50",
-    "held_out_51",
-)
+CONFIRMING = tuple(f"held_out_{n}" for n in range(44, 52))  # held-out 44-51
 
 
 def policy_runs(doc: dict[str, Any], confirming: bool = False) -> dict[str, dict[str, Any]]:
