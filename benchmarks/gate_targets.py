@@ -17,6 +17,7 @@ from statistics import median
 from typing import Any
 
 from benchmarks.gate_designs import BUILT_ON, DESIGN_REVISION
+from benchmarks.gate_scenarios import SCENARIOS
 
 FALSE_ALARM_TARGET = 1e-5
 DETECTION_BUDGET_STEPS = 500  # an 8 % slowdown's drift event, after the fault began
@@ -160,17 +161,18 @@ def false_alarm_lines(rows: list[dict[str, Any]], declared: tuple[str, ...] = ()
         for r in long_runs
     )
     not_run = f"; declared, not run: {', '.join(pending)}" if pending else ""
+    if len(within) < len(long_runs):
+        outcome = "missed"
+    else:
+        outcome = "not all measured" if pending else "met"
     return [
         f"| false alarms ≤ {FALSE_ALARM_TARGET:.0e} per judged step (95 % bound, long runs) | "
-        f"{len(within)} of {len(long_runs)} within ({each}{not_run}) | "
-        f"{'met' if len(within) == len(long_runs) and not pending else 'missed' if len(within) < len(long_runs) else 'not all measured'} |"
+        f"{len(within)} of {len(long_runs)} within ({each}{not_run}) | {outcome} |"
     ]
 
 
 def _declared_long(sets: set[str]) -> tuple[str, ...]:
     """The long healthy rows ``sets`` declared (``benchmarks.gate_scenarios``), in its order."""
-    from benchmarks.gate_scenarios import SCENARIOS
-
     return tuple(
         s.name
         for s in SCENARIOS
