@@ -259,6 +259,11 @@ HELD51_BASE = _h200(
     1,
     ("a=servegen:18:8", "b=lengths:sharegpt:2.5", "c=lengths:arxiv:0.8"),
 )
+HELD52_BASE = _h200(
+    "benchmarks/models/aya-expanse-32b",
+    2,
+    ("a=servegen:27:10", "b=lengths:arxiv:0.8", "c=lengths:sharegpt:1"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -306,6 +311,7 @@ ARMED_SETS = {
     "49": 12000,
     "50": 12000,
     "51": 12000,
+    "52": 12000,
 }
 LONG_FAULT_SETS = {
     "5",
@@ -496,6 +502,7 @@ def _scenarios() -> list[Scenario]:
         ("49", HELD49_BASE, 5000, "mooncake-conversation:0.3"),
         ("50", HELD50_BASE, 5100, "mooncake-synthetic:0.3"),
         ("51", HELD51_BASE, 5200, "lengths:arxiv:1"),
+        ("52", HELD52_BASE, 5300, "azure-conv:2"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -698,6 +705,8 @@ def _scenarios() -> list[Scenario]:
         ("H50-swing-30k", "held_out_50", HELD50_BASE, SWING_30K, 5103, "swing:0.3:3:150"),
         ("H51-ramp-30k", "held_out_51", HELD51_BASE, RAMP_30K, 5202, "ramp:0.3:3:300"),
         ("H51-swing-30k", "held_out_51", HELD51_BASE, SWING_30K, 5203, "swing:0.3:3:150"),
+        ("H52-ramp-30k", "held_out_52", HELD52_BASE, RAMP_30K, 5302, "ramp:0.3:3:300"),
+        ("H52-swing-30k", "held_out_52", HELD52_BASE, SWING_30K, 5303, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -770,6 +779,7 @@ def _scenarios() -> list[Scenario]:
         ("H49-steady-12k", "held_out_49", HELD49_BASE, 5013, steady_12k, timeline),
         ("H50-steady-12k", "held_out_50", HELD50_BASE, 5113, steady_12k, timeline),
         ("H51-steady-12k", "held_out_51", HELD51_BASE, 5213, steady_12k, timeline),
+        ("H52-steady-12k", "held_out_52", HELD52_BASE, 5313, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
@@ -788,6 +798,7 @@ def _scenarios() -> list[Scenario]:
         ("H49-swing-long", "held_out_49", HELD49_BASE, 5003, swing_long, swing),
         ("H50-swing-long", "held_out_50", HELD50_BASE, 5103, swing_long, swing),
         ("H51-swing-long", "held_out_51", HELD51_BASE, 5203, swing_long, swing),
+        ("H52-swing-long", "held_out_52", HELD52_BASE, 5303, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -840,6 +851,7 @@ def _scenarios() -> list[Scenario]:
         ("49", HELD49_BASE, 5010),
         ("50", HELD50_BASE, 5110),
         ("51", HELD51_BASE, 5210),
+        ("52", HELD52_BASE, 5310),
     ):
         out.append(
             Scenario(
