@@ -264,6 +264,11 @@ HELD52_BASE = _h200(
     2,
     ("a=servegen:27:10", "b=lengths:arxiv:0.8", "c=lengths:sharegpt:1"),
 )
+HELD53_BASE = _h200(
+    "benchmarks/models/falcon3-10b",
+    1,
+    ("a=servegen:30:6", "b=lengths:sharegpt:1.5", "c=lengths:arxiv:0.6"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -312,6 +317,7 @@ ARMED_SETS = {
     "50": 12000,
     "51": 12000,
     "52": 12000,
+    "53": 12000,
 }
 LONG_FAULT_SETS = {
     "5",
@@ -503,6 +509,7 @@ def _scenarios() -> list[Scenario]:
         ("50", HELD50_BASE, 5100, "mooncake-synthetic:0.3"),
         ("51", HELD51_BASE, 5200, "lengths:arxiv:1"),
         ("52", HELD52_BASE, 5300, "azure-conv:2"),
+        ("53", HELD53_BASE, 5400, "lengths:arxiv:1"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -707,6 +714,8 @@ def _scenarios() -> list[Scenario]:
         ("H51-swing-30k", "held_out_51", HELD51_BASE, SWING_30K, 5203, "swing:0.3:3:150"),
         ("H52-ramp-30k", "held_out_52", HELD52_BASE, RAMP_30K, 5302, "ramp:0.3:3:300"),
         ("H52-swing-30k", "held_out_52", HELD52_BASE, SWING_30K, 5303, "swing:0.3:3:150"),
+        ("H53-ramp-30k", "held_out_53", HELD53_BASE, RAMP_30K, 5402, "ramp:0.3:3:300"),
+        ("H53-swing-30k", "held_out_53", HELD53_BASE, SWING_30K, 5403, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -780,6 +789,7 @@ def _scenarios() -> list[Scenario]:
         ("H50-steady-12k", "held_out_50", HELD50_BASE, 5113, steady_12k, timeline),
         ("H51-steady-12k", "held_out_51", HELD51_BASE, 5213, steady_12k, timeline),
         ("H52-steady-12k", "held_out_52", HELD52_BASE, 5313, steady_12k, timeline),
+        ("H53-steady-12k", "held_out_53", HELD53_BASE, 5413, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
@@ -799,6 +809,7 @@ def _scenarios() -> list[Scenario]:
         ("H50-swing-long", "held_out_50", HELD50_BASE, 5103, swing_long, swing),
         ("H51-swing-long", "held_out_51", HELD51_BASE, 5203, swing_long, swing),
         ("H52-swing-long", "held_out_52", HELD52_BASE, 5303, swing_long, swing),
+        ("H53-swing-long", "held_out_53", HELD53_BASE, 5403, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -852,6 +863,7 @@ def _scenarios() -> list[Scenario]:
         ("50", HELD50_BASE, 5110),
         ("51", HELD51_BASE, 5210),
         ("52", HELD52_BASE, 5310),
+        ("53", HELD53_BASE, 5410),
     ):
         out.append(
             Scenario(

@@ -101,6 +101,7 @@ SETS = {
     "held_out_50": ("HELD50_BASE", {"saturated": 5111, "light": 5112}, "held_out_50"),
     "held_out_51": ("HELD51_BASE", {"saturated": 5211, "light": 5212}, "held_out_51"),
     "held_out_52": ("HELD52_BASE", {"saturated": 5311, "light": 5312}, "held_out_52"),
+    "held_out_53": ("HELD53_BASE", {"saturated": 5411, "light": 5412}, "held_out_53"),
 }
 # Sets declared for the accuracy study alone (no gate-matrix rows): set -> (base, declaration).
 # Written, with the set's entry in ``SETS``, before any run of the set.  The gate matrix's own

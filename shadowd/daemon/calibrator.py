@@ -252,6 +252,10 @@ class CalibrationSettings:
     # detectors do, on the steps inside the range the window held (r45's support; shadowd.daemon
     # .refit.residual_shifts; why: DESIGN in benchmarks/gate_designs.py).
     unbiased_refit_shift: bool = True
+    # Design r48: that support is the range of the steps the model was fitted on (the window's
+    # fit part), not the whole window: its held-out part may reach compositions the fit never
+    # saw, where the model extrapolates (why: DESIGN in benchmarks/gate_designs.py).
+    support_from_fit: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
@@ -364,7 +368,8 @@ def calibrate(
                     raw_allowance=_raw_allowance(raw_noise, r, settings),
                 )
             if settings.support_unsupported:  # design r45: the range the window held
-                held = {k: mine_f[k] for k in checks.SUPPORT_FEATURES if k in mine_f}
+                source = _support_source(mine_f, fit_part, cls) if settings.support_from_fit else mine_f
+                held = {k: source[k] for k in checks.SUPPORT_FEATURES if k in source}
                 drift[cls] = dataclasses.replace(drift[cls], support=checks.feature_domain(held, margin=0.0))
             if settings.stratify_confirmation:
                 drift[cls] = dataclasses.replace(
@@ -478,6 +483,26 @@ def stability_baseline(
         for k, v in rep.items()
         if isinstance(v, dict) and v.get("effect") is not None and k in ("llmvisor", "llmvisor_total")
     }
+
+
+def _support_source(window: dict[str, np.ndarray], fit_part: StepBatch, cls: str) -> dict[str, np.ndarray]:
+    """Design r48: the compositions of the class's steps the model was fitted on, whose range is
+    the detectors' support (r45 took the whole window's, held-out part included).  The window's
+    where the fit part holds none of the class (the model then extrapolates everywhere, and r45's
+    range is the best there is).
+
+    >>> from shadowd.steps.batch import StepBatch
+    >>> fit = StepBatch.from_rows([dict(latency_ms=9.0)], [[dict(new_tokens=1, context_tokens=50)]])
+    >>> window = {"batch_size": np.array([1.0, 40.0])}
+    >>> _support_source(window, fit, "decode")["batch_size"].tolist()
+    [1.0]
+    >>> _support_source(window, fit, "mixed")["batch_size"].tolist()
+    [1.0, 40.0]
+    """
+    mine = fit_part.kind == KIND_NAMES.index(cls)
+    if not mine.any():
+        return window
+    return {k: v[mine] for k, v in fit_part.composition().items()}
 
 
 def _raw_allowance(raw: np.ndarray, holdout: np.ndarray, settings: CalibrationSettings) -> float:
