@@ -254,8 +254,8 @@ class CalibrationSettings:
     unbiased_refit_shift: bool = True
     # Design r48: that support is the range of the steps the model was fitted on (the window's
     # fit part), not the whole window: its held-out part may reach compositions the fit never
-    # saw, where the model extrapolates (why: DESIGN in benchmarks/gate_designs.py).
-    support_from_fit: bool = True
+    # saw, where the model extrapolates.
+    support_from_fit: bool = False  # withdrawn (r48): see DESIGN in benchmarks/gate_designs.py
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class

@@ -116,7 +116,7 @@ def test_support_round_trips_and_old_bodies_read_back_without_it():
 
 
 def test_the_daemon_stores_the_window_range_only_when_asked():
-    # r45's range is the whole window's (design r48 takes the fit part's instead:
+    # r45's range is the whole window's (design r48, withdrawn, took the fit part's:
     # tests/daemon/test_support_from_fit.py).
     on = calibrate_synthetic(support_unsupported=True, support_from_fit=False)
     off = calibrate_synthetic(support_unsupported=False)
