@@ -487,8 +487,8 @@ def stability_baseline(
 
 def _support_source(window: dict[str, np.ndarray], fit_part: StepBatch, cls: str) -> dict[str, np.ndarray]:
     """Design r48: the compositions of the class's steps the model was fitted on, whose range is
-    the detectors' support (r45 took the whole window's, held-out part included).  The window's
-    where the fit part holds none of the class (the model then extrapolates everywhere, and r45's
+    the detectors' support (r45 took the whole window's, held-out part included).  Where the fit
+    part holds none of the class, the window's (the model then extrapolates everywhere, and r45's
     range is the best there is).
 
     >>> from shadowd.steps.batch import StepBatch
