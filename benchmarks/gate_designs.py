@@ -350,7 +350,13 @@ DESIGN = [
     "-13 %, 37.5 % of the confirmation window beyond r45's support), raised a Page-Hinkley "
     "alarm at 4,132 and paged; under r45 it ended INCONCLUSIVE without a page. One gain, one "
     "page: r47 stays in force, not retuned on this set; the pages on healthy ramps of held-out "
-    "52 and 53 (a model extrapolating inside r45's support) are the next design's.",
+    "52 and 53 (a model extrapolating inside r45's support) are the next design's. "
+    "H53-swing-long (800,000 steps, run as declared after the rest of the set, 45 minutes): GO "
+    "from 508,730 to its end, no page and no drift event in 399,811 judged steps (95 % bound "
+    "7.5e-6 per judged step). Its engine alone (`benchmarks/tenant_spans.py --engine`, run "
+    "beside the row and read before its result) covered 13,033 simulated s, every tenant "
+    "sending throughout; at the swing's peaks up to 2,526 requests (335,573 prompt tokens) "
+    "waited, none at the end.",
     "Design r46 (built on held-out 47's H47-steady under r45, development evidence for it with "
     "held-out 40-47's other rows; declared with held-out 48 and withdrawn after it, below; r45 "
     "is in force again): a re-fit's check "
