@@ -269,6 +269,11 @@ HELD53_BASE = _h200(
     1,
     ("a=servegen:30:6", "b=lengths:sharegpt:1.5", "c=lengths:arxiv:0.6"),
 )
+HELD54_BASE = _h200(
+    "benchmarks/models/olmo-2-32b",
+    2,
+    ("a=servegen:14:6", "b=lengths:arxiv:1.2", "c=lengths:sharegpt:1.2"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -318,6 +323,7 @@ ARMED_SETS = {
     "51": 12000,
     "52": 12000,
     "53": 12000,
+    "54": 12000,
 }
 LONG_FAULT_SETS = {
     "5",
@@ -510,6 +516,7 @@ def _scenarios() -> list[Scenario]:
         ("51", HELD51_BASE, 5200, "lengths:arxiv:1"),
         ("52", HELD52_BASE, 5300, "azure-conv:2"),
         ("53", HELD53_BASE, 5400, "lengths:arxiv:1"),
+        ("54", HELD54_BASE, 5500, "lengths:sharegpt:2"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -716,6 +723,8 @@ def _scenarios() -> list[Scenario]:
         ("H52-swing-30k", "held_out_52", HELD52_BASE, SWING_30K, 5303, "swing:0.3:3:150"),
         ("H53-ramp-30k", "held_out_53", HELD53_BASE, RAMP_30K, 5402, "ramp:0.3:3:300"),
         ("H53-swing-30k", "held_out_53", HELD53_BASE, SWING_30K, 5403, "swing:0.3:3:150"),
+        ("H54-ramp-30k", "held_out_54", HELD54_BASE, RAMP_30K, 5502, "ramp:0.3:3:300"),
+        ("H54-swing-30k", "held_out_54", HELD54_BASE, SWING_30K, 5503, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -790,6 +799,7 @@ def _scenarios() -> list[Scenario]:
         ("H51-steady-12k", "held_out_51", HELD51_BASE, 5213, steady_12k, timeline),
         ("H52-steady-12k", "held_out_52", HELD52_BASE, 5313, steady_12k, timeline),
         ("H53-steady-12k", "held_out_53", HELD53_BASE, 5413, steady_12k, timeline),
+        ("H54-steady-12k", "held_out_54", HELD54_BASE, 5513, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
@@ -810,6 +820,7 @@ def _scenarios() -> list[Scenario]:
         ("H51-swing-long", "held_out_51", HELD51_BASE, 5203, swing_long, swing),
         ("H52-swing-long", "held_out_52", HELD52_BASE, 5303, swing_long, swing),
         ("H53-swing-long", "held_out_53", HELD53_BASE, 5403, swing_long, swing),
+        ("H54-swing-long", "held_out_54", HELD54_BASE, 5503, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -864,6 +875,7 @@ def _scenarios() -> list[Scenario]:
         ("51", HELD51_BASE, 5210),
         ("52", HELD52_BASE, 5310),
         ("53", HELD53_BASE, 5410),
+        ("54", HELD54_BASE, 5510),
     ):
         out.append(
             Scenario(

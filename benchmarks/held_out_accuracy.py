@@ -102,6 +102,7 @@ SETS = {
     "held_out_51": ("HELD51_BASE", {"saturated": 5211, "light": 5212}, "held_out_51"),
     "held_out_52": ("HELD52_BASE", {"saturated": 5311, "light": 5312}, "held_out_52"),
     "held_out_53": ("HELD53_BASE", {"saturated": 5411, "light": 5412}, "held_out_53"),
+    "held_out_54": ("HELD54_BASE", {"saturated": 5511, "light": 5512}, "held_out_54"),
 }
 # Sets declared for the accuracy study alone (no gate-matrix rows): set -> (base, declaration).
 # Written, with the set's entry in ``SETS``, before any run of the set.  The gate matrix's own

@@ -57,6 +57,7 @@ from checks.threshold_search import (
     measure_false_alarm_rate,
     synthetic_residuals,
 )
+from checks.validated_support import SupportDecision, validated_support
 from checks.wander import BlockSpread, allowance, block_spread
 
 DETECTORS = (PageHinkleyDetector, AdwinDetector)
@@ -79,6 +80,8 @@ __all__ = [
     "Decision",
     "DriftCalibration",
     "SUPPORT_FEATURES",
+    "SupportDecision",
+    "validated_support",
     "DriftEvent",
     "DriftMonitor",
     "EXIT_ERROR",

@@ -256,6 +256,11 @@ class CalibrationSettings:
     # fit part), not the whole window: its held-out part may reach compositions the fit never
     # saw, where the model extrapolates.
     support_from_fit: bool = False  # withdrawn (r48): see DESIGN in benchmarks/gate_designs.py
+    # Design r49: the window's range is the support only where the held-out steps beyond the
+    # fitted range sat within the raw allowance of those inside it, with their 95 % bound; where
+    # they did not, the fitted range is (checks.validated_support; why: DESIGN in
+    # benchmarks/gate_designs.py).
+    validated_support: bool = True
     settle_steps: int = 0  # steps ignored before the warm-up window starts
     share_policy: str = "equal"  # fixed-term policy of the shares the stability baseline scores
     # The warm-up window widens (up to max_window_factor x warmup_steps) until every step class
@@ -368,9 +373,10 @@ def calibrate(
                     raw_allowance=_raw_allowance(raw_noise, r, settings),
                 )
             if settings.support_unsupported:  # design r45: the range the window held
-                source = _support_source(mine_f, fit_part, cls) if settings.support_from_fit else mine_f
-                held = {k: source[k] for k in checks.SUPPORT_FEATURES if k in source}
-                drift[cls] = dataclasses.replace(drift[cls], support=checks.feature_domain(held, margin=0.0))
+                fitted = mine & (np.arange(batch.num_steps) < fit_part.num_steps)
+                checked = (hold_features, held, resid, whole[fitted])
+                support = _support(settings, mine_f, fit_part, cls, checked, drift[cls])
+                drift[cls] = dataclasses.replace(drift[cls], support=support)
             if settings.stratify_confirmation:
                 drift[cls] = dataclasses.replace(
                     drift[cls],
@@ -483,6 +489,39 @@ def stability_baseline(
         for k, v in rep.items()
         if isinstance(v, dict) and v.get("effect") is not None and k in ("llmvisor", "llmvisor_total")
     }
+
+
+def _support(
+    settings: CalibrationSettings,
+    window: dict[str, np.ndarray],
+    fit_part: StepBatch,
+    cls: str,
+    checked: tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray],
+    cal: checks.DriftCalibration,
+) -> dict[str, tuple[float, float]]:
+    """The class's support (r45: the window's range; r48: the fitted steps'; r49: the window's
+    where the held-out part validated the model beyond the fitted range).  ``checked``: the
+    held-out part's compositions, the class's mask over them, their relative residuals, and the
+    class's fitted steps' (in sample)."""
+    only = checks.SUPPORT_FEATURES
+
+    def pick(f: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {k: f[k] for k in only if k in f}
+
+    source = _support_source(window, fit_part, cls)
+    if settings.validated_support and source is not window:
+        features, mask, resid, fit_resid = checked
+        decision = checks.validated_support(
+            pick(source),
+            pick({k: v[mask] for k, v in features.items()}),
+            resid[mask],
+            pick(window),
+            cal.raw_allowance or cal.allowance,
+            fit_resid,
+        )
+        log.info("%s steps: %s", cls, decision.why())
+        return decision.support
+    return checks.feature_domain(pick(source if settings.support_from_fit else window), margin=0.0)
 
 
 def _support_source(window: dict[str, np.ndarray], fit_part: StepBatch, cls: str) -> dict[str, np.ndarray]:

@@ -29,6 +29,7 @@ SETTINGS = CalibrationSettings(
     adwin_sim_steps=20_000,
     target_false_alarm_rate=1e-3,
     support_from_fit=True,
+    validated_support=False,
 )
 
 
