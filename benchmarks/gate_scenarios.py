@@ -274,6 +274,11 @@ HELD54_BASE = _h200(
     2,
     ("a=servegen:14:6", "b=lengths:arxiv:1.2", "c=lengths:sharegpt:1.2"),
 )
+HELD55_BASE = _h200(
+    "benchmarks/models/glm-4-9b",
+    1,
+    ("a=servegen:18:10", "b=lengths:sharegpt:1", "c=lengths:arxiv:0.8"),
+)
 HELD2_BASE = _h200(
     "benchmarks/models/qwen2.5-72b", 4, ("a=servegen:6:4", "b=servegen:37:1", "c=servegen:23:3")
 )
@@ -324,6 +329,7 @@ ARMED_SETS = {
     "52": 12000,
     "53": 12000,
     "54": 12000,
+    "55": 12000,
 }
 LONG_FAULT_SETS = {
     "5",
@@ -517,6 +523,7 @@ def _scenarios() -> list[Scenario]:
         ("52", HELD52_BASE, 5300, "azure-conv:2"),
         ("53", HELD53_BASE, 5400, "lengths:arxiv:1"),
         ("54", HELD54_BASE, 5500, "lengths:sharegpt:2"),
+        ("55", HELD55_BASE, 5600, "azure-conv:2"),
     ):
         set_ = f"held_out_{tag or '1'}"
         fb = {**base, "steps": 9000} if tag in LONG_FAULT_SETS else base  # the fault runs' base
@@ -725,6 +732,8 @@ def _scenarios() -> list[Scenario]:
         ("H53-swing-30k", "held_out_53", HELD53_BASE, SWING_30K, 5403, "swing:0.3:3:150"),
         ("H54-ramp-30k", "held_out_54", HELD54_BASE, RAMP_30K, 5502, "ramp:0.3:3:300"),
         ("H54-swing-30k", "held_out_54", HELD54_BASE, SWING_30K, 5503, "swing:0.3:3:150"),
+        ("H55-ramp-30k", "held_out_55", HELD55_BASE, RAMP_30K, 5602, "ramp:0.3:3:300"),
+        ("H55-swing-30k", "held_out_55", HELD55_BASE, SWING_30K, 5603, "swing:0.3:3:150"),
     ):
         out.append(
             Scenario(name, set_, "healthy", what, **{**base, "steps": 30000}, seed=seed, loads=(load,))
@@ -800,6 +809,7 @@ def _scenarios() -> list[Scenario]:
         ("H52-steady-12k", "held_out_52", HELD52_BASE, 5313, steady_12k, timeline),
         ("H53-steady-12k", "held_out_53", HELD53_BASE, 5413, steady_12k, timeline),
         ("H54-steady-12k", "held_out_54", HELD54_BASE, 5513, steady_12k, timeline),
+        ("H55-steady-12k", "held_out_55", HELD55_BASE, 5613, steady_12k, timeline),
         ("H33-swing-long", "held_out_33", HELD33_BASE, 3403, swing_long, swing),
         ("H34-swing-long", "held_out_34", HELD34_BASE, 3503, swing_long, swing),
         ("H35-swing-long", "held_out_35", HELD35_BASE, 3603, swing_long, swing),
@@ -821,6 +831,7 @@ def _scenarios() -> list[Scenario]:
         ("H52-swing-long", "held_out_52", HELD52_BASE, 5303, swing_long, swing),
         ("H53-swing-long", "held_out_53", HELD53_BASE, 5403, swing_long, swing),
         ("H54-swing-long", "held_out_54", HELD54_BASE, 5503, swing_long, swing),
+        ("H55-swing-long", "held_out_55", HELD55_BASE, 5603, swing_long, swing),
     ):
         out.append(Scenario(name, set_, "healthy", what, **{**base, **kw}, seed=seed))
     for tag, base, seed in (
@@ -876,6 +887,7 @@ def _scenarios() -> list[Scenario]:
         ("52", HELD52_BASE, 5310),
         ("53", HELD53_BASE, 5410),
         ("54", HELD54_BASE, 5510),
+        ("55", HELD55_BASE, 5610),
     ):
         out.append(
             Scenario(

@@ -103,6 +103,7 @@ SETS = {
     "held_out_52": ("HELD52_BASE", {"saturated": 5311, "light": 5312}, "held_out_52"),
     "held_out_53": ("HELD53_BASE", {"saturated": 5411, "light": 5412}, "held_out_53"),
     "held_out_54": ("HELD54_BASE", {"saturated": 5511, "light": 5512}, "held_out_54"),
+    "held_out_55": ("HELD55_BASE", {"saturated": 5611, "light": 5612}, "held_out_55"),
 }
 # Sets declared for the accuracy study alone (no gate-matrix rows): set -> (base, declaration).
 # Written, with the set's entry in ``SETS``, before any run of the set.  The gate matrix's own

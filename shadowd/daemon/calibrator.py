@@ -519,7 +519,8 @@ def _support(
             cal.raw_allowance or cal.allowance,
             fit_resid,
         )
-        log.info("%s steps: %s", cls, decision.why())
+        # A narrowed support holds the gate INCONCLUSIVE on compositions the window held: say so.
+        (log.info if decision.validated else log.warning)("%s steps: %s", cls, decision.why())
         return decision.support
     return checks.feature_domain(pick(source if settings.support_from_fit else window), margin=0.0)
 
