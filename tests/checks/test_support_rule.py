@@ -117,8 +117,10 @@ def test_support_round_trips_and_old_bodies_read_back_without_it():
 
 def test_the_daemon_stores_the_window_range_only_when_asked():
     # r45's range is the whole window's (design r48, withdrawn, took the fit part's:
-    # tests/daemon/test_support_from_fit.py).
-    on = calibrate_synthetic(support_unsupported=True, support_from_fit=False)
+    # tests/daemon/test_support_from_fit.py; design r49 takes it only where the held-out part
+    # validated the model beyond the fitted steps: tests/daemon/test_validated_support.py).
+    on = calibrate_synthetic(support_unsupported=True, support_from_fit=False, validated_support=False)
+    r49 = calibrate_synthetic(support_unsupported=True)
     off = calibrate_synthetic(support_unsupported=False)
     for cls, cal in on.drift.items():
         assert set(cal.support) == set(checks.SUPPORT_FEATURES) < set(cal.domain)  # no KV tokens
@@ -126,4 +128,6 @@ def test_the_daemon_stores_the_window_range_only_when_asked():
             d_lo, d_hi = cal.domain[name]
             # the domain is the same quantiles widened by the margin (0.5): 1.5x beyond
             assert np.isclose(d_hi, 1.5 * hi) and np.isclose(d_lo, lo / 1.5)
+            lo49, hi49 = r49.drift[cls].support[name]  # the window's range or the fitted steps'
+            assert (lo49, hi49) == (lo, hi) or d_lo < lo49 <= hi49 < d_hi
         assert off.drift[cls].support == {}
