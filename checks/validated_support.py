@@ -6,9 +6,9 @@ window, its held-out part reaches batches the fit never saw, where the model ext
 lasting residual shift there paged healthy runs. r48 took the fitted steps' range alone, and the
 default demo's slowdown, at batches only the held-out part had reached, went unseen. What
 separates the two: whether the held-out steps beyond the fitted range sat where the steps inside
-it sat (the fitted steps, and the held-out steps that stayed among them). So the window's range is the support only where the held-out part
-validated the model beyond the fitted range; otherwise the fitted range is (why and on which
-runs: DESIGN in benchmarks/gate_designs.py).
+it sat (the fitted steps, and the held-out steps that stayed among them). So the window's range
+is the support only where the held-out part validated the model beyond the fitted range;
+otherwise the fitted range is (why and on which runs: DESIGN in benchmarks/gate_designs.py).
 
 >>> import numpy as np
 >>> fit = {"batch_size": np.arange(1.0, 21.0)}
