@@ -34,3 +34,19 @@ def feature_domain(
         lo, hi = np.quantile(x, quantiles)
         out[name] = (float(lo / (1.0 + margin)), float(hi * (1.0 + margin)))
     return out
+
+
+def within(features: Mapping[str, np.ndarray], ranges: Mapping[str, tuple[float, float]]) -> np.ndarray:
+    """Which steps lie inside every range of ``ranges`` (bounds included; a feature absent from
+    ``features`` is not judged).
+
+    >>> within({"batch_size": np.array([1, 2, 28, 40])}, {"batch_size": (2.0, 28.0)}).tolist()
+    [False, True, True, False]
+    """
+    n = len(next(iter(features.values()))) if features else 0
+    ok = np.ones(n, dtype=bool)
+    for name, (lo, hi) in ranges.items():
+        if name in features:
+            x = np.asarray(features[name], dtype=float)
+            ok &= (x >= lo) & (x <= hi)
+    return ok

@@ -33,6 +33,7 @@ import numpy as np
 from checks.adwin import AdwinDetector
 from checks.alarm_confirmation import AlarmConfirmation, graph_stratum, octave_stratum
 from checks.detrend import Detrend, detrend
+from checks.domain import within
 from checks.page_hinkley import PageHinkleyDetector
 from checks.residual_bias import remove_bias, remove_graph_offsets
 from checks.stratified_detrend import StratifiedDetrend
@@ -179,13 +180,7 @@ class DriftCalibration:
 
     def in_domain(self, features: Mapping[str, np.ndarray]) -> np.ndarray:
         """Which steps lie inside ``domain`` on every feature given (all, if no domain)."""
-        n = len(next(iter(features.values()))) if features else 0
-        ok = np.ones(n, dtype=bool)
-        for name, (lo, hi) in self.domain.items():
-            if name in features:
-                x = np.asarray(features[name], dtype=float)
-                ok &= (x >= lo) & (x <= hi)
-        return ok
+        return within(features, self.domain)
 
     def beyond_support(self, features: Mapping[str, np.ndarray]) -> np.ndarray:
         """Which steps lie beyond ``support`` on any feature given (none, if no support): design
@@ -196,13 +191,7 @@ class DriftCalibration:
         >>> cal.beyond_support({"batch_size": np.array([1, 2, 28, 40])}).tolist()
         [True, False, False, True]
         """
-        n = len(next(iter(features.values()))) if features else 0
-        out = np.zeros(n, dtype=bool)
-        for name, (lo, hi) in self.support.items():
-            if name in features:
-                x = np.asarray(features[name], dtype=float)
-                out |= (x < lo) | (x > hi)
-        return out
+        return ~within(features, self.support)
 
     def detectors(self) -> list[PageHinkleyDetector | AdwinDetector]:
         """Fresh detectors at this calibration's thresholds, in ``detector_names`` order."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from checks.domain import feature_domain
+from checks.domain import feature_domain, within
 
 Z = 1.96  # the held-out shift beyond the fitted range validates it only if its 95 % bound does
 
@@ -59,15 +59,6 @@ class SupportDecision:
         )
 
 
-def _inside(features: Mapping[str, np.ndarray], domain: Mapping[str, tuple[float, float]]) -> np.ndarray:
-    n = len(next(iter(features.values())))
-    ok = np.ones(n, dtype=bool)
-    for name, (lo, hi) in domain.items():
-        x = np.asarray(features[name], dtype=float)
-        ok &= (x >= lo) & (x <= hi)
-    return ok
-
-
 def validated_support(
     fit: Mapping[str, np.ndarray],
     held: Mapping[str, np.ndarray],
@@ -84,9 +75,9 @@ def validated_support(
     held-out part on a ramp may hold none of its own there."""
     whole, fitted = feature_domain(window, margin=0.0), feature_domain(fit, margin=0.0)
     r, f = np.asarray(held_resid, dtype=float), np.asarray(fit_resid, dtype=float)
-    inside = _inside(held, fitted)
+    inside = within(held, fitted)
     out = r[np.isfinite(r) & ~inside]
-    ins = np.r_[r[np.isfinite(r) & inside], f[np.isfinite(f) & _inside(fit, fitted)]]
+    ins = np.r_[r[np.isfinite(r) & inside], f[np.isfinite(f) & within(fit, fitted)]]
     nan = float("nan")
     if not len(out):
         return SupportDecision(whole, True, 0, len(ins), nan, nan, allowance)
